@@ -1,0 +1,1 @@
+"""harness_g.agent (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""Graph build: readers, text processing, artifact, stores. Knows nothing of menus or training."""

@@ -1,0 +1,183 @@
+"""The on-disk graph artifact: Parquet tables + embeddings + a manifest, in a GRAPH_DIR.
+
+A GRAPH_DIR is the handle every command takes. Layout::
+
+    GRAPH_DIR/
+      manifest.json            counts, model names, build config, content hash, timings
+      paragraphs.parquet       id, title, text, source
+      sentences.parquet        id, paragraph_id, position, title, text   (row i <-> embeddings[i])
+      sentence_embeddings.npy  float32 [n_sentences, dim], L2-normalised
+      entities.parquet         id, name, surface, label, lookupable, reject_reason, mentions
+      mentions.parquet         sentence_id, entity_id, surface, start, end, kind ('ner'|'title')
+      synonyms.parquet         src, dst, kind ('canonical'|'title'|'abbreviation'|'embedding'), score
+      questions.jsonl          QA items read with the corpus (may be empty)
+      store/                   the embedded FalkorDB's data (created on first load)
+
+Files are written to a temporary name then renamed, and the manifest is written last,
+so a crash mid-build never leaves a directory that looks complete.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness_g.errors import InputError
+from harness_g.graph.types import QAItem
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+EMBEDDINGS = "sentence_embeddings.npy"
+QUESTIONS = "questions.jsonl"
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "paragraphs": pa.schema([("id", pa.string()), ("title", pa.string()), ("text", pa.string()), ("source", pa.string())]),
+    "sentences": pa.schema(
+        [("id", pa.string()), ("paragraph_id", pa.string()), ("position", pa.int32()), ("title", pa.string()), ("text", pa.string())]
+    ),
+    "entities": pa.schema(
+        [
+            ("id", pa.string()),
+            ("name", pa.string()),
+            ("surface", pa.string()),
+            ("label", pa.string()),
+            ("lookupable", pa.bool_()),
+            ("reject_reason", pa.string()),
+            ("mentions", pa.int32()),
+        ]
+    ),
+    "mentions": pa.schema(
+        [
+            ("sentence_id", pa.string()),
+            ("entity_id", pa.string()),
+            ("surface", pa.string()),
+            ("start", pa.int32()),
+            ("end", pa.int32()),
+            ("kind", pa.string()),
+        ]
+    ),
+    "synonyms": pa.schema([("src", pa.string()), ("dst", pa.string()), ("kind", pa.string()), ("score", pa.float32())]),
+}
+TABLES = tuple(SCHEMAS)
+
+
+def _atomic_path(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
+def write_table(graph_dir: Path, name: str, columns: dict[str, list[Any]]) -> int:
+    """Write one table (column name -> values) with its fixed schema; returns the row count."""
+    table = pa.Table.from_pydict(columns, schema=SCHEMAS[name])
+    target = graph_dir / f"{name}.parquet"
+    tmp = _atomic_path(target)
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, target)
+    return table.num_rows
+
+
+def write_embeddings(graph_dir: Path, matrix: np.ndarray) -> None:
+    target = graph_dir / EMBEDDINGS
+    tmp = _atomic_path(target)
+    with open(tmp, "wb") as fh:
+        np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32))
+    os.replace(tmp, target)
+
+
+def write_questions(graph_dir: Path, questions: tuple[QAItem, ...] | list[QAItem]) -> None:
+    target = graph_dir / QUESTIONS
+    tmp = _atomic_path(target)
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for item in questions:
+            fh.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+    os.replace(tmp, target)
+
+
+def write_manifest(graph_dir: Path, manifest: dict[str, Any]) -> None:
+    target = graph_dir / MANIFEST
+    tmp = _atomic_path(target)
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+@dataclass
+class Artifact:
+    """Read access to a built GRAPH_DIR. Cheap to open: tables are read lazily."""
+
+    path: Path
+    manifest: dict[str, Any]
+
+    @classmethod
+    def open(cls, graph_dir: str | Path) -> "Artifact":
+        path = Path(graph_dir)
+        if not path.exists():
+            raise InputError("graph directory does not exist (build it with `harness-g build`)", str(path))
+        if not path.is_dir():
+            raise InputError("not a directory (expected a GRAPH_DIR made by `harness-g build`)", str(path))
+        mpath = path / MANIFEST
+        if not mpath.exists():
+            raise InputError("no manifest.json: not a harness-g graph, or its build did not finish", str(path))
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"corrupt manifest ({exc.msg})", str(mpath), exc.lineno) from exc
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise InputError(
+                f"graph format version {manifest.get('format_version')!r} is not supported (expected {FORMAT_VERSION}); rebuild it",
+                str(mpath),
+            )
+        for name in TABLES:
+            if not (path / f"{name}.parquet").exists():
+                raise InputError(f"missing table {name}.parquet; rebuild the graph", str(path))
+        return cls(path=path, manifest=manifest)
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def content_hash(self) -> str:
+        """Hash of the inputs and build config; changes whenever the graph's content would."""
+        return str(self.manifest["content_hash"])
+
+    @property
+    def embedding_model(self) -> str:
+        return str(self.manifest["models"]["embedding"])
+
+    @property
+    def embedding_dim(self) -> int:
+        return int(self.manifest["models"]["embedding_dim"])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self.manifest.get("counts", {}))
+
+    # -- data -----------------------------------------------------------------------------
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        if name not in SCHEMAS:
+            raise KeyError(f"unknown table {name!r}; known: {', '.join(TABLES)}")
+        return pq.read_table(self.path / f"{name}.parquet", columns=columns)
+
+    def iter_rows(self, name: str, batch_size: int = 2000, columns: list[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+        """Yield the table as lists of row dicts of at most ``batch_size`` rows (file order)."""
+        pf = pq.ParquetFile(self.path / f"{name}.parquet")
+        for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+            yield batch.to_pylist()
+
+    def embeddings(self, mmap: bool = True) -> np.ndarray:
+        """Sentence embeddings, float32 [n_sentences, dim], row i = sentences.parquet row i."""
+        return np.load(self.path / EMBEDDINGS, mmap_mode="r" if mmap else None)
+
+    def questions(self) -> list[QAItem]:
+        qpath = self.path / QUESTIONS
+        if not qpath.exists():
+            return []
+        with open(qpath, encoding="utf-8") as fh:
+            return [QAItem.from_json(json.loads(line)) for line in fh if line.strip()]
+
+    @property
+    def store_dir(self) -> Path:
+        """Where the embedded store keeps its data for this graph."""
+        return self.path / "store"

@@ -1,0 +1,3 @@
+from harness_g.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""harness_g.training (see DESIGN.md)."""
