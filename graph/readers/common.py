@@ -1,0 +1,351 @@
+"""Shared plumbing for readers: opening files, streaming JSON / JSON Lines records,
+typed field access with one-line :class:`InputError` messages, and paragraph dedup.
+
+Error messages name the file and where inside it the problem is:
+
+- JSON Lines: ``path:LINE: msg`` (LINE is the 1-based physical line);
+- JSON arrays: ``path: record N: msg`` (N is the 0-based index in the array), and for
+  syntax errors also the 1-based line and column of the JSON decoder.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness_g.errors import InputError
+from harness_g.graph.readers.chunking import chunk_document
+from harness_g.graph.types import Dataset, Paragraph, QAItem, paragraph_id
+
+T = TypeVar("T")
+
+# Human names for JSON value types in "must be X, got Y" messages.
+_JSON_TYPE_NAMES: dict[type, str] = {
+    dict: "object",
+    list: "list",
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def json_type_name(value: Any) -> str:
+    """JSON-ish name of ``value``'s type (``object``, ``list``, ``string``, ...)."""
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------- paths
+
+
+def require_file(path: str | Path) -> Path:
+    """``path`` as a Path, or InputError if it is missing or not a regular file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", str(p))
+    if p.is_dir():
+        raise InputError("is a directory, expected a file", str(p))
+    return p
+
+
+def require_dir(path: str | Path) -> Path:
+    """``path`` as a Path, or InputError if it is missing or not a directory."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such directory", str(p))
+    if not p.is_dir():
+        raise InputError("is a file, expected a directory", str(p))
+    return p
+
+
+def file_stem(path: Path) -> str:
+    """File name without ``.gz`` / ``.jsonl`` / ``.json`` suffixes (a dataset name for generic formats)."""
+    name = path.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return name or path.name
+
+
+def read_text(path: Path) -> str:
+    """Whole file as UTF-8 text (a BOM is tolerated; ``.gz`` files are decompressed);
+    a bad byte becomes an InputError naming its line."""
+    try:
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    except (OSError, EOFError) as e:  # e.g. unreadable, or a corrupt .gz
+        raise InputError(f"cannot read: {e}", str(path)) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError("not UTF-8 text", str(path), data.count(b"\n", 0, e.start) + 1) from None
+
+
+# ---------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Record:
+    """One JSON object from an input file plus where it came from, with checked field access.
+
+    ``line`` is set for JSON Lines (1-based), ``index`` for JSON arrays (0-based);
+    ``prefix`` names a nested object (``"paragraphs[3]."``) in error messages.
+    """
+
+    data: dict[str, Any]
+    path: str
+    line: int | None = None
+    index: int | None = None
+    prefix: str = ""
+
+    # -- errors
+
+    def error(self, message: str) -> InputError:
+        """An InputError located at this record."""
+        if self.line is not None:
+            return InputError(message, self.path, self.line)
+        if self.index is not None:
+            return InputError(f"record {self.index}: {message}", self.path)
+        return InputError(message, self.path)
+
+    # -- typed field access
+
+    def has(self, name: str) -> bool:
+        return name in self.data and self.data[name] is not None
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        """Optional field ``name`` (missing or null → ``default``), type-checked against ``kind``."""
+        if not self.has(name):
+            return default
+        return self.check(name, self.data[name], kind)
+
+    def require(self, name: str, kind: type | tuple[type, ...]) -> Any:
+        """Required field ``name``, type-checked against ``kind``."""
+        if name not in self.data:
+            raise self.error(f"missing field {self.prefix + name!r}")
+        return self.check(name, self.data[name], kind)
+
+    def check(self, label: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+        """``value`` if it is an instance of ``kind`` (bool is never accepted as int), else InputError."""
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if not ok:
+            want = " or ".join(_JSON_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+            raise self.error(f"field {self.prefix + label!r} must be {want}, got {json_type_name(value)}")
+        return value
+
+    def objects(self, name: str, *, required: bool = True) -> list["Record"]:
+        """Field ``name`` as a list of objects, each wrapped as a nested Record for error messages."""
+        value = self.require(name, list) if required else self.get(name, list, [])
+        out = []
+        for k, item in enumerate(value):
+            label = f"{name}[{k}]"
+            self.check(label, item, dict)
+            out.append(Record(item, self.path, self.line, self.index, f"{self.prefix}{label}."))
+        return out
+
+    def string_list(self, name: str, *, required: bool = True) -> list[str]:
+        """Field ``name`` as a list of strings (missing → [] when not required)."""
+        value = self.require(name, list) if required else self.get(name, list, [])
+        for i, item in enumerate(value):
+            self.check(f"{name}[{i}]", item, str)
+        return value
+
+
+def iter_jsonl(path: Path) -> Iterator[Record]:
+    """Stream the objects of a JSON Lines file one line at a time (blank lines are skipped)."""
+    spath = str(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        # Binary lines decoded one by one, so a bad byte is reported at its own line.
+        with opener(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError:
+                    raise InputError("not UTF-8 text", spath, lineno) from None
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InputError(_decode_message(e, line), spath, lineno) from None
+                if not isinstance(obj, dict):
+                    raise InputError(f"expected a JSON object, got {json_type_name(obj)}", spath, lineno)
+                yield Record(obj, spath, line=lineno)
+    except (OSError, EOFError) as e:  # e.g. a corrupt .gz
+        raise InputError(f"cannot read: {e}", spath) from None
+
+
+def iter_json_array(path: Path) -> Iterator[Record]:
+    """Yield the objects of a file holding one JSON array, decoding one element at a time.
+
+    The file text is read once; elements are decoded lazily so a ``limit`` stops early and a
+    syntax error can be reported with the index of the record it occurs in.
+    """
+    spath = str(path)
+    text = read_text(path)
+    decoder = json.JSONDecoder()
+    n = len(text)
+
+    def skip_ws(i: int) -> int:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def fail(msg: str, pos: int, index: int | None) -> InputError:
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        where = f"record {index}: " if index is not None else ""
+        return InputError(f"{where}malformed JSON: {msg} (column {col})", spath, line)
+
+    i = skip_ws(0)
+    if i == n:
+        raise InputError("empty file, expected a JSON array", spath)
+    if text[i] != "[":
+        try:
+            top = decoder.raw_decode(text, i)[0]
+            got = json_type_name(top)
+        except json.JSONDecodeError:
+            got = "invalid JSON"
+        raise InputError(f"expected a JSON array of records, got {got}", spath)
+    i = skip_ws(i + 1)
+    index = 0
+    if i < n and text[i] == "]":
+        return
+    while True:
+        if i >= n:
+            raise fail("unexpected end of file (truncated?)", n, index)
+        try:
+            obj, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            if _ran_out(e, text):
+                raise fail("unexpected end of file (truncated?)", n, index) from None
+            raise fail(e.msg, e.pos, index) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"record {index}: expected a JSON object, got {json_type_name(obj)}", spath)
+        yield Record(obj, spath, index=index)
+        index += 1
+        i = skip_ws(i)
+        if i >= n:
+            raise fail("unexpected end of file (truncated?)", n, index)
+        if text[i] == "]":
+            if skip_ws(i + 1) != n:
+                raise fail("extra data after the array", skip_ws(i + 1), None)
+            return
+        if text[i] != ",":
+            raise fail("expected ',' or ']' after a record", i, index - 1)
+        i = skip_ws(i + 1)
+
+
+def _decode_message(e: json.JSONDecodeError, line: str) -> str:
+    end = len(line.rstrip("\r\n"))
+    if _ran_out(e, line):
+        return f"malformed JSON: unexpected end of line (truncated?) (column {end + 1})"
+    return f"malformed JSON: {e.msg} (column {e.colno})"
+
+
+def _ran_out(e: json.JSONDecodeError, doc: str) -> bool:
+    """Whether decoding failed because the input ended (a truncated file), not on a bad token."""
+    # An unterminated string always runs to the end of the input: JSON strings cannot hold raw newlines.
+    return e.pos >= len(doc.rstrip()) or e.msg.startswith("Unterminated string")
+
+
+def take(records: Iterable[T], limit: int | None) -> Iterator[T]:
+    """The first ``limit`` items of ``records`` (all when ``limit`` is None), stopping early."""
+    if limit is None:
+        yield from records
+        return
+    for k, rec in enumerate(records):
+        if k >= limit:
+            return
+        yield rec
+
+
+# ---------------------------------------------------------------------------- building
+
+
+def dedup_strings(values: Iterable[str]) -> tuple[str, ...]:
+    """Strip, drop empties and exact duplicates, keep first-seen order (case variants are kept)."""
+    seen: dict[str, None] = {}
+    for v in values:
+        v = v.strip()
+        if v and v not in seen:
+            seen[v] = None
+    return tuple(seen)
+
+
+def short_hash(text: str, n: int = 12) -> str:
+    """First ``n`` hex digits of sha1(text) — for ids of records that carry none."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:n]
+
+
+class ParagraphPool:
+    """Collects paragraphs in first-seen order, merging identical (title, text) pairs into one.
+
+    The first occurrence wins for ``sentences`` and ``source`` (duplicates share the id, so
+    gold ids that point at either copy stay valid).
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Paragraph] = {}
+
+    def add(self, title: str, text: str, *, sentences: tuple[str, ...] | None = None, source: str = "") -> str:
+        pid = paragraph_id(title, text)
+        if pid not in self._by_id:
+            self._by_id[pid] = Paragraph(id=pid, title=title, text=text, sentences=sentences, source=source)
+        return pid
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def paragraphs(self) -> tuple[Paragraph, ...]:
+        return tuple(self._by_id.values())
+
+
+def add_document(
+    pool: ParagraphPool, title: str, text: str, source: str, chunk_tokens: int, chunk_overlap: int
+) -> list[str]:
+    """Add one passage without preset sentences, chunked when longer than ``chunk_tokens``
+    whitespace tokens; returns the paragraph ids (one per chunk, none for blank text)."""
+    return [pool.add(title, c.text, source=c.source) for c in chunk_document(text, source, chunk_tokens, chunk_overlap)]
+
+
+class QuestionIds:
+    """Hands out unique question ids: a repeated explicit id is an error, a repeated
+    derived id (hash of the question text) gets ``-2``, ``-3``, ... appended."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def explicit(self, qid: str, rec: Record) -> str:
+        if qid in self._seen:
+            raise rec.error(f"duplicate question id {qid!r} (first seen at {self._seen[qid]})")
+        self._seen[qid] = _where(rec)
+        return qid
+
+    def derived(self, base: str, rec: Record) -> str:
+        qid, k = base, 1
+        while qid in self._seen:
+            k += 1
+            qid = f"{base}-{k}"
+        self._seen[qid] = _where(rec)
+        return qid
+
+
+def _where(rec: Record) -> str:
+    return f"line {rec.line}" if rec.line is not None else f"record {rec.index}"
+
+
+def finish(
+    name: str, path: Path, pool: ParagraphPool, questions: list[QAItem], *, needs_paragraphs: bool, needs_questions: bool
+) -> Dataset:
+    """Assemble the Dataset, refusing empty inputs with a one-line error."""
+    if needs_questions and not questions:
+        raise InputError("no questions found", str(path))
+    if needs_paragraphs and len(pool) == 0:
+        raise InputError("no paragraphs found", str(path))
+    return Dataset(name=name, paragraphs=pool.paragraphs(), questions=tuple(questions))

@@ -1,0 +1,132 @@
+"""Readers for formats with sentence-split contexts and sentence-level gold:
+HotpotQA (distractor setting) and 2WikiMultiHopQA.
+
+Both ship ``context`` as ``[[title, [sentence, ...]], ...]`` and ``supporting_facts`` as
+``[[title, sent_id], ...]`` with ``sent_id`` a 0-based index into that title's sentences.
+
+Paragraph text convention: each sentence is stripped (HotpotQA keeps the original leading
+space on every sentence but the first; 2Wiki has none), ``sentences`` is the tuple of
+stripped sentences *at their original positions* (an empty sentence stays as ``""`` so
+dataset indices remain valid), and ``text`` is the non-empty stripped sentences joined by
+one space. The same rule for both formats means the same paragraph gets the same id
+however its sentences were spaced. These paragraphs are never chunked: the gold ids point
+at sentence positions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness_g.graph.readers.common import (
+    ParagraphPool,
+    QuestionIds,
+    Record,
+    dedup_strings,
+    finish,
+    iter_json_array,
+    take,
+)
+from harness_g.graph.types import Dataset, QAItem, sentence_id
+
+
+def read_hotpotqa(
+    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100
+) -> Dataset:
+    """HotpotQA distractor JSON (one array). Meta: ``type``, ``level``, ``skipped_supporting_facts``.
+
+    ``chunk_tokens`` / ``chunk_overlap`` are accepted for a uniform reader signature and
+    ignored: preset sentences are never re-split.
+    """
+    return _read_multihop(path, "hotpotqa", limit, meta_fields=("type", "level"))
+
+
+def read_2wiki(
+    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100
+) -> Dataset:
+    """2WikiMultiHopQA JSON (one array). Meta: ``type``, ``evidences``, ``entity_ids``,
+    ``evidences_id``, ``answer_id``, ``skipped_supporting_facts``. Chunk options are ignored."""
+    return _read_multihop(
+        path, "2wiki", limit, meta_fields=("type", "evidences", "entity_ids", "evidences_id", "answer_id")
+    )
+
+
+def _read_multihop(path: Path, name: str, limit: int | None, meta_fields: tuple[str, ...]) -> Dataset:
+    pool = ParagraphPool()
+    ids = QuestionIds()
+    questions: list[QAItem] = []
+    for rec in take(iter_json_array(path), limit):
+        questions.append(_question(rec, name, pool, ids, meta_fields))
+    return finish(name, path, pool, questions, needs_paragraphs=False, needs_questions=True)
+
+
+def _question(
+    rec: Record, name: str, pool: ParagraphPool, ids: QuestionIds, meta_fields: tuple[str, ...]
+) -> QAItem:
+    qid = ids.explicit(str(rec.require("_id", (str, int))), rec)
+    question = rec.require("question", str)
+    answer = rec.require("answer", str)
+
+    # title -> (paragraph id, sentence count); the first paragraph of a title wins
+    # (2Wiki repeats a few titles inside one context, always with identical text).
+    by_title: dict[str, tuple[str, int]] = {}
+    for k, item in enumerate(rec.require("context", list)):
+        title, sentences = _context_item(rec, k, item)
+        stripped = tuple(s.strip() for s in sentences)
+        text = " ".join(s for s in stripped if s)
+        if not text:  # nothing to index; a supporting fact on it is counted as skipped
+            continue
+        pid = pool.add(title, text, sentences=stripped, source=title)
+        by_title.setdefault(title, (pid, len(stripped)))
+
+    gold_sents: list[str] = []
+    gold_paras: list[str] = []
+    skipped = 0
+    for k, fact in enumerate(rec.require("supporting_facts", list)):
+        title, sent = _fact(rec, k, fact)
+        if title not in by_title:
+            skipped += 1
+            continue
+        pid, n_sent = by_title[title]
+        if pid not in gold_paras:
+            gold_paras.append(pid)
+        if not 0 <= sent < n_sent:
+            skipped += 1  # the paragraph is still gold; the sentence index is not usable
+            continue
+        sid = sentence_id(pid, sent)
+        if sid not in gold_sents:
+            gold_sents.append(sid)
+
+    meta = {f: rec.data[f] for f in meta_fields if f in rec.data}
+    meta["skipped_supporting_facts"] = skipped
+    return QAItem(
+        id=qid,
+        question=question,
+        answers=dedup_strings([answer]),
+        dataset=name,
+        gold_sentence_ids=tuple(gold_sents),
+        gold_paragraph_ids=tuple(gold_paras),
+        meta=meta,
+    )
+
+
+def _context_item(rec: Record, k: int, item: Any) -> tuple[str, list[str]]:
+    label = f"context[{k}]"
+    if not (isinstance(item, list) and len(item) == 2):
+        raise rec.error(f"field {label!r} must be [title, [sentence, ...]], got {_short(item)}")
+    title = rec.check(f"{label}[0]", item[0], str)
+    sentences = rec.check(f"{label}[1]", item[1], list)
+    for j, s in enumerate(sentences):
+        rec.check(f"{label}[1][{j}]", s, str)
+    return title, sentences
+
+
+def _fact(rec: Record, k: int, fact: Any) -> tuple[str, int]:
+    label = f"supporting_facts[{k}]"
+    if not (isinstance(fact, list) and len(fact) == 2):
+        raise rec.error(f"field {label!r} must be [title, sent_id], got {_short(fact)}")
+    return rec.check(f"{label}[0]", fact[0], str), rec.check(f"{label}[1]", fact[1], int)
+
+
+def _short(value: Any, n: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."

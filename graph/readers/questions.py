@@ -1,0 +1,63 @@
+"""Readers for question-only JSON Lines files (no passages; the corpus comes from elsewhere):
+TriviaQA (``{id, question, answers}``) and a generic ``{id?, question, answers? | answer?}``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness_g.graph.readers.common import (
+    ParagraphPool,
+    QuestionIds,
+    Record,
+    dedup_strings,
+    file_stem,
+    finish,
+    iter_jsonl,
+    short_hash,
+    take,
+)
+from harness_g.graph.types import Dataset, QAItem
+
+
+def read_triviaqa(
+    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100
+) -> Dataset:
+    """TriviaQA JSONL (``id``, ``question``, ``answers`` list; ``question_id`` → meta).
+    Yields zero paragraphs; chunk options are ignored."""
+    ids = QuestionIds()
+    questions: list[QAItem] = []
+    for rec in take(iter_jsonl(path), limit):
+        qid = ids.explicit(str(rec.require("id", (str, int))), rec)
+        meta = {"question_id": rec.data["question_id"]} if "question_id" in rec.data else {}
+        questions.append(
+            QAItem(
+                id=qid,
+                question=rec.require("question", str),
+                answers=dedup_strings(rec.string_list("answers")),
+                dataset="triviaqa",
+                meta=meta,
+            )
+        )
+    return finish("triviaqa", path, ParagraphPool(), questions, needs_paragraphs=False, needs_questions=True)
+
+
+def read_questions(
+    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100
+) -> Dataset:
+    """Generic question JSONL: ``question`` (required), ``id`` (optional; default ``q_`` +
+    sha1(question)[:12]), ``answers`` list and/or ``answer`` string (optional; ``answer``
+    first). The dataset name is the file stem. Yields zero paragraphs."""
+    name = file_stem(path)
+    ids = QuestionIds()
+    questions = [_generic_question(rec, name, ids) for rec in take(iter_jsonl(path), limit)]
+    return finish(name, path, ParagraphPool(), questions, needs_paragraphs=False, needs_questions=True)
+
+
+def _generic_question(rec: Record, name: str, ids: QuestionIds) -> QAItem:
+    question = rec.require("question", str)
+    if rec.has("id"):
+        qid = ids.explicit(str(rec.require("id", (str, int))), rec)
+    else:
+        qid = ids.derived("q_" + short_hash(question), rec)
+    answers = dedup_strings([rec.get("answer", str, ""), *rec.string_list("answers", required=False)])
+    return QAItem(id=qid, question=question, answers=answers, dataset=name)

@@ -1,0 +1,219 @@
+"""Entity-entity SYNONYM edges: canonical, title, abbreviation and embedding links.
+
+Every edge is undirected and stored once with ``src < dst`` (string order). A pair linked by
+several rules keeps the first kind in the priority ``title > canonical > abbreviation >
+embedding``; rule edges score 1.0, embedding edges their cosine (rounded to 6 decimals).
+The output is sorted by ``(src, dst)`` and does not depend on the input order.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness_g.graph.text.canonical import canonicalize
+from harness_g.graph.text.lexicon import INITIALS_STOPWORDS
+
+__all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "initials"]
+
+KINDS: tuple[str, ...] = ("title", "canonical", "abbreviation", "embedding")
+_PRIORITY = {k: i for i, k in enumerate(KINDS)}
+_TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
+# Cap on one similarity block (rows x candidates float32 values): 2**25 -> 128 MiB.
+_BLOCK_VALUES = 1 << 25
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    """One entity node: id, canonical key, NER label (titles may use any label), a surface."""
+
+    id: str
+    canonical: str
+    label: str
+    surface: str
+
+
+@dataclass(frozen=True)
+class SynonymEdge:
+    """Undirected synonym link, ``src < dst``; ``kind`` in :data:`KINDS`; ``score`` in [0, 1]."""
+
+    src: str
+    dst: str
+    kind: str
+    score: float
+
+
+def abbreviation_key(surface: str) -> str | None:
+    """Lowercase letters of an abbreviation-like surface, else None.
+
+    Abbreviation-like: after removing periods, 2-6 letters, all uppercase
+    (``NASA`` -> ``nasa``, ``U.S.`` -> ``us``, ``U.S.A.`` -> ``usa``; ``Nasa``/``US Army`` -> None).
+    """
+    s = surface.strip().replace(".", "")
+    if 2 <= len(s) <= 6 and s.isalpha() and s.isupper():
+        return s.lower()
+    return None
+
+
+def initials(canonical: str) -> set[str]:
+    """Initial-letter keys of a multi-word canonical: content words only, and all words.
+
+    ``national aeronautics and space administration`` -> {``nasa``, ``naasa``};
+    ``department of defense`` -> {``dd``, ``dod``}. Empty for single-token canonicals.
+    """
+    toks = [t for t in canonical.split() if t[:1].isalpha()]
+    if len(toks) < 2:
+        return set()
+    content = [t for t in toks if t not in INITIALS_STOPWORDS]
+    keys = {"".join(t[0] for t in toks)}
+    if len(content) >= 2:
+        keys.add("".join(t[0] for t in content))
+    return {k for k in keys if 2 <= len(k) <= 6}
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def _add(edges: dict[tuple[str, str], SynonymEdge], a: str, b: str, kind: str, score: float) -> None:
+    if a == b:
+        return
+    key = _pair(a, b)
+    old = edges.get(key)
+    if old is None or _PRIORITY[kind] < _PRIORITY[old.kind]:
+        edges[key] = SynonymEdge(key[0], key[1], kind, score)
+
+
+def _title_edges(ents: Sequence[EntityRecord], title_ids: Collection[str], edges: dict) -> None:
+    by_canonical: dict[str, list[str]] = defaultdict(list)
+    for e in ents:
+        if e.id not in title_ids and e.canonical:
+            by_canonical[e.canonical].append(e.id)
+    for t in ents:
+        if t.id not in title_ids:
+            continue
+        keys = {t.canonical}
+        base = _TRAILING_PAREN.sub("", t.surface) if t.surface else ""
+        if base and base != t.surface:
+            keys.add(canonicalize(base))  # "Paris (film)" -> "paris"
+        for key in keys:
+            for eid in by_canonical.get(key, ()) if key else ():
+                _add(edges, t.id, eid, "title", 1.0)
+
+
+def _canonical_edges(ents: Sequence[EntityRecord], edges: dict) -> None:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for e in ents:
+        if e.canonical:
+            groups[e.canonical].append(e.id)
+    for ids in groups.values():
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                _add(edges, a, b, "canonical", 1.0)
+
+
+def _abbreviation_edges(ents: Sequence[EntityRecord], edges: dict) -> None:
+    long_forms: dict[str, list[EntityRecord]] = defaultdict(list)
+    for e in ents:
+        for key in initials(e.canonical):
+            long_forms[key].append(e)
+    for e in ents:
+        key = abbreviation_key(e.surface) if e.surface else None
+        if key is None:
+            continue
+        for long in long_forms.get(key, ()):
+            # "US Steel" is not an expansion of "US": the short form must not be a token of it.
+            if key not in long.canonical.split():
+                _add(edges, e.id, long.id, "abbreviation", 1.0)
+
+
+def _embedding_edges(
+    ids: list[str],
+    emb: np.ndarray,
+    linked: set[tuple[str, str]],
+    top_k: int,
+    min_cosine: float,
+    edges: dict,
+) -> None:
+    """Exact top-k cosine neighbours (>= min_cosine) of every row among all rows, blockwise.
+
+    ``ids`` sorted ascending and ``emb`` [m, d] float32 in the same order; ties -> smaller id.
+    """
+    m = len(ids)
+    if m < 2 or top_k <= 0:
+        return
+    pos = {eid: i for i, eid in enumerate(ids)}
+    excluded: dict[int, list[int]] = defaultdict(list)  # row -> cols already linked by rules
+    for a, b in linked:
+        if a in pos and b in pos:
+            excluded[pos[a]].append(pos[b])
+            excluded[pos[b]].append(pos[a])
+    block = max(1, min(4096, _BLOCK_VALUES // m))
+    for r0 in range(0, m, block):
+        r1 = min(m, r0 + block)
+        sims = emb[r0:r1] @ emb.T  # [rows, m] cosine (inputs L2-normalised)
+        local = np.arange(r1 - r0)
+        sims[local, local + r0] = -np.inf  # self
+        for r in range(r0, r1):
+            if r in excluded:
+                sims[r - r0, excluded[r]] = -np.inf
+        rows, cols = np.nonzero(sims >= min_cosine)
+        if rows.size == 0:
+            continue
+        scores = sims[rows, cols]
+        # Sort by row, then score desc, then column (= id order) asc; keep the first top_k per row.
+        order = np.lexsort((cols, -scores, rows))
+        rows, cols, scores = rows[order], cols[order], scores[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
+        rank = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
+        keep = rank < top_k
+        for r, c, s in zip(rows[keep] + r0, cols[keep], scores[keep]):
+            _add(edges, ids[r], ids[c], "embedding", round(float(s), 6))
+
+
+def link_entities(
+    entities: Sequence[EntityRecord],
+    *,
+    title_ids: Collection[str],
+    embeddings: np.ndarray | None = None,
+    lookupable: Sequence[bool] | np.ndarray | None = None,
+    top_k: int = 5,
+    min_cosine: float = 0.80,
+) -> list[SynonymEdge]:
+    """SYNONYM edges among ``entities`` (ids must be unique).
+
+    ``title_ids``: ids of the document-title entities. ``embeddings``: [n, d] L2-normalised
+    name embeddings, row i for ``entities[i]``; without them no embedding edges are made.
+    ``lookupable``: [n] bool mask; only lookup-able entities get embedding links (both ends).
+    Embedding links: each entity's ``top_k`` most similar others with cosine >= ``min_cosine``,
+    excluding itself and pairs already linked by a rule; exact, computed in row blocks so memory
+    stays bounded (about 128 MiB of similarities per block) for 100k+ entities.
+    """
+    n = len(entities)
+    if len({e.id for e in entities}) != n:
+        raise ValueError("link_entities: entity ids must be unique")
+    # Sort by id so every tie-break and every float computation is input-order independent.
+    order = sorted(range(n), key=lambda i: entities[i].id)
+    ents = [entities[i] for i in order]
+    titles = set(title_ids)
+
+    edges: dict[tuple[str, str], SynonymEdge] = {}
+    _title_edges(ents, titles, edges)
+    _canonical_edges(ents, edges)
+    _abbreviation_edges(ents, edges)
+
+    if embeddings is not None and n:
+        emb = np.asarray(embeddings, dtype=np.float32)
+        if emb.ndim != 2 or emb.shape[0] != n:
+            raise ValueError(f"embeddings must be [n={n}, d], got {emb.shape}")
+        mask = np.ones(n, dtype=bool) if lookupable is None else np.asarray(lookupable, dtype=bool)
+        if mask.shape != (n,):
+            raise ValueError(f"lookupable must be [n={n}], got {mask.shape}")
+        sel = [i for i in order if mask[i]]  # id-sorted subset
+        sub = np.ascontiguousarray(emb[sel])
+        _embedding_edges([entities[i].id for i in sel], sub, set(edges), top_k, min_cosine, edges)
+
+    return [edges[k] for k in sorted(edges)]

