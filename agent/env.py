@@ -1,0 +1,286 @@
+"""The menu environment (paper §"The Menu Environment").
+
+State z_t = (question, committed C_t, visible U_t, visited V_t, history H_t). ``reset`` runs
+InitRetrieve; ``step`` takes the policy's raw reply, parses it strictly, executes the action
+deterministically and returns the next observation; ``preview`` expands any menu action
+read-only. Every graph access goes through :class:`GraphView` (named Cypher + caches).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness_g.agent.actions import Action, ActionType, parse_action
+from harness_g.agent.config import EnvConfig
+from harness_g.agent.graph_view import GraphView
+from harness_g.agent.menu import Menu, build_menu, dedup_by_text
+from harness_g.agent.render import render_observation
+from harness_g.agent.retrieval import lookup_query, rrf
+from harness_g.agent.trajectory import StepRecord, Trajectory
+from harness_g.errors import HarnessError
+from harness_g.graph.types import QAItem
+
+INIT_STEP = -1  # producer id of InitRetrieve's output (not a policy step)
+
+
+class EpisodeOver(HarnessError):
+    """``step`` was called after the episode ended."""
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What an action would do, computed without changing state.
+
+    ``introduced``: sentences it would surface (LOOKUP) or commit (SELECT/ANSWER_WITH), in order.
+    ``committed``: C_{t+1}; ``visible``: U_{t+1}; ``terminal``: whether the episode would end.
+    """
+
+    action_id: str
+    type: ActionType
+    introduced: tuple[str, ...]
+    committed: tuple[str, ...]
+    visible: tuple[str, ...]
+    terminal: bool
+
+
+@dataclass
+class StepResult:
+    observation: str
+    done: bool
+    valid: bool
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvState:
+    question: QAItem
+    question_vec: np.ndarray
+    committed: list[str] = field(default_factory=list)
+    visible: list[str] = field(default_factory=list)
+    visited: list[str] = field(default_factory=list)
+    observed: list[str] = field(default_factory=list)  # scorer-only context O_t, first-seen order
+    producer: dict[str, int] = field(default_factory=dict)  # sentence/entity id -> latest producing step
+    turn: int = 0
+    done: bool = False
+    terminated_by: str = ""
+
+
+def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvConfig) -> list[str]:
+    """U_0: RRF of the global-sentence, paragraph-local and entity-mention channels, text-deduped, top K_s."""
+    global_hits = [sid for sid, _ in view.vector_top_k(question, q_vec, cfg.init_global_k)]
+    paragraphs: list[str] = []
+    for sid in global_hits:
+        pid = sid.rsplit(":", 1)[0]
+        if pid not in paragraphs:
+            paragraphs.append(pid)
+        if len(paragraphs) == cfg.init_paragraphs:
+            break
+    local = [sid for sid, _ in view.rank(q_vec, view.paragraph_sentences(paragraphs))]
+    q_entities = view.question_entities(question, cfg.question_ngram_max)
+    mention_pool = view.lookup_pools([e.id for e in q_entities]) if q_entities else {}
+    mention_ids = [sid for e in q_entities for sid in mention_pool.get(e.id, ())]
+    entity_channel = [sid for sid, _ in view.rank(q_vec, mention_ids)][: cfg.init_entity_k]
+    fused = [sid for sid, _ in rrf([global_hits, local, entity_channel], cfg.rrf_k)]
+    head = fused[: cfg.visible_cap * 3]
+    return dedup_by_text(head, view.sentences(head), set())[: cfg.visible_cap]
+
+
+class MenuEnv:
+    """One episode at a time over a shared :class:`GraphView`.
+
+    >>> env = MenuEnv(view)                     # doctest: +SKIP
+    >>> obs = env.reset(item)                   # doctest: +SKIP
+    >>> result = env.step("A0")                 # doctest: +SKIP
+    """
+
+    def __init__(self, view: GraphView, config: EnvConfig | None = None, *, record_previews: bool = False):
+        self.view = view
+        self.config = config or EnvConfig()
+        self.record_previews = record_previews
+        self.state: EnvState | None = None
+        self.menu: Menu | None = None
+        self.trajectory: Trajectory | None = None
+        self._m_vec: np.ndarray | None = None
+
+    # -- episode --------------------------------------------------------------------------
+    def reset(self, question: QAItem | str) -> str:
+        if isinstance(question, str):
+            question = QAItem(id="adhoc", question=question, answers=(), dataset="")
+        t0 = time.perf_counter()
+        q_vec = self.view.encode([question.question])[0]
+        state = EnvState(question=question, question_vec=q_vec)
+        state.visible = init_retrieve(self.view, question.question, q_vec, self.config)
+        self._produce(state, state.visible, INIT_STEP)
+        state.observed = list(state.visible)
+        self.state = state
+        self._refresh_menu()
+        self.trajectory = Trajectory(
+            question_id=question.id,
+            question=question.question,
+            answers=list(question.answers),
+            graph_version=self.view.version,
+            env_config=self.config.to_dict(),
+            initial_visible=list(state.visible),
+        )
+        self.trajectory.seconds["reset"] = time.perf_counter() - t0
+        return self.observation()
+
+    def _produce(self, state: EnvState, sentence_ids: list[str], step: int) -> list[str]:
+        """Mark sentences and their lookup-able entities as produced by ``step``; return the produced ids."""
+        produced = list(sentence_ids)
+        ents = self.view.entities_of(sentence_ids)
+        for sid in sentence_ids:
+            state.producer[sid] = step
+            for e in ents.get(sid, ()):
+                state.producer[e.id] = step
+                produced.append(e.id)
+        return list(dict.fromkeys(produced))
+
+    def _refresh_menu(self) -> None:
+        st = self._require_state()
+        infos = self.view.sentences(st.committed)
+        committed_texts = [infos[s].text for s in st.committed if s in infos]
+        m_text = lookup_query(st.question.question, committed_texts, self.config.query_max_words)
+        self._m_vec = self.view.encode([m_text])[0]
+        self.menu = build_menu(
+            self.view, question_vec=st.question_vec, m_vec=self._m_vec, committed=st.committed, visible=st.visible,
+            visited=st.visited, cfg=self.config,
+        )
+        # the menu may merge duplicate-text sentences: visible is what the menu shows
+        st.visible = [s.id for s in self.menu.sentences]
+
+    def _require_state(self) -> EnvState:
+        if self.state is None:
+            raise HarnessError("call reset(question) before step/preview")
+        return self.state
+
+    @property
+    def done(self) -> bool:
+        return self.state is not None and self.state.done
+
+    def observation(self, error: str | None = None) -> str:
+        st = self._require_state()
+        assert self.menu is not None
+        infos = self.view.sentences(st.committed)
+        committed = [(infos[s].title, infos[s].text) for s in st.committed if s in infos]
+        return render_observation(st.turn, self.config.max_turns, st.question.question, committed, self.menu, error)
+
+    def committed_texts(self) -> list[tuple[str, str]]:
+        """``[(title, text)]`` of C_t in commit order: all the answerer may see."""
+        st = self._require_state()
+        infos = self.view.sentences(st.committed)
+        return [(infos[s].title, infos[s].text) for s in st.committed if s in infos]
+
+    # -- preview --------------------------------------------------------------------------
+    def preview(self, action: Action | str) -> Preview:
+        """Read-only expansion of a menu action (by Action or id). Never mutates state."""
+        st = self._require_state()
+        assert self.menu is not None
+        if isinstance(action, str):
+            found = self.menu.by_id.get(action)
+            if found is None:
+                raise HarnessError(f"unknown action id {action}; available: {', '.join(self.menu.by_id)}")
+            action = found
+        committed = tuple(st.committed)
+        visible = tuple(st.visible)
+        if action.type is ActionType.SELECT:
+            sid = action.targets[0]
+            return Preview(action.id, action.type, (sid,), committed + (sid,), tuple(s for s in visible if s != sid), False)
+        if action.type is ActionType.ANSWER_WITH:
+            new = tuple(s for s in action.targets if s not in committed)
+            return Preview(action.id, action.type, new, committed + new, tuple(s for s in visible if s not in new), True)
+        if action.type is ActionType.LOOKUP:
+            result = self.menu.lookup_results[action.targets[0]]
+            return Preview(action.id, action.type, result, committed, result, False)
+        return Preview(action.id, action.type, (), committed, visible, True)
+
+    def preview_all(self) -> dict[str, Preview]:
+        assert self.menu is not None
+        return {a.id: self.preview(a) for a in self.menu.actions}
+
+    # -- step -----------------------------------------------------------------------------
+    def step(self, reply: str) -> StepResult:
+        st = self._require_state()
+        if st.done:
+            raise EpisodeOver("the episode is over; call reset() for a new question")
+        assert self.menu is not None and self.trajectory is not None
+        t0 = time.perf_counter()
+        menu_json = self.menu.to_json()
+        observed_before = list(st.observed)
+        previews = {a: list(p.introduced) for a, p in self.preview_all().items()} if self.record_previews else None
+        parsed = parse_action(reply, self.menu.by_id)
+        record = StepRecord(turn=st.turn, menu=menu_json, reply=str(reply), chosen=None, action_type=None,
+                            observed_before=observed_before, previews=previews)
+        if parsed.action is None:
+            record.error = parsed.error
+            st.turn += 1
+            if st.turn >= self.config.max_turns:
+                st.done, st.terminated_by = True, "max_turns"
+            record.committed_after, record.visible_after = list(st.committed), list(st.visible)
+            record.seconds = time.perf_counter() - t0
+            self.trajectory.steps.append(record)
+            self._finish_if_done()
+            return StepResult(self.observation(parsed.error) if not st.done else "", st.done, False, parsed.error)
+
+        action = parsed.action
+        preview = self.preview(action)
+        step_no = st.turn
+        record.chosen, record.action_type, record.targets = action.id, action.type.value, list(action.targets)
+        record.introduced = list(preview.introduced)
+        if action.type in (ActionType.SELECT, ActionType.ANSWER_WITH):
+            record.consumed = list(preview.introduced)
+            st.committed = list(preview.committed)
+            st.visible = list(preview.visible)
+            # committing a sentence makes its entities bridge targets: this step produced them
+            record.produced = [x for x in self._produce_entities(st, preview.introduced, step_no)]
+        elif action.type is ActionType.LOOKUP:
+            entity = action.targets[0]
+            record.consumed = [entity]
+            st.visited.append(entity)
+            st.visible = list(preview.visible)
+            record.produced = self._produce(st, list(preview.visible), step_no)
+            for sid in preview.visible:
+                if sid not in st.observed:
+                    st.observed.append(sid)
+        record.producers = sorted({st.producer.get(x, INIT_STEP) for x in record.consumed} - {INIT_STEP, step_no})
+        st.turn += 1
+        if action.type in (ActionType.ANSWER, ActionType.ANSWER_WITH):
+            st.done, st.terminated_by = True, action.type.value
+        elif st.turn >= self.config.max_turns:
+            st.done, st.terminated_by = True, "max_turns"
+        if not st.done:
+            self._refresh_menu()
+        record.committed_after, record.visible_after = list(st.committed), list(st.visible)
+        record.seconds = time.perf_counter() - t0
+        self.trajectory.steps.append(record)
+        self._finish_if_done()
+        return StepResult(self.observation() if not st.done else "", st.done, True)
+
+    def _produce_entities(self, st: EnvState, sentence_ids: tuple[str, ...], step: int) -> list[str]:
+        ents = self.view.entities_of(list(sentence_ids))
+        out = []
+        for sid in sentence_ids:
+            for e in ents.get(sid, ()):
+                st.producer[e.id] = step
+                out.append(e.id)
+        return list(dict.fromkeys(out))
+
+    def _finish_if_done(self) -> None:
+        st = self.state
+        if st is not None and st.done and self.trajectory is not None:
+            self.trajectory.committed = list(st.committed)
+            self.trajectory.terminated_by = st.terminated_by
+
+    def finish(self, answer: str, **meta: Any) -> Trajectory:
+        """Record the final answer (generated from C_T by the policy) and return the trajectory."""
+        st = self._require_state()
+        if not st.done:
+            raise HarnessError("finish() before the episode ended (the policy must choose ANSWER or run out of turns)")
+        assert self.trajectory is not None
+        self.trajectory.answer = answer
+        self.trajectory.meta.update(meta)
+        return self.trajectory

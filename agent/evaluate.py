@@ -1,0 +1,194 @@
+"""Evaluate a policy on a question set: resumable, one JSON record per question, a summary at the end.
+
+``DIR/records.jsonl`` gets one line per finished question (flushed immediately), so an
+interrupted run loses nothing: re-running with the same DIR skips finished ids.
+``DIR/summary.json`` holds macro averages ×100 and counts; ``DIR/config.json`` the resolved run config.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from harness_g.agent import metrics as M
+from harness_g.agent.config import EnvConfig
+from harness_g.agent.env import MenuEnv
+from harness_g.agent.graph_view import GraphView
+from harness_g.agent.policies.base import Policy
+from harness_g.agent.reachability import menu_reachability
+from harness_g.agent.runner import run_episode
+from harness_g.agent.trajectory import Trajectory
+from harness_g.errors import HarnessError, StoreError
+from harness_g.graph.types import QAItem
+
+RECORDS = "records.jsonl"
+SUMMARY = "summary.json"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    policy: str = field(default="heuristic", metadata={"help": "policy name (see --policy)"})
+    limit: int | None = field(default=None, metadata={"help": "first N questions only"})
+    reachability: bool = field(default=False, metadata={"help": "also compute menu reachability per question"})
+    reach_budget: int = field(default=400, metadata={"help": "menu expansions per reachability search"})
+    max_consecutive_store_errors: int = field(default=3, metadata={"help": "abort after this many store failures in a row"})
+
+
+def gold_texts(view: GraphView, item: QAItem) -> list[str]:
+    """Texts of the gold evidence: gold sentences, else whole gold paragraphs."""
+    if item.gold_sentence_ids:
+        infos = view.sentences(list(item.gold_sentence_ids))
+        return [infos[s].text for s in item.gold_sentence_ids if s in infos]
+    if item.gold_paragraph_ids:
+        ids = view.paragraph_sentences(list(item.gold_paragraph_ids))
+        infos = view.sentences(ids)
+        return [infos[s].text for s in ids if s in infos]
+    return []
+
+
+def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[str, Any]:
+    """Per-question metrics in [0, 1] (R-S is a cosine)."""
+    answers = list(item.answers)
+    evidence = [t for _, t in (lambda infos: [(infos[s].title, infos[s].text) for s in traj.committed if s in infos])(view.sentences(traj.committed))]
+    units = M.gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
+    gold = gold_texts(view, item)
+    rs = None
+    if gold:
+        vecs = view.encode([" ".join(evidence), " ".join(gold)]) if evidence else None
+        rs = M.retrieval_similarity(vecs[0], vecs[1]) if vecs is not None else 0.0
+    return {
+        "em": M.exact_match(traj.answer or "", answers) if answers else None,
+        "f1": M.token_f1(traj.answer or "", answers) if answers else None,
+        "rs": rs,
+        "evidence_recall": M.evidence_recall(units, traj.committed),
+        "evidence_precision": M.evidence_precision(units, traj.committed),
+        "answer_in_evidence": float(M.answer_in_evidence(answers, evidence)) if answers else None,
+        "turns": traj.turns,
+        "invalid_turns": traj.invalid_turns,
+        "seconds": traj.seconds.get("total"),
+    }
+
+
+def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in records if "error" not in r]
+    keys = ["em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence"]
+    summary: dict[str, Any] = {"questions": len(records), "scored": len(ok), "errors": len(records) - len(ok)}
+    for k in keys:
+        v = M.mean(r["metrics"].get(k) for r in ok)
+        summary[k] = None if v is None else round(100 * v, 2)
+    for k in ("turns", "invalid_turns", "seconds"):
+        v = M.mean(r["metrics"].get(k) for r in ok)
+        summary[f"mean_{k}"] = None if v is None else round(v, 4)
+    reach = [r["reachability"]["status"] for r in ok if r.get("reachability")]
+    if reach:
+        decided = [s for s in reach if s in ("reachable", "unreachable")]
+        summary["reachability"] = {s: reach.count(s) for s in sorted(set(reach))}
+        summary["reachable_rate"] = round(100 * reach.count("reachable") / len(decided), 2) if decided else None
+    types: dict[str, int] = {}
+    for r in ok:
+        for s in r["trajectory"]["steps"]:
+            types[s["action_type"] or "INVALID"] = types.get(s["action_type"] or "INVALID", 0) + 1
+    summary["action_mix"] = types
+    return summary
+
+
+def _done_ids(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a crash: that question is simply re-run
+            if "error" not in rec:
+                done[rec["id"]] = rec
+    return done
+
+
+def run_eval(
+    view: GraphView,
+    policy: Policy,
+    questions: Sequence[QAItem],
+    out_dir: str | Path,
+    *,
+    env_config: EnvConfig | None = None,
+    config: EvalConfig | None = None,
+    progress: bool = True,
+    extra_config: dict[str, Any] | None = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    config = config or EvalConfig()
+    env_config = env_config or EnvConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(
+        json.dumps({"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
+                    "graph_version": view.version, **(extra_config or {})}, indent=2, sort_keys=True),
+        encoding="utf-8",
+    )
+    if config.limit is not None:
+        questions = list(questions)[: config.limit]
+    records_path = out / RECORDS
+    done = _done_ids(records_path)
+    # rewrite the file without failed/cut lines so the resumed file holds each id once
+    with open(records_path, "w", encoding="utf-8") as fh:
+        for rec in done.values():
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    todo = [q for q in questions if q.id not in done]
+    env = MenuEnv(view, env_config)
+    store_errors = 0
+    bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
+    with open(records_path, "a", encoding="utf-8") as fh:
+        for item in todo:
+            t0 = time.perf_counter()
+            try:
+                traj = run_episode(env, policy, item)
+                record: dict[str, Any] = {"id": item.id, "question": item.question, "answers": list(item.answers),
+                                          "prediction": traj.answer, "metrics": score_trajectory(view, item, traj),
+                                          "trajectory": traj.to_json()}
+                if config.reachability:
+                    record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
+                store_errors = 0
+            except StoreError as exc:
+                store_errors += 1
+                record = {"id": item.id, "question": item.question, "error": f"store: {exc}"}
+                if store_errors >= config.max_consecutive_store_errors:
+                    fh.write(json.dumps(record) + "\n")
+                    fh.flush()
+                    bar.close()
+                    raise StoreError(
+                        f"{exc} — stopped after {store_errors} store failures in a row; {len(_done_ids(records_path))} finished "
+                        f"questions are kept in {records_path}; re-run the same command to resume"
+                    ) from exc
+            except HarnessError as exc:
+                record = {"id": item.id, "question": item.question, "error": str(exc)}
+            record["seconds"] = time.perf_counter() - t0
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            if on_record:
+                on_record(record)
+            bar.update(1)
+    bar.close()
+    all_records = []
+    with open(records_path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                all_records.append(rec)
+    wanted = {q.id for q in questions}
+    latest = {r["id"]: r for r in all_records if r["id"] in wanted}
+    summary = summarize(list(latest.values()))
+    summary.update({"policy": policy.name, "graph": str(view.artifact.path), "graph_version": view.version,
+                    "env_cache": view.cache_stats()})
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
+    return summary

@@ -1,0 +1,294 @@
+"""Read-only, cached access to one loaded graph for the menu environment.
+
+Everything the environment needs from the graph goes through named Cypher queries on a
+:class:`GraphStore`; results are cached in-process keyed by the graph's content hash and
+the query parameters, because the graph never changes under a loaded content hash. Sentence
+embeddings are memory-mapped from the artifact so ranking a candidate pool is one matrix
+product instead of a round trip per sentence.
+
+Shapes: embeddings are float32 [n_sentences, dim], L2-normalised; similarities are cosines.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from harness_g.errors import ConfigError, StoreError
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.embed import Embedder, get_embedder
+from harness_g.graph.stores.base import GraphStore
+from harness_g.graph.text.canonical import canonicalize
+
+
+@dataclass(frozen=True)
+class SentenceInfo:
+    id: str
+    paragraph_id: str
+    position: int
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class EntityInfo:
+    id: str
+    name: str  # canonical
+    surface: str  # display form
+    label: str
+    lookupable: bool
+    mentions: int
+
+
+class _LRU:
+    """A small thread-safe LRU map (bounded so long runs do not grow without limit)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+            self.misses += 1
+            return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+_WORD = re.compile(r"\w+(?:[-']\w+)*")
+
+
+class GraphView:
+    """Cached graph access shared by every environment on one graph (one per process)."""
+
+    def __init__(self, store: GraphStore, artifact: Artifact, *, embedder: Embedder | None = None, check_store: bool = True,
+                 cache_size: int = 200_000):
+        self.store = store
+        self.artifact = artifact
+        self.version = artifact.content_hash
+        if check_store:
+            loaded = store.loaded_hash()
+            if loaded != self.version:
+                raise StoreError(
+                    f"the store holds {'no complete graph' if loaded is None else 'another graph (' + loaded[:12] + ')'}"
+                    f", not {artifact.path} ({self.version[:12]}); run `harness-g build --out {artifact.path}` to load it"
+                )
+        if embedder is not None and embedder.name != artifact.embedding_model:
+            raise ConfigError(
+                f"graph {artifact.path} was built with embedding model {artifact.embedding_model!r}, not {embedder.name!r}; "
+                "use the same model or rebuild the graph"
+            )
+        self.embedder = embedder or get_embedder(artifact.embedding_model)
+        if self.embedder.dim != artifact.embedding_dim:
+            raise ConfigError(f"embedding dim {self.embedder.dim} != graph's {artifact.embedding_dim}")
+        ids = artifact.table("sentences", columns=["id"]).column("id").to_pylist()
+        self.sentence_ids: list[str] = ids
+        self.row_of: dict[str, int] = {sid: i for i, sid in enumerate(ids)}
+        self.embeddings: np.ndarray = np.asarray(artifact.embeddings(mmap=False), dtype=np.float32)
+        self._sentences = _LRU(cache_size)
+        self._entities_of = _LRU(cache_size)
+        self._pools = _LRU(cache_size)
+        self._names = _LRU(cache_size)
+        self._mentions_of = _LRU(cache_size)
+        self._vectors = _LRU(50_000)
+        self._topk = _LRU(50_000)
+        self._lock = threading.Lock()
+        self.timings: dict[str, float] = {"store_s": 0.0, "encode_s": 0.0}
+        self.calls: dict[str, int] = {"store": 0, "encode": 0}
+
+    # -- low level ------------------------------------------------------------------------
+    def _query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        t0 = time.perf_counter()
+        rows = self.store.query(name, params)
+        self.timings["store_s"] += time.perf_counter() - t0
+        self.calls["store"] += 1
+        return rows
+
+    def _cached_many(self, cache: _LRU, keys: Iterable[str], fetch) -> dict[str, Any]:
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, Any] = {}
+        missing = []
+        for k in keys:
+            v = cache.get(k)
+            if v is None:
+                missing.append(k)
+            else:
+                out[k] = v
+        if missing:
+            fetched = fetch(missing)
+            for k in missing:
+                v = fetched.get(k)
+                if v is None:
+                    v = () if cache is not self._sentences else None
+                if v is not None:
+                    cache.put(k, v)
+                    out[k] = v
+        return out
+
+    # -- sentences ------------------------------------------------------------------------
+    def sentences(self, ids: Sequence[str]) -> dict[str, SentenceInfo]:
+        """Sentence records by id (unknown ids are absent from the result)."""
+
+        def fetch(missing: list[str]) -> dict[str, SentenceInfo]:
+            rows = self._query("sentences_by_ids", {"ids": missing})
+            return {
+                r["id"]: SentenceInfo(r["id"], r["paragraph_id"], int(r["position"]), r["title"] or "", r["text"] or "")
+                for r in rows
+            }
+
+        return self._cached_many(self._sentences, ids, fetch)
+
+    def paragraph_sentences(self, paragraph_ids: Sequence[str]) -> list[str]:
+        """Sentence ids of the given paragraphs, paragraph order kept, positions ascending."""
+        if not paragraph_ids:
+            return []
+        key = ("paragraphs",) + tuple(paragraph_ids)
+        hit = self._topk.get(key)
+        if hit is not None:
+            return list(hit)
+        rows = self._query("paragraph_sentences", {"paragraph_ids": list(paragraph_ids)})
+        by_par: dict[str, list[str]] = {}
+        for r in rows:
+            by_par.setdefault(r["paragraph_id"], []).append(r["id"])
+        out = [sid for pid in paragraph_ids for sid in by_par.get(pid, [])]
+        self._topk.put(key, tuple(out))
+        return out
+
+    # -- entities -------------------------------------------------------------------------
+    def entities_of(self, sentence_ids: Sequence[str]) -> dict[str, tuple[EntityInfo, ...]]:
+        """Lookup-able entities mentioned by each sentence (ordered by entity id)."""
+
+        def fetch(missing: list[str]) -> dict[str, tuple[EntityInfo, ...]]:
+            rows = self._query("entities_of_sentences", {"ids": missing, "lookupable_only": True})
+            grouped: dict[str, list[EntityInfo]] = {}
+            for r in rows:
+                grouped.setdefault(r["sentence_id"], []).append(
+                    EntityInfo(r["entity_id"], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
+                )
+            return {k: tuple(v) for k, v in grouped.items()}
+
+        return self._cached_many(self._entities_of, sentence_ids, fetch)
+
+    def mentions_of(self, sentence_ids: Sequence[str]) -> dict[str, tuple[EntityInfo, ...]]:
+        """Every entity mentioned by each sentence, lookup-able or not (dates, nationalities: answer candidates)."""
+
+        def fetch(missing: list[str]) -> dict[str, tuple[EntityInfo, ...]]:
+            rows = self._query("entities_of_sentences", {"ids": missing, "lookupable_only": False})
+            grouped: dict[str, list[EntityInfo]] = {}
+            for r in rows:
+                grouped.setdefault(r["sentence_id"], []).append(
+                    EntityInfo(r["entity_id"], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
+                )
+            return {k: tuple(v) for k, v in grouped.items()}
+
+        return self._cached_many(self._mentions_of, sentence_ids, fetch)
+
+    def entities_by_names(self, names: Sequence[str]) -> list[EntityInfo]:
+        """Entities whose canonical name is one of ``names`` (any label), ordered by id."""
+        found = self._cached_many(self._names, names, self._fetch_names)
+        out = {e.id: e for name in names for e in found.get(name, ())}
+        return [out[k] for k in sorted(out)]
+
+    def _fetch_names(self, missing: list[str]) -> dict[str, tuple[EntityInfo, ...]]:
+        rows = self._query("entities_by_names", {"names": missing})
+        grouped: dict[str, list[EntityInfo]] = {}
+        for r in rows:
+            grouped.setdefault(r["name"], []).append(
+                EntityInfo(r["id"], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
+            )
+        return {k: tuple(v) for k, v in grouped.items()}
+
+    def question_entities(self, question: str, max_n: int = 6) -> list[EntityInfo]:
+        """Lookup-able entities named in the question, found by matching its word n-grams (n <= max_n)
+        against canonical entity names. Works on lower-cased questions where NER fails (NQ)."""
+        words = _WORD.findall(question)
+        grams = []
+        for n in range(1, max_n + 1):
+            for i in range(len(words) - n + 1):
+                c = canonicalize(" ".join(words[i : i + n]))
+                if c and (n > 1 or len(c) > 3):
+                    grams.append(c)
+        grams = list(dict.fromkeys(grams))
+        return [e for e in self.entities_by_names(grams) if e.lookupable]
+
+    def lookup_pools(self, entity_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order."""
+
+        def fetch(missing: list[str]) -> dict[str, tuple[str, ...]]:
+            rows = self._query("lookup_candidates_multi", {"entity_ids": missing})
+            grouped: dict[str, list[str]] = {}
+            for r in rows:
+                grouped.setdefault(r["entity_id"], []).append(r["id"])
+            return {k: tuple(v) for k, v in grouped.items()}
+
+        return self._cached_many(self._pools, entity_ids, fetch)
+
+    # -- vectors --------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Cached query encodings, float32 [len(texts), dim]."""
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for i, t in enumerate(texts):
+            v = self._vectors.get(t)
+            if v is None:
+                missing.setdefault(t, []).append(i)
+            else:
+                out[i] = v
+        if missing:
+            t0 = time.perf_counter()
+            vecs = self.embedder.encode(list(missing))
+            self.timings["encode_s"] += time.perf_counter() - t0
+            self.calls["encode"] += 1
+            for (text, rows), v in zip(missing.items(), vecs):
+                self._vectors.put(text, v)
+                out[rows] = v
+        return out
+
+    def vector_top_k(self, text: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Global sentence channel through the store's vector index (cached by query text and k)."""
+        key = ("vec", text, k)
+        hit = self._topk.get(key)
+        if hit is not None:
+            return list(hit)
+        t0 = time.perf_counter()
+        res = self.store.vector_top_k(vector.tolist(), k)
+        self.timings["store_s"] += time.perf_counter() - t0
+        self.calls["store"] += 1
+        self._topk.put(key, tuple(res))
+        return res
+
+    def rank(self, vector: np.ndarray, sentence_ids: Sequence[str]) -> list[tuple[str, float]]:
+        """Sentences ranked by cosine to ``vector``; ties broken by id. Unknown ids are dropped."""
+        ids = [s for s in sentence_ids if s in self.row_of]
+        if not ids:
+            return []
+        rows = np.fromiter((self.row_of[s] for s in ids), dtype=np.int64, count=len(ids))
+        sims = self.embeddings[rows] @ vector
+        order = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))
+        return [(ids[i], float(sims[i])) for i in order]
+
+    def cache_stats(self) -> dict[str, Any]:
+        caches = {"sentences": self._sentences, "entities_of": self._entities_of, "pools": self._pools, "names": self._names,
+                  "vectors": self._vectors, "topk": self._topk}
+        return {name: {"hits": c.hits, "misses": c.misses} for name, c in caches.items()} | {"timings": dict(self.timings), "calls": dict(self.calls)}

@@ -1,0 +1,156 @@
+"""Menu proposal and filtering: M_t = Filter(Propose(z_t, G), H_t).
+
+Propose: SELECT/ANSWER_WITH for each visible sentence, LOOKUP for bridge entities (in
+committed evidence) and frontier entities (in visible sentences), ANSWER.
+Filter: committed sentences and visited entities are never offered, invalid targets (the
+build's junk filter) never reach the menu, a LOOKUP whose result adds nothing new or repeats
+a higher-ranked LOOKUP's result is merged away, and duplicate sentence texts are merged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from harness_g.agent.actions import Action, ActionType
+from harness_g.agent.graph_view import EntityInfo, GraphView, SentenceInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness_g.agent.config import EnvConfig
+
+
+def text_key(text: str) -> str:
+    """Key under which two sentences count as the same retrieval (case/space-insensitive)."""
+    return " ".join(text.lower().split())
+
+
+@dataclass
+class Menu:
+    """One step's menu. ``lookup_results[entity_id]`` is the exact U_{t+1} that LOOKUP would set."""
+
+    sentences: list[SentenceInfo]
+    entities: list[EntityInfo]
+    entity_roles: list[str]
+    actions: list[Action]
+    lookup_results: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_id = {a.id: a for a in self.actions}
+        self._s_label = {s.id: f"S{i}" for i, s in enumerate(self.sentences)}
+        self._e_label = {e.id: f"E{i}" for i, e in enumerate(self.entities)}
+        self._entity = {e.id: e for e in self.entities}
+
+    def label(self, target: str) -> str:
+        return self._s_label.get(target) or self._e_label.get(target) or target
+
+    def describe(self, action: Action) -> str:
+        """``A0 = SELECT S0``, ``A1 = LOOKUP E3 | entity: …``, ``A2 = ANSWER_WITH S0``, ``A3 = ANSWER``."""
+        if action.type is ActionType.ANSWER:
+            return f"{action.id} = ANSWER"
+        labels = " ".join(self.label(t) for t in action.targets)
+        if action.type is ActionType.LOOKUP:
+            return f"{action.id} = LOOKUP {labels} | entity: {self._entity[action.targets[0]].surface}"
+        return f"{action.id} = {action.type.value} {labels}"
+
+    def to_json(self) -> list[dict]:
+        return [a.to_json() | {"label": self.describe(a)} for a in self.actions]
+
+
+def dedup_by_text(ids: Sequence[str], texts: dict[str, SentenceInfo], exclude_keys: set[str]) -> list[str]:
+    """Keep the first sentence of each distinct text, dropping texts in ``exclude_keys``."""
+    out, seen = [], set(exclude_keys)
+    for sid in ids:
+        info = texts.get(sid)
+        if info is None:
+            continue
+        key = text_key(info.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(sid)
+    return out
+
+
+def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, committed: set[str], committed_keys: set[str],
+                  cfg: "EnvConfig") -> tuple[str, ...]:
+    """U_{t+1} for a LOOKUP: the pool minus committed sentences, ranked by cosine to m_t, text-deduped, top K_s."""
+    candidates = [s for s in pool[: cfg.lookup_pool_cap] if s not in committed]
+    ranked = [sid for sid, _ in view.rank(m_vec, candidates)]
+    out: list[str] = []
+    seen = set(committed_keys)
+    # fetch texts lazily in small chunks: most lookups fill K_s from the first few ranked sentences
+    chunk = max(2 * cfg.visible_cap, 8)
+    for start in range(0, len(ranked), chunk):
+        part = ranked[start : start + chunk]
+        infos = view.sentences(part)
+        for sid in part:
+            info = infos.get(sid)
+            if info is None:
+                continue
+            key = text_key(info.text)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(sid)
+            if len(out) == cfg.visible_cap:
+                return tuple(out)
+    return tuple(out)
+
+
+def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, committed: Sequence[str], visible: Sequence[str],
+               visited: Sequence[str], cfg: "EnvConfig") -> Menu:
+    """Propose and filter the menu for the current state (read-only)."""
+    committed_set = set(committed)
+    infos = view.sentences(list(committed) + list(visible))
+    committed_keys = {text_key(infos[s].text) for s in committed if s in infos}
+    sentences = [infos[s] for s in visible if s in infos and s not in committed_set]
+
+    # Candidate entities: bridge (mentioned in committed evidence) before frontier (visible).
+    ents_of = view.entities_of(list(committed) + [s.id for s in sentences])
+    visited_set = set(visited)
+    roles: dict[str, str] = {}
+    pool: dict[str, EntityInfo] = {}
+    for role, sids in (("bridge", committed), ("frontier", [s.id for s in sentences])):
+        for sid in sids:
+            for e in ents_of.get(sid, ()):
+                if e.lookupable and e.id not in visited_set and e.id not in pool:
+                    pool[e.id] = e
+                    roles[e.id] = role
+    candidates = list(pool.values())
+    if candidates:
+        name_vecs = view.encode([e.surface for e in candidates])
+        sims = name_vecs @ question_vec
+        order = sorted(range(len(candidates)), key=lambda i: (roles[candidates[i].id] != "bridge", -float(sims[i]), candidates[i].id))
+        candidates = [candidates[i] for i in order]
+
+    current = tuple(s.id for s in sentences)
+    kept: list[EntityInfo] = []
+    results: dict[str, tuple[str, ...]] = {}
+    seen_results = {frozenset(current)}
+    pools = view.lookup_pools([e.id for e in candidates]) if candidates else {}
+    for e in candidates:
+        if len(kept) == cfg.lookup_cap:
+            break
+        res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg)
+        key = frozenset(res)
+        if not res or key in seen_results:  # adds nothing new, or the same retrieval as a better-ranked lookup
+            continue
+        seen_results.add(key)
+        kept.append(e)
+        results[e.id] = res
+
+    actions: list[Action] = []
+
+    def add(kind: ActionType, targets: tuple[str, ...]) -> None:
+        actions.append(Action(f"A{len(actions)}", kind, targets))
+
+    for s in sentences:
+        add(ActionType.SELECT, (s.id,))
+    for e in kept:
+        add(ActionType.LOOKUP, (e.id,))
+    if cfg.answer_with:
+        for s in sentences:
+            add(ActionType.ANSWER_WITH, (s.id,))
+    add(ActionType.ANSWER, ())
+    return Menu(sentences, kept, [roles[e.id] for e in kept], actions, results)

@@ -1,0 +1,31 @@
+"""Open a GRAPH_DIR for the agent side: artifact + store + cached GraphView, closed together."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from harness_g.agent.graph_view import GraphView
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.embed import get_embedder
+from harness_g.graph.load import load_graph
+
+
+@contextmanager
+def open_graph(graph_dir: str | Path, store: str | None = None, *, embedding_model: str | None = None,
+               progress: bool = False) -> Iterator[GraphView]:
+    """Yield a GraphView over the loaded graph; loads the artifact first if the store lacks it."""
+    artifact = Artifact.open(graph_dir)
+    embedder = get_embedder(embedding_model) if embedding_model else None
+    if embedder is not None and embedding_model != artifact.embedding_model:
+        from harness_g.errors import ConfigError
+
+        raise ConfigError(
+            f"graph {artifact.path} was built with embedding model {artifact.embedding_model!r}, not {embedding_model!r}; "
+            "use the same model or rebuild the graph"
+        )
+    graph_store, _ = load_graph(graph_dir, store, progress=progress)
+    try:
+        yield GraphView(graph_store, artifact, embedder=embedder)
+    finally:
+        graph_store.close()

@@ -1,0 +1,11 @@
+// meta_begin: mark a load as started: the single GraphMeta node records which artifact the graph holds,
+// with complete = false until meta_complete runs (a crash mid-load leaves it false).
+// Parameters:
+//   $content_hash: string     the artifact's manifest content_hash
+//   $embedding_model: string  sentence-embedding model name
+//   $embedding_dim: int       embedding dimension
+//   $loaded_at: string        ISO-8601 UTC time the load started
+// Returns: nothing
+MERGE (m:GraphMeta {key: 'artifact'})
+SET m.content_hash = $content_hash, m.embedding_model = $embedding_model, m.embedding_dim = $embedding_dim,
+    m.complete = false, m.loaded_at = $loaded_at

@@ -1,0 +1,358 @@
+"""Offline, LLM-free graph build: corpus -> paragraphs -> sentences -> mentions -> links -> artifact.
+
+Stages (each timed; see ``BuildResult.seconds``):
+  read      readers yield deduplicated paragraphs and QA items
+  split     abbreviation-safe sentence splitting (preset sentences kept verbatim)
+  ner       spaCy NER over sentences            } run concurrently: embedding runs in a
+  embed     sentence embeddings                 } worker thread (torch releases the GIL)
+  entities  canonicalise, group, junk-filter, title anchors
+  link      SYNONYM edges (canonical / title / abbreviation / embedding >= 0.80)
+  write     Parquet tables + embeddings + manifest (manifest last)
+  load      idempotent load into the graph store + wait for the vector index
+
+Re-building the same inputs with the same config is a cache hit: the content hash in
+``manifest.json`` matches and nothing is recomputed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import resource
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from harness_g import __version__
+from harness_g.errors import InputError
+from harness_g.graph import artifact as art
+from harness_g.graph.config import BuildConfig
+from harness_g.graph.embed import get_embedder
+from harness_g.graph.readers import read_dataset
+from harness_g.graph.text.canonical import canonicalize, display_form
+from harness_g.graph.text.filters import lookup_rejection
+from harness_g.graph.text.linking import EntityRecord, link_entities
+from harness_g.graph.text.split import split_text
+from harness_g.graph.types import Dataset, Paragraph, QAItem, entity_id, sentence_id
+
+log = logging.getLogger(__name__)
+
+#: bump when the pipeline's output for the same inputs changes
+PIPELINE_VERSION = "1"
+TITLE_LABEL = "TITLE"
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """One input: a reader format and a path."""
+
+    format: str
+    path: Path
+
+
+@dataclass
+class BuildResult:
+    graph_dir: Path
+    cache_hit: bool
+    counts: dict[str, int]
+    seconds: dict[str, float] = field(default_factory=dict)
+    corpus_tokens: int = 0
+    peak_rss_mb: float = 0.0
+
+
+@dataclass
+class _SentenceRows:
+    ids: list[str] = field(default_factory=list)
+    paragraph_ids: list[str] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def read_inputs(inputs: Sequence[CorpusSpec], config: BuildConfig, limit: int | None = None) -> Dataset:
+    """Read every input and merge: paragraphs deduplicated by id (first kept), questions concatenated."""
+    if not inputs:
+        raise InputError("no input given (use --format FORMAT --input PATH)")
+    paragraphs: dict[str, Paragraph] = {}
+    questions: list[QAItem] = []
+    names = []
+    for spec in inputs:
+        ds = read_dataset(spec.format, spec.path, limit=limit, chunk_tokens=config.chunk_tokens, chunk_overlap=config.chunk_overlap)
+        names.append(ds.name)
+        for p in ds.paragraphs:
+            paragraphs.setdefault(p.id, p)
+        questions.extend(ds.questions)
+    if not paragraphs:
+        fmts = ", ".join(f"{s.format}:{s.path}" for s in inputs)
+        raise InputError(
+            f"empty corpus: {fmts} yielded no paragraphs (question-only formats such as triviaqa need a corpus: add --corpus FORMAT:PATH)"
+        )
+    return Dataset(name="+".join(dict.fromkeys(names)), paragraphs=tuple(paragraphs.values()), questions=tuple(questions))
+
+
+def content_hash(dataset: Dataset, config: BuildConfig) -> str:
+    """sha256 over pipeline version, hashed config fields and every paragraph/question."""
+    h = hashlib.sha256()
+    h.update(f"harness-g/{PIPELINE_VERSION}/{art.FORMAT_VERSION}\n".encode())
+    h.update(json.dumps(config.hashed_fields(), sort_keys=True).encode())
+    for p in dataset.paragraphs:
+        h.update(json.dumps([p.id, p.title, p.text, list(p.sentences) if p.sentences is not None else None]).encode())
+    for q in dataset.questions:
+        h.update(json.dumps(q.to_json(), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def split_paragraphs(paragraphs: Sequence[Paragraph], progress: bool = True) -> _SentenceRows:
+    """Sentence rows for every paragraph. Preset sentences keep their dataset index as position."""
+    rows = _SentenceRows()
+    for p in tqdm(paragraphs, desc="split", unit="para", disable=not progress, leave=False):
+        sentences = p.sentences if p.sentences is not None else split_text(p.text)
+        for pos, text in enumerate(sentences):
+            text = text.strip()
+            if not text:  # keep positions stable (gold ids) but drop empty sentences
+                continue
+            rows.ids.append(sentence_id(p.id, pos))
+            rows.paragraph_ids.append(p.id)
+            rows.positions.append(pos)
+            rows.titles.append(p.title)
+            rows.texts.append(text)
+    return rows
+
+
+def _ner_and_embed(
+    texts: list[str], config: BuildConfig, progress: bool
+) -> tuple[list[list[Any]], np.ndarray, float, float, str, int]:
+    """NER in this thread, embeddings in a worker thread; returns mentions, embeddings, their busy seconds."""
+    from harness_g.graph.text.ner import EntityRecognizer
+
+    embedder = get_embedder(config.embedding_model, config.device)
+    recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
+    recognizer_labels = set(config.ner_labels)
+
+    def embed() -> tuple[np.ndarray, float]:
+        t0 = time.perf_counter()
+        out = embedder.encode(texts, batch_size=config.embed_batch_size)
+        return out, time.perf_counter() - t0
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(embed)
+        t0 = time.perf_counter()
+        mentions = []
+        for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
+            mentions.append([m for m in found if m.label in recognizer_labels])
+        ner_s = time.perf_counter() - t0
+        embeddings, embed_s = future.result()
+    return mentions, embeddings, ner_s, embed_s, recognizer.model_name, embedder.dim
+
+
+@dataclass
+class _EntityTables:
+    entities: dict[str, list[Any]]
+    mentions: dict[str, list[Any]]
+    records: list[EntityRecord]
+    lookupable: np.ndarray
+    title_ids: set[str]
+
+
+def build_entities(
+    sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph]
+) -> _EntityTables:
+    """Group mentions into canonical entities, add title anchors, apply the invalid-target filter."""
+    surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+    meta: dict[str, tuple[str, str]] = {}  # id -> (canonical, label)
+    m_cols: dict[str, list[Any]] = {k: [] for k in ("sentence_id", "entity_id", "surface", "start", "end", "kind")}
+    seen_pairs: set[tuple[str, str, int]] = set()
+
+    def add(sid: str, label: str, surface: str, start: int, end: int, kind: str) -> None:
+        canonical = canonicalize(surface)
+        if not canonical:
+            return
+        eid = entity_id(label, canonical)
+        key = (sid, eid, start)
+        if key in seen_pairs:
+            return
+        seen_pairs.add(key)
+        meta[eid] = (canonical, label)
+        surfaces[eid][surface] += 1
+        for col, val in zip(m_cols, (sid, eid, surface, start, end, kind)):
+            m_cols[col].append(val)
+
+    for sid, found in zip(sentences.ids, mentions):
+        for m in found:
+            add(sid, m.label, m.surface, m.start, m.end, "ner")
+
+    # Title anchors: a document title is an entity anchored to its first sentence.
+    first_sentence: dict[str, str] = {}
+    for sid, pid in zip(sentences.ids, sentences.paragraph_ids):
+        first_sentence.setdefault(pid, sid)
+    anchored_titles: set[str] = set()
+    title_ids: set[str] = set()
+    for p in paragraphs:
+        sid = first_sentence.get(p.id)
+        if not p.title or sid is None:
+            continue
+        doc_key = p.source or p.title
+        if doc_key in anchored_titles:  # a chunked document anchors its title once, at chunk 0
+            continue
+        anchored_titles.add(doc_key)
+        before = len(m_cols["entity_id"])
+        add(sid, TITLE_LABEL, p.title, -1, -1, "title")
+        if len(m_cols["entity_id"]) > before:
+            title_ids.add(m_cols["entity_id"][-1])
+
+    # the truncated-alias rule compares a person's single name with longer known person names
+    known = {c for c, label in meta.values() if label == "PERSON"}
+    counts = Counter(m_cols["entity_id"])
+    e_cols: dict[str, list[Any]] = {k: [] for k in ("id", "name", "surface", "label", "lookupable", "reject_reason", "mentions")}
+    records: list[EntityRecord] = []
+    lookupable: list[bool] = []
+    for eid in sorted(meta):
+        canonical, label = meta[eid]
+        reason = lookup_rejection(canonical, label, known_canonicals=known)
+        surface = display_form(surfaces[eid])
+        for col, val in zip(e_cols, (eid, canonical, surface, label, reason is None, reason or "", counts[eid])):
+            e_cols[col].append(val)
+        records.append(EntityRecord(id=eid, canonical=canonical, label=label, surface=surface))
+        lookupable.append(reason is None)
+    return _EntityTables(e_cols, m_cols, records, np.array(lookupable, dtype=bool), title_ids)
+
+
+def build_graph(
+    inputs: Sequence[CorpusSpec],
+    graph_dir: str | Path,
+    config: BuildConfig | None = None,
+    *,
+    limit: int | None = None,
+    force: bool = False,
+    progress: bool = True,
+    on_stage: Callable[[str], None] | None = None,
+) -> BuildResult:
+    """Build (or reuse) the artifact in ``graph_dir``. Loading into a store is separate (see ``load_graph``)."""
+    config = config or BuildConfig()
+    graph_dir = Path(graph_dir)
+    seconds: dict[str, float] = {}
+    stage = on_stage or (lambda name: None)
+
+    t0 = time.perf_counter()
+    stage("read")
+    dataset = read_inputs(inputs, config, limit)
+    chash = content_hash(dataset, config)
+    corpus_tokens = sum(len(p.text.split()) for p in dataset.paragraphs)
+    seconds["read"] = time.perf_counter() - t0
+
+    if graph_dir.exists() and not graph_dir.is_dir():
+        raise InputError("exists and is not a directory", str(graph_dir))
+    manifest_path = graph_dir / art.MANIFEST
+    if not force and manifest_path.exists():
+        try:
+            old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            old = {}
+        if old.get("content_hash") == chash and old.get("format_version") == art.FORMAT_VERSION:
+            return BuildResult(graph_dir, True, dict(old.get("counts", {})), seconds, corpus_tokens, _peak_rss_mb())
+    graph_dir.mkdir(parents=True, exist_ok=True)
+
+    t = time.perf_counter()
+    stage("split")
+    sentences = split_paragraphs(dataset.paragraphs, progress)
+    seconds["split"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    stage("ner+embed")
+    mentions, embeddings, seconds["ner"], seconds["embed"], spacy_name, dim = _ner_and_embed(sentences.texts, config, progress)
+    seconds["ner_embed_wall"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    stage("entities")
+    ent = build_entities(sentences, mentions, dataset.paragraphs)
+    seconds["entities"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    stage("link")
+    names = [r.surface for r, ok in zip(ent.records, ent.lookupable) if ok]
+    name_vecs = np.zeros((len(ent.records), dim), dtype=np.float32)
+    if names:
+        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device).encode(names, batch_size=config.embed_batch_size)
+    edges = link_entities(
+        ent.records,
+        title_ids=ent.title_ids,
+        embeddings=name_vecs,
+        lookupable=ent.lookupable,
+        top_k=config.link_top_k,
+        min_cosine=config.link_min_cosine,
+    )
+    seconds["link"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    stage("write")
+    counts = {
+        "paragraphs": art.write_table(
+            graph_dir,
+            "paragraphs",
+            {
+                "id": [p.id for p in dataset.paragraphs],
+                "title": [p.title for p in dataset.paragraphs],
+                "text": [p.text for p in dataset.paragraphs],
+                "source": [p.source for p in dataset.paragraphs],
+            },
+        ),
+        "sentences": art.write_table(
+            graph_dir,
+            "sentences",
+            {
+                "id": sentences.ids,
+                "paragraph_id": sentences.paragraph_ids,
+                "position": sentences.positions,
+                "title": sentences.titles,
+                "text": sentences.texts,
+            },
+        ),
+        "entities": art.write_table(graph_dir, "entities", ent.entities),
+        "mentions": art.write_table(graph_dir, "mentions", ent.mentions),
+        "synonyms": art.write_table(
+            graph_dir,
+            "synonyms",
+            {
+                "src": [e.src for e in edges],
+                "dst": [e.dst for e in edges],
+                "kind": [e.kind for e in edges],
+                "score": [float(e.score) for e in edges],
+            },
+        ),
+    }
+    counts["lookupable_entities"] = int(ent.lookupable.sum())
+    counts["questions"] = len(dataset.questions)
+    counts["next_edges"] = sum(
+        1 for a, b in zip(sentences.paragraph_ids, sentences.paragraph_ids[1:]) if a == b
+    )
+    art.write_embeddings(graph_dir, embeddings)
+    art.write_questions(graph_dir, dataset.questions)
+    seconds["write"] = time.perf_counter() - t
+    manifest = {
+        "format_version": art.FORMAT_VERSION,
+        "harness_g_version": __version__,
+        "pipeline_version": PIPELINE_VERSION,
+        "content_hash": chash,
+        "dataset": dataset.name,
+        "inputs": [{"format": s.format, "path": str(s.path)} for s in inputs],
+        "limit": limit,
+        "config": config.to_dict(),
+        "models": {"spacy": spacy_name, "embedding": config.embedding_model, "embedding_dim": dim},
+        "counts": counts,
+        "corpus_tokens": corpus_tokens,
+        "synonym_kinds": dict(Counter(e.kind for e in edges)),
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    art.write_manifest(graph_dir, manifest)
+    return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())

