@@ -1,0 +1,80 @@
+"""Step many environments at once (a GRPO group is N_g rollouts of one question).
+
+All environments share one :class:`GraphView`, so sentence records, entity lists, LOOKUP pools,
+vector top-k results and query encodings are fetched once and reused by every rollout (cache
+keyed by graph version — one view per graph — and query parameters). Before each batched step the
+next lookup queries m_{t+1} of all environments are encoded in one encoder call.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from harness_g.agent.actions import ActionType, parse_action
+from harness_g.agent.config import EnvConfig
+from harness_g.agent.env import MenuEnv, StepResult
+from harness_g.agent.graph_view import GraphView
+from harness_g.agent.retrieval import lookup_query
+from harness_g.agent.trajectory import Trajectory
+from harness_g.errors import HarnessError
+from harness_g.graph.types import QAItem
+
+
+class BatchedMenuEnv:
+    """``reset(items)`` then ``step(replies)`` until ``all_done``; finished environments are skipped."""
+
+    def __init__(self, view: GraphView, size: int, config: EnvConfig | None = None, *, record_previews: bool = False):
+        if size < 1:
+            raise HarnessError(f"batch size must be >= 1 (got {size})")
+        self.view = view
+        self.config = config or EnvConfig()
+        self.envs = [MenuEnv(view, self.config, record_previews=record_previews) for _ in range(size)]
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    @property
+    def dones(self) -> list[bool]:
+        return [e.done for e in self.envs]
+
+    @property
+    def all_done(self) -> bool:
+        return all(self.dones)
+
+    def reset(self, items: Sequence[QAItem]) -> list[str]:
+        """One item per environment (repeat an item N_g times for a GRPO group)."""
+        if len(items) != len(self.envs):
+            raise HarnessError(f"reset got {len(items)} items for {len(self.envs)} environments")
+        self.view.encode(list(dict.fromkeys(i.question for i in items)))  # one encoder call for the batch
+        return [env.reset(item) for env, item in zip(self.envs, items)]
+
+    def _prefetch_queries(self, replies: Sequence[str | None]) -> None:
+        """Encode every m_{t+1} the replies will need, in one call (SELECT/ANSWER_WITH change C_t)."""
+        texts = []
+        for env, reply in zip(self.envs, replies):
+            if env.done or reply is None or env.menu is None or env.state is None:
+                continue
+            action = parse_action(reply, env.menu.by_id).action
+            if action is None or action.type is not ActionType.SELECT:
+                continue
+            committed = env.preview(action).committed
+            infos = self.view.sentences(list(committed))
+            texts.append(lookup_query(env.state.question.question, [infos[s].text for s in committed if s in infos],
+                                      self.config.query_max_words))
+        if texts:
+            self.view.encode(list(dict.fromkeys(texts)))
+
+    def step(self, replies: Sequence[str | None]) -> list[StepResult | None]:
+        """Step every unfinished environment with its reply; finished ones (or a None reply) give None."""
+        if len(replies) != len(self.envs):
+            raise HarnessError(f"step got {len(replies)} replies for {len(self.envs)} environments")
+        self._prefetch_queries(replies)
+        out: list[StepResult | None] = []
+        for env, reply in zip(self.envs, replies):
+            out.append(None if env.done or reply is None else env.step(reply))
+        return out
+
+    def observations(self) -> list[str | None]:
+        return [None if e.done else e.observation() for e in self.envs]
+
+    def trajectories(self) -> list[Trajectory | None]:
+        return [e.trajectory for e in self.envs]

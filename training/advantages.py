@@ -1,0 +1,105 @@
+"""Outcome-advantage estimators (a registry, like verl's ``core_algos``): rewards -> per-sequence advantages.
+
+Every estimator takes ``rewards`` (float [B]) and ``group_ids`` (int [B]; rollouts of the same
+question share an id) and returns float [B]. The token-level advantage is then
+A[i, k] = A_out[i] + λ · A_SNC[i, k] on action tokens (``combine_advantages``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from harness_g.errors import ConfigError
+
+ZERO_STD = 1e-6  # a group whose reward std is below this has zero advantage (paper appendix)
+
+Estimator = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+ESTIMATORS: dict[str, Estimator] = {}
+
+
+def register_estimator(name: str) -> Callable[[Estimator], Estimator]:
+    def deco(fn: Estimator) -> Estimator:
+        ESTIMATORS[name] = fn
+        return fn
+
+    return deco
+
+
+def _group_stats(rewards: torch.Tensor, group_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-element group mean and (population) std."""
+    mean = torch.zeros_like(rewards)
+    std = torch.zeros_like(rewards)
+    for g in torch.unique(group_ids):
+        m = group_ids == g
+        r = rewards[m]
+        mean[m] = r.mean()
+        std[m] = r.std(unbiased=False) if r.numel() > 1 else torch.zeros((), dtype=rewards.dtype)
+    return mean, std
+
+
+@register_estimator("grpo")
+def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """(R_i − mean_group) / (std_group + eps); exactly 0 for zero-variance groups."""
+    mean, std = _group_stats(rewards, group_ids)
+    adv = (rewards - mean) / (std + eps)
+    return torch.where(std < ZERO_STD, torch.zeros_like(adv), adv)
+
+
+@register_estimator("dapo")
+def dapo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    """GRPO-normalised advantages; DAPO's other parts (clip-higher, token-level loss, dropping
+    zero-variance groups) live in the loss config and the batch filter."""
+    return grpo(rewards, group_ids)
+
+
+@register_estimator("reinforce_pp")
+def reinforce_pp(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """REINFORCE++ (baseline variant): subtract the group mean, normalise by the *batch* std."""
+    mean, _ = _group_stats(rewards, group_ids)
+    centred = rewards - mean
+    std = centred.std(unbiased=False) if centred.numel() > 1 else torch.zeros(())
+    return centred / (std + eps)
+
+
+def compute_advantages(name: str, rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    if name not in ESTIMATORS:
+        raise ConfigError(f"unknown advantage estimator {name!r}; available: {', '.join(sorted(ESTIMATORS))}")
+    return ESTIMATORS[name](rewards.float(), group_ids)
+
+
+@dataclass(frozen=True)
+class ZeroAdvantageStats:
+    """Fraction of groups with zero within-group reward variance, split by outcome."""
+
+    groups: int
+    zero: float
+    all_wrong: float  # every R_i == 0
+    all_correct: float  # every R_i > 0
+
+
+def zero_advantage_stats(rewards: torch.Tensor, group_ids: torch.Tensor) -> ZeroAdvantageStats:
+    groups = torch.unique(group_ids)
+    zero = wrong = correct = 0
+    for g in groups:
+        r = rewards[group_ids == g]
+        if r.numel() >= 2 and float(r.std(unbiased=False)) < ZERO_STD:
+            zero += 1
+            if bool((r == 0).all()):
+                wrong += 1
+            elif bool((r > 0).all()):
+                correct += 1
+    n = max(len(groups), 1)
+    return ZeroAdvantageStats(len(groups), zero / n, wrong / n, correct / n)
+
+
+def combine_advantages(outcome: torch.Tensor, snc_tokens: torch.Tensor, action_mask: torch.Tensor, loss_mask: torch.Tensor,
+                       lam: float = 0.2) -> torch.Tensor:
+    """Token advantages [B, L]: A_out[i] on every policy-generated token + λ·A_SNC on action tokens.
+
+    ``outcome`` [B]; ``snc_tokens`` [B, L] (already normalised/clipped); ``action_mask`` [B, L] marks
+    action-id tokens; ``loss_mask`` [B, L] marks model-generated tokens (environment tokens are 0).
+    """
+    adv = outcome[:, None].expand_as(snc_tokens) + lam * snc_tokens * action_mask
+    return adv * loss_mask
