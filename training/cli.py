@@ -1,0 +1,51 @@
+"""``harness-g train``: a shortcut for ``accelerate launch -m harness_g.training``."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from harness_g.errors import ConfigError
+
+
+def _override(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise ConfigError(f"--set expects key.path=value, got {text!r}")
+    key, raw = text.split("=", 1)
+    import yaml
+
+    return key, yaml.safe_load(raw)
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML config (TrainConfig fields; see training/configs/)")
+    p.add_argument("--output-dir", required=False, help="run directory: metrics.jsonl, checkpoints/, config.yaml")
+    p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6")
+    p.add_argument("--show-config", action="store_true", help="print every field with its default and help, then exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from harness_g.training.config import describe, load_config
+
+    if args.show_config:
+        print("\n".join(describe()))
+        return 0
+    if not args.output_dir:
+        raise ConfigError("--output-dir is required")
+    config = load_config(args.config, dict(_override(s) for s in args.set))
+    from harness_g.training.trainer import train
+
+    result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
+    print(json.dumps({k: v for k, v in result.items() if k != "last"}, indent=2))
+    last = result.get("last", {})
+    keys = ("reward_f1", "em", "loss", "kl", "grad_norm", "turns", "invalid_action_frac", "snc_share", "time_total_s")
+    print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in keys if k in last))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("train", help="GRPO + SNC training (shortcut for `accelerate launch -m harness_g.training`)")
+    add_train_arguments(p)
+    p.set_defaults(func=run_train)

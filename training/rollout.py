@@ -1,0 +1,163 @@
+"""Rollout collection through the batched menu environment (graph store queries happen here).
+
+Context mode is *Markov*: each turn's prompt is the policy instruction plus the current observation,
+which already holds the whole state (committed evidence, visible sentences, menu). So every turn is
+one training sequence: environment tokens (loss-masked) followed by the policy's action tokens. The
+final answer is a separate sequence conditioned on C_T only. Both get the rollout's outcome advantage;
+SNC credit lands on the action tokens of its step.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from harness_g.agent.batch import BatchedMenuEnv
+from harness_g.agent.config import EnvConfig
+from harness_g.agent.graph_view import GraphView
+from harness_g.agent.metrics import exact_match, token_f1
+from harness_g.agent.trajectory import Trajectory
+from harness_g.graph.types import QAItem
+from harness_g.training.chat import Sequence as TrainSequence
+from harness_g.training.chat import build_sequence, render_prompt
+
+
+def policy_user_text(observation: str, error: str | None = None, first: bool = False) -> str:
+    """Markov prompt: the policy instruction + the event-conditioned current observation."""
+    from harness_g.agent import prompts
+
+    event = "invalid" if error else ("start" if first else "ok")
+    return prompts.policy_instruction() + "\n\n" + prompts.environment_response(observation, event, error)
+
+
+def answer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
+    from harness_g.agent import prompts
+
+    return prompts.answer_prompt(question, evidence)[0]["content"]
+
+
+def scorer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
+    from harness_g.agent import prompts
+
+    return prompts.scorer_prompt(question, evidence)[0]["content"]
+
+
+@dataclass
+class Rollout:
+    item: QAItem
+    group: int
+    trajectory: Trajectory
+    step_prompts: list[str] = field(default_factory=list)  # user text per executed turn
+    step_replies: list[str] = field(default_factory=list)
+    answer_prompt: str = ""
+    answer: str = ""
+    reward: float = 0.0  # max token F1 over aliases
+    em: float = 0.0
+    response_tokens: int = 0
+
+    def sequences(self, tokenizer: Any) -> list[tuple[TrainSequence, int | None]]:
+        """(sequence, step index or None for the answer) for every policy generation of this rollout."""
+        out = [(build_sequence(tokenizer, p, r), t) for t, (p, r) in enumerate(zip(self.step_prompts, self.step_replies))]
+        out.append((build_sequence(tokenizer, self.answer_prompt, self.answer), None))
+        return out
+
+
+class Generator:
+    """Batched sampling with a transformers causal LM (left padding); returns decoded replies."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.temperature = temperature
+        self.top_p = top_p
+        self.max_prompt_tokens = max_prompt_tokens
+        self.seconds = 0.0
+        self.tokens = 0
+
+    def _allowed_fn(self, allowed: Sequence[Sequence[str]], prompt_len: int) -> Any:
+        """prefix_allowed_tokens_fn restricting row b to one of ``allowed[b]`` (e.g. menu ids) then end-of-turn."""
+        tok = self.tokenizer
+        eos = tok.eos_token_id
+        tries: list[dict[tuple[int, ...], set[int]]] = []
+        for options in allowed:
+            trie: dict[tuple[int, ...], set[int]] = {}
+            for text in options:
+                ids = tuple(tok(text, add_special_tokens=False)["input_ids"])
+                for k in range(len(ids)):
+                    trie.setdefault(ids[:k], set()).add(ids[k])
+                trie.setdefault(ids, set()).add(eos)
+            tries.append(trie)
+
+        def fn(batch_id: int, input_ids: torch.Tensor) -> list[int]:
+            prefix = tuple(input_ids[prompt_len:].tolist())
+            nxt = tries[batch_id].get(prefix)
+            return sorted(nxt) if nxt else [eos]
+
+        return fn
+
+    @torch.no_grad()
+    def __call__(self, user_texts: Sequence[str], max_new_tokens: int, greedy: bool = False,
+                 allowed: Sequence[Sequence[str]] | None = None) -> list[str]:
+        """Sample one reply per prompt. ``allowed``: per prompt, the only replies permitted (constrained decoding)."""
+        t0 = time.perf_counter()
+        tok = self.tokenizer
+        prompts = [render_prompt(tok, u) for u in user_texts]
+        enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False, truncation=True,
+                  max_length=self.max_prompt_tokens)
+        was_training = self.model.training
+        self.model.eval()
+        sample = not greedy and self.temperature > 0
+        kwargs: dict[str, Any] = {"do_sample": sample, "max_new_tokens": max_new_tokens, "pad_token_id": tok.pad_token_id}
+        if sample:
+            kwargs.update(temperature=self.temperature, top_p=self.top_p)
+        if allowed is not None:
+            kwargs["prefix_allowed_tokens_fn"] = self._allowed_fn(allowed, enc["input_ids"].shape[1])
+        gen = self.model.generate(**enc, **kwargs)
+        if was_training:
+            self.model.train()
+        new = gen[:, enc["input_ids"].shape[1] :]
+        self.tokens += int((new != tok.pad_token_id).sum())
+        self.seconds += time.perf_counter() - t0
+        return [t.strip() for t in tok.batch_decode(new, skip_special_tokens=True)]
+
+
+def collect_rollouts(view: GraphView, generator: Generator, items: Sequence[QAItem], group_size: int, env_config: EnvConfig,
+                     *, max_action_tokens: int, max_answer_tokens: int, greedy: bool = False,
+                     constrain_actions: bool = False) -> tuple[list[Rollout], dict[str, float]]:
+    """Play ``group_size`` rollouts of every item through one BatchedMenuEnv; returns rollouts and timings."""
+    expanded = [(item, g) for g, item in enumerate(items) for _ in range(group_size)]
+    benv = BatchedMenuEnv(view, len(expanded), env_config, record_previews=True)
+    t_env = time.perf_counter()
+    observations = benv.reset([it for it, _ in expanded])
+    env_s = time.perf_counter() - t_env
+    rollouts = [Rollout(item=it, group=g, trajectory=None) for it, g in expanded]  # type: ignore[arg-type]
+    errors: list[str | None] = [None] * len(expanded)
+    gen_s0 = generator.seconds
+    while not benv.all_done:
+        active = [i for i, e in enumerate(benv.envs) if not e.done]
+        texts = [policy_user_text(observations[i], errors[i], first=not rollouts[i].step_prompts) for i in active]
+        allowed = [list(benv.envs[i].menu.by_id) for i in active] if constrain_actions else None  # type: ignore[union-attr]
+        replies = generator(texts, max_action_tokens, greedy=greedy, allowed=allowed)
+        step_replies: list[str | None] = [None] * len(expanded)
+        for i, text, reply in zip(active, texts, replies):
+            rollouts[i].step_prompts.append(text)
+            rollouts[i].step_replies.append(reply)
+            step_replies[i] = reply
+        t_env = time.perf_counter()
+        results = benv.step(step_replies)
+        env_s += time.perf_counter() - t_env
+        for i in active:
+            r = results[i]
+            assert r is not None
+            observations[i] = r.observation
+            errors[i] = r.error
+    answer_texts = [answer_user_text(ro.item.question, env.committed_texts()) for ro, env in zip(rollouts, benv.envs)]
+    answers = generator(answer_texts, max_answer_tokens, greedy=greedy)
+    for ro, env, text, answer in zip(rollouts, benv.envs, answer_texts, answers):
+        ro.answer_prompt, ro.answer = text, answer
+        ro.trajectory = env.finish(answer)
+        ro.reward = token_f1(answer, list(ro.item.answers)) if ro.item.answers else 0.0
+        ro.em = exact_match(answer, list(ro.item.answers)) if ro.item.answers else 0.0
+    return rollouts, {"env_s": env_s, "generate_s": generator.seconds - gen_s0}

@@ -1,0 +1,333 @@
+"""The GRPO + SNC training loop on Accelerate (paper Algorithm "Harness-G rollout and training").
+
+One step: sample questions -> N_g rollouts each through the batched menu environment (graph store
+queries) -> outcome reward (max token F1) -> group-normalised A_out -> SNC step credit from the frozen
+answerer on read-only previews -> token advantages A_out + λ·A_SNC on action tokens -> clipped
+dual-clip surrogate + k3 KL, environment tokens masked -> optimiser steps (non-finite gradients skipped).
+Checkpoints hold model, optimiser, scheduler, RNG and data position, so a resumed run continues exactly.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness_g.agent.config import EnvConfig
+from harness_g.errors import ConfigError
+from harness_g.graph.types import QAItem
+from harness_g.training.advantages import combine_advantages, compute_advantages, zero_advantage_stats
+from harness_g.training.chat import pad_batch, tail_logprobs
+from harness_g.training.config import TrainConfig
+from harness_g.training.credit import compute_credit, normalise_token_credits
+from harness_g.training.diagnostics import group_diagnostics
+from harness_g.training.losses import policy_loss
+from harness_g.training.rollout import Generator, Rollout, collect_rollouts
+from harness_g.training.snc_scoring import score_rollouts
+
+STATE_FILE = "trainer_state.json"
+
+
+@dataclass
+class Batch:
+    """Padded training tensors for every policy generation in the step."""
+
+    input_ids: torch.Tensor  # [N, L]
+    attention_mask: torch.Tensor  # [N, L]
+    loss_mask: torch.Tensor  # [N, L] 1 = policy token
+    advantages: torch.Tensor  # [N, L]
+    old_logp: torch.Tensor  # [N, L]
+    ref_logp: torch.Tensor  # [N, L]
+
+
+def _questions(config: TrainConfig, view: Any) -> tuple[list[QAItem], list[QAItem]]:
+    if config.data.questions:
+        from harness_g.graph.readers import load_questions
+
+        if not config.data.questions_format:
+            raise ConfigError("data.questions needs data.questions_format")
+        items = list(load_questions(config.data.questions_format, config.data.questions))
+    else:
+        items = view.artifact.questions()
+    items = [q for q in items if q.answers]
+    if config.data.limit:
+        items = items[: config.data.limit]
+    if not items:
+        raise ConfigError(f"no training questions with answers in {config.data.graph_dir}")
+    n_eval = min(config.data.eval_questions, len(items) - 1)
+    return (items[:-n_eval], items[-n_eval:]) if n_eval > 0 else (items, [])
+
+
+class DataOrder:
+    """Seeded epoch permutations; ``position`` (epoch, index) is saved in checkpoints."""
+
+    def __init__(self, n: int, seed: int, epoch: int = 0, index: int = 0):
+        self.n, self.seed, self.epoch, self.index = n, seed, epoch, index
+
+    def _perm(self) -> list[int]:
+        order = list(range(self.n))
+        random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
+        return order
+
+    def take(self, k: int) -> list[int]:
+        out = []
+        while len(out) < k:
+            perm = self._perm()
+            take = perm[self.index : self.index + (k - len(out))]
+            out.extend(take)
+            self.index += len(take)
+            if self.index >= self.n:
+                self.epoch, self.index = self.epoch + 1, 0
+        return out
+
+
+def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tensor, step_credits: list[list[float]], lam: float,
+                credit_cfg: Any) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    """Sequences + token advantages. Step sequences carry A_out + λ·A_SNC on their policy tokens; the answer
+    sequence carries A_out only; environment tokens carry nothing."""
+    seqs, owners, steps = [], [], []
+    for r_i, ro in enumerate(rollouts):
+        for seq, t in ro.sequences(tokenizer):
+            seqs.append(seq)
+            owners.append(r_i)
+            steps.append(t)
+    raw_credit = []
+    for seq, r_i, t in zip(seqs, owners, steps):
+        value = step_credits[r_i][t] if t is not None and t < len(step_credits[r_i]) else 0.0
+        raw_credit.append([value if m else 0.0 for m in seq.loss_mask])
+    norm = normalise_token_credits(raw_credit, s_min=credit_cfg.scale_floor, clip=credit_cfg.clip)
+    batch = pad_batch(seqs, tokenizer.pad_token_id)
+    length = batch["input_ids"].shape[1]
+    snc = torch.zeros_like(batch["loss_mask"])
+    action = torch.zeros_like(batch["loss_mask"])
+    for i, (vals, t) in enumerate(zip(norm.values, steps)):
+        snc[i, length - len(vals) :] = torch.tensor(vals)  # left-padded
+        if t is not None:
+            action[i] = batch["loss_mask"][i]
+    outcome = outcome_adv[torch.tensor(owners)]
+    batch["advantages"] = combine_advantages(outcome, snc, action, batch["loss_mask"], lam)
+    nonzero = [v for vals in raw_credit for v in vals if v != 0.0]
+    stats = {"snc_scale": norm.scale, "snc_nonzero_token_frac": len(nonzero) / max(1, int(batch["loss_mask"].sum())),
+             "snc_token_mean": sum(nonzero) / len(nonzero) if nonzero else 0.0, "sequences": float(len(seqs)),
+             "max_len": float(length)}
+    return batch, stats
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True):
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        self.config = config
+        self.out = Path(output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.progress = progress
+        self.accelerator = Accelerator()
+        set_seed(config.seed)
+        from harness_g.training.modeling import Reference, load_policy, load_tokenizer
+
+        self.tokenizer = load_tokenizer(config.model)
+        model = load_policy(config.model, self.tokenizer, config.seed)
+        self.reference = Reference(model, config.model.lora)
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+        warm = max(config.optim.warmup_steps, 0)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        self.step = 0
+        self.skipped_batches = 0
+        self.order: DataOrder | None = None
+        self.resume_from = Path(resume) if resume else None
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def save(self, tag: str | None = None) -> Path:
+        path = self.out / "checkpoints" / (tag or f"step-{self.step:06d}")
+        self.accelerator.save_state(str(path))
+        assert self.order is not None
+        state = {"step": self.step, "epoch": self.order.epoch, "index": self.order.index, "skipped_batches": self.skipped_batches}
+        (path / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        return path
+
+    def _restore(self, path: Path) -> None:
+        if not (path / STATE_FILE).exists():
+            raise ConfigError(f"{path}: not a harness-g checkpoint (no {STATE_FILE})")
+        self.accelerator.load_state(str(path))
+        state = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+        self.step = int(state["step"])
+        self.skipped_batches = int(state.get("skipped_batches", 0))
+        assert self.order is not None
+        self.order.epoch, self.order.index = int(state["epoch"]), int(state["index"])
+
+    # -- logprobs -------------------------------------------------------------------------
+    def _logprobs(self, forward: Any, batch: dict[str, torch.Tensor], mb: int) -> torch.Tensor:
+        outs = []
+        with torch.no_grad():
+            for s in range(0, batch["input_ids"].shape[0], mb):
+                outs.append(tail_logprobs(forward, batch, slice(s, s + mb)))
+        return torch.cat(outs)
+
+    # -- main loop ------------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        from harness_g.agent.session import open_graph
+        from harness_g.training.rollout import scorer_user_text
+        from harness_g.training.answerer import FrozenAnswerer
+        from harness_g.training.logger import MetricsLogger
+
+        cfg = self.config
+        cfg.save(self.out / "config.yaml")
+        env_cfg = EnvConfig.from_dict({**cfg.rollout.env, "max_turns": cfg.rollout.max_turns})
+        unwrapped = self.accelerator.unwrap_model(self.model)
+        generator = Generator(unwrapped, self.tokenizer, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+                              max_prompt_tokens=cfg.rollout.max_prompt_tokens)
+        answerer = FrozenAnswerer(self.reference, self.tokenizer, scorer_user_text, max_aliases=cfg.credit.max_aliases)
+        logger = MetricsLogger(self.out, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb, config=cfg.to_dict(),
+                               enabled=self.accelerator.is_main_process)
+        history = []
+        if cfg.data.build_format:
+            from harness_g.graph.build import CorpusSpec, build_graph
+
+            if not cfg.data.build_input:
+                raise ConfigError("data.build_format needs data.build_input")
+            build_graph([CorpusSpec(cfg.data.build_format, Path(cfg.data.build_input))], cfg.data.graph_dir, progress=False)
+        with open_graph(cfg.data.graph_dir, cfg.data.store) as view:
+            train_q, eval_q = _questions(cfg, view)
+            self.order = DataOrder(len(train_q), cfg.seed)
+            if self.resume_from is not None:
+                self._restore(self.resume_from)
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.optim.steps, initial=self.step, desc="train", unit="step",
+                       disable=not self.progress or not self.accelerator.is_main_process)
+            while self.step < cfg.optim.steps:
+                items = [train_q[i] for i in self.order.take(cfg.rollout.questions_per_step)]
+                metrics = self.train_step(view, generator, answerer, items, env_cfg)
+                self.step += 1
+                history.append(metrics)
+                if self.step % cfg.log.every == 0:
+                    logger.log(self.step, metrics)
+                if cfg.log.save_every and self.step % cfg.log.save_every == 0:
+                    self.save()
+                bar.update(1)
+                bar.set_postfix(f1=f"{metrics['reward_f1']:.3f}", loss=f"{metrics['loss']:.4f}")
+            bar.close()
+            final = self.save("final")
+            logger.close()
+        return {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
+                "skipped_batches": self.skipped_batches}
+
+    def train_step(self, view: Any, generator: Generator, answerer: Any, items: list[QAItem], env_cfg: EnvConfig) -> dict[str, Any]:
+        cfg = self.config
+        t0 = time.perf_counter()
+        rollouts, r_times = collect_rollouts(view, generator, items, cfg.rollout.group_size, env_cfg,
+                                             max_action_tokens=cfg.rollout.max_action_tokens,
+                                             max_answer_tokens=cfg.rollout.max_answer_tokens,
+                                             constrain_actions=cfg.rollout.constrain_actions)
+        t_rollout = time.perf_counter() - t0
+        rewards = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
+        groups = torch.tensor([r.group for r in rollouts])
+        adv_out = compute_advantages(cfg.optim.estimator, rewards, groups)
+        zstats = zero_advantage_stats(rewards, groups)
+
+        t1 = time.perf_counter()
+        snc_stats: dict[str, float] = {"snc_s": 0.0}
+        if cfg.credit.scheme != "outcome" and cfg.credit.lam != 0.0:
+            gains, snc_stats = score_rollouts(view, answerer, rollouts, frontier_size=cfg.credit.frontier_size,
+                                              eps=cfg.credit.dead_zone)
+            credits = [[c.total for c in compute_credit(cfg.credit.scheme, g, cfg.credit.gamma)] for g in gains]
+        else:
+            credits = [[0.0] * len(r.trajectory.steps) for r in rollouts]
+        t_snc = time.perf_counter() - t1
+
+        keep = list(range(len(rollouts)))
+        if cfg.optim.drop_zero_advantage_groups:
+            keep = [i for i in keep if float(adv_out[i]) != 0.0] or keep
+        kept = [rollouts[i] for i in keep]
+        batch, bstats = build_batch(kept, self.tokenizer, adv_out[torch.tensor(keep)], [credits[i] for i in keep],
+                                    cfg.credit.lam, cfg.credit)
+        t2 = time.perf_counter()
+        mb = max(1, cfg.optim.mini_batch_sequences)
+        batch["old_logp"] = self._logprobs(self.model, batch, mb)
+        batch["ref_logp"] = self._logprobs(self.reference, batch, mb)
+        upd = self._update(batch, mb)
+        t_update = time.perf_counter() - t2
+
+        equiv = group_diagnostics([[frozenset(r.trajectory.steps[-1].observed_before + r.trajectory.committed) if r.trajectory.steps
+                                    else frozenset(r.trajectory.initial_visible) for r in rollouts if r.group == g]
+                                   for g in sorted(set(int(x) for x in groups))], threshold=cfg.credit.equivalence_jaccard)
+        steps_taken = [len(r.trajectory.steps) for r in rollouts]
+        invalid = sum(r.trajectory.invalid_turns for r in rollouts)
+        action_counts: dict[str, int] = {}
+        for r in rollouts:
+            for s in r.trajectory.steps:
+                action_counts[s.action_type or "INVALID"] = action_counts.get(s.action_type or "INVALID", 0) + 1
+        total_steps = max(1, sum(steps_taken))
+        response_tokens = float(batch["loss_mask"].sum()) / max(1, len(kept))
+        nonzero_credit = [c for cs in credits for c in cs if c != 0.0]
+        total = time.perf_counter() - t0
+        self._dump_rollouts(rollouts[: cfg.log.keep_trajectories])
+        return {
+            "reward_f1": float(rewards.mean()), "em": float(sum(r.em for r in rollouts) / len(rollouts)),
+            **upd, "zero_adv_frac": zstats.zero, "zero_adv_all_wrong": zstats.all_wrong, "zero_adv_all_correct": zstats.all_correct,
+            "d_ret": equiv.d_ret, "mean_n_eq": equiv.mean_n_eq,
+            "turns": sum(steps_taken) / len(steps_taken), "invalid_action_frac": invalid / total_steps,
+            **{f"action_frac_{k}": v / total_steps for k, v in sorted(action_counts.items())},
+            "response_tokens": response_tokens,
+            "snc_credit_mean": sum(nonzero_credit) / len(nonzero_credit) if nonzero_credit else 0.0,
+            "snc_credit_nonzero_frac": len(nonzero_credit) / total_steps, **bstats,
+            "time_rollout_s": t_rollout, "time_generate_s": r_times["generate_s"], "time_env_s": r_times["env_s"],
+            "time_snc_s": t_snc, "time_update_s": t_update, "time_total_s": total, "snc_share": t_snc / total if total else 0.0,
+            "answerer_calls": float(answerer.calls), "lr": float(self.scheduler.get_last_lr()[0]),
+        }
+
+    def _update(self, batch: dict[str, torch.Tensor], mb: int) -> dict[str, float]:
+        cfg = self.config.optim
+        n = batch["input_ids"].shape[0]
+        losses, kls, pgs, clips, duals, norms = [], [], [], [], [], []
+        self.model.train()
+        for _ in range(cfg.ppo_epochs):
+            for s in range(0, n, mb):
+                sl = slice(s, s + mb)
+                logp = tail_logprobs(self.model, batch, sl)
+                out = policy_loss(logp, batch["old_logp"][sl], batch["advantages"][sl], batch["loss_mask"][sl],
+                                  ref_logp=batch["ref_logp"][sl], clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high,
+                                  dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
+                self.accelerator.backward(out.loss)
+                norm = self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                norm_f = float(norm) if norm is not None else 0.0
+                if not math.isfinite(norm_f) or not math.isfinite(float(out.loss.detach())):
+                    self.skipped_batches += 1  # reject the batch before the optimiser sees it
+                    self.optimizer.zero_grad(set_to_none=True)
+                    continue
+                self.optimizer.step()
+                self.scheduler.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                losses.append(float(out.loss.detach()))
+                kls.append(float(out.kl.detach()))
+                pgs.append(float(out.pg_loss.detach()))
+                clips.append(float(out.clip_frac))
+                duals.append(float(out.dual_clip_frac))
+                norms.append(norm_f)
+
+        def avg(xs: list[float]) -> float:
+            return sum(xs) / len(xs) if xs else float("nan")
+
+        return {"loss": avg(losses), "pg_loss": avg(pgs), "kl": avg(kls), "clip_frac": avg(clips), "dual_clip_frac": avg(duals),
+                "grad_norm": avg(norms), "skipped_batches": float(self.skipped_batches)}
+
+    def _dump_rollouts(self, rollouts: list[Rollout]) -> None:
+        if not self.accelerator.is_main_process or not rollouts:
+            return
+        with open(self.out / "rollouts.jsonl", "a", encoding="utf-8") as fh:
+            for r in rollouts:
+                fh.write(json.dumps({"step": self.step + 1, "question": r.item.question, "answers": list(r.item.answers),
+                                     "answer": r.answer, "reward": r.reward,
+                                     "actions": [(s.reply, s.action_type, s.error) for s in r.trajectory.steps]}) + "\n")
+
+
+def train(config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+    return Trainer(config, output_dir, resume=resume, progress=progress).train()
