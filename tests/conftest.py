@@ -55,3 +55,7 @@ def scratch_store(falkordb_server: EmbeddedFalkorDB, request: pytest.FixtureRequ
     store.clear()
     store.close()
 
+
+
+# Session fixtures over a real graph built with the real pipeline (see tests/graph_fixtures.py).
+from graph_fixtures import artifact_copy, hotpot_graph_dir, hotpot_questions, hotpot_view  # noqa: E402,F401

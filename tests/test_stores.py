@@ -164,7 +164,7 @@ def test_reads_on_a_graph_never_loaded(scratch_store: FalkorDBStore) -> None:
 SAMPLE_PARAMS = {
     "ids": ["p_curie:0", "p_paris:1"], "paragraph_ids": ["p_curie"], "names": ["curie"], "entity_ids": ["e_curie"],
     "entity_id": "e_curie", "lookupable_only": True, "rows": [], "vector": [0.1] * 8, "k": 3, "dim": 8,
-    "ef_runtime": 10, "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
+    "ef_runtime": 10, "ef_construction": 50, "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
 }
 PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -180,7 +180,7 @@ def test_every_query_file_documents_itself(dialect: str) -> None:
     for name in list_queries(dialect):
         header, body = _header_and_body(load_query(name, dialect))
         assert header.startswith(f"// {name}"), f"{query_source(name, dialect)}: header must start with its name"
-        assert "Parameters" in header and ("Returns" in header or "Parameters: none. Returns" in header), name
+        assert "Parameters" in header and "Returns" in header, name
         used = set(PARAM.findall(body))
         assert used <= set(PARAM.findall(header)), f"{name}: undocumented parameters {used - set(PARAM.findall(header))}"
         assert used <= set(SAMPLE_PARAMS), f"{name}: add sample values for {used - set(SAMPLE_PARAMS)}"
@@ -257,6 +257,11 @@ def test_second_store_reuses_running_server(tmp_path: Path) -> None:
         assert second.server.pid == first.server.pid
         second.close()  # a reusing process leaves the server running
         assert first.server.alive() and first.query("meta_get") == []
+        (tmp_path / "store" / PID_FILE).unlink()  # a server answering on the socket is found without it
+        third = EmbeddedFalkorDB(tmp_path / "store")
+        assert not third.owned and third.pid == first.server.pid
+        third.stop()
+        assert first.server.alive()
     finally:
         first.close()
     assert not first.server.alive()

@@ -123,6 +123,7 @@ class EmbeddedFalkorDB:
         self.owned = False  # True when this object started the process (and so stops it)
         self.pid: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._owner_pid = 0  # the process that spawned the server; a forked child never stops it
         self._start_timeout_s = start_timeout_s
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -173,31 +174,39 @@ class EmbeddedFalkorDB:
     def _try_reuse(self) -> bool:
         """Attach to a server already serving data_dir; clean up a stale pid file / socket."""
         pid_file = self.data_dir / PID_FILE
+        if self.ping():  # answers on our socket (even if someone deleted its pid file)
+            self._adopt()
+            return True
         pid = _read_pid(pid_file)
         if pid is not None and _pid_alive(pid) and _is_redis(pid):
-            self.pid = pid
             # a live server creates its socket before loading its snapshot; no socket within 5 s
-            # means the pid now belongs to some other redis-server
+            # means the pid now belongs to some other redis-server, and the pid file is stale
             running = lambda: _pid_alive(pid)  # noqa: E731
-            if self._wait_for(self.socket_path.exists, running, 5.0) and self._wait_for(self.ping, running, self._start_timeout_s):
-                self._adopt_port()
-                return True
-        # whatever is left is stale: a dead pid, or a socket nobody answers on
+            if self._wait_for(self.socket_path.exists, running, 5.0):
+                if self._wait_for(self.ping, running, self._start_timeout_s):
+                    self._adopt()
+                    return True
+                if running():  # never start a second server on the same files
+                    raise StoreError(f"FalkorDB (pid {pid}) holds {self.data_dir} but does not answer on "
+                                     f"{self.socket_path}; stop it (kill {pid}) and retry")
         pid_file.unlink(missing_ok=True)
         self.socket_path.unlink(missing_ok=True)
-        self.pid = None
         return False
 
-    def _adopt_port(self) -> None:
-        """A reused server keeps the port it was started with (0 = socket only)."""
+    def _adopt(self) -> None:
+        """Take a running server's pid and port (0 = socket only) from the server itself."""
         client = self._admin()
         try:
-            port = int(client.config_get("port").get("port", 0))
-        except redis.exceptions.RedisError:
-            port = 0
+            info = client.info("server")
+            config = client.config_get("dir") | client.config_get("port")
+        except redis.exceptions.RedisError as exc:
+            raise StoreError(f"FalkorDB at {self.address} does not answer: {exc}") from exc
         finally:
             client.close()
-        self.port = port or None
+        if Path(config.get("dir", "")).resolve() != self.data_dir:
+            raise StoreError(f"the server on {self.socket_path} serves {config.get('dir')}, not {self.data_dir}")
+        self.pid = int(info["process_id"])
+        self.port = int(config.get("port", 0)) or None
 
     def _spawn(self) -> None:
         server, module = _binaries()
@@ -229,6 +238,7 @@ class EmbeddedFalkorDB:
         self.pid = self._process.pid
         (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
         self.owned = True
+        self._owner_pid = os.getpid()
         _owned_servers.add(self)
         if not self._wait_for(self.ping, self.alive, self._start_timeout_s):
             code = self._process.poll()
@@ -265,7 +275,7 @@ class EmbeddedFalkorDB:
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Save and shut down the server if this object started it; a reused server keeps running."""
-        if not self.owned:
+        if not self.owned or os.getpid() != self._owner_pid:
             return
         self.owned = False
         _owned_servers.discard(self)

@@ -11,16 +11,24 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from neo4j import Driver, GraphDatabase, ManagedTransaction
+from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction
 from neo4j import exceptions as neo4j_errors
 from neo4j.graph import Node, Path, Relationship
 
 from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
-from harness_g.graph.stores.loader import Rows, Stage, run_stages, utc_now
+from harness_g.graph.stores.loader import Rows, run_stages, utc_now
 from harness_g.graph.stores.queries import load_query, split_statements
-from harness_g.graph.stores.schema import LABELS, MISSING, RANGE_INDEXES, REL_TYPES, TIE_MARGIN, VECTOR_INDEX
+from harness_g.graph.stores.schema import (
+    LABELS,
+    LOAD_INDEX_TIMEOUT_S,
+    MISSING,
+    RANGE_INDEXES,
+    REL_TYPES,
+    TIE_MARGIN,
+    VECTOR_INDEX,
+)
 
 READY = "ONLINE"
 CLEAR_BATCH = 10_000  # nodes per delete transaction
@@ -107,14 +115,20 @@ class Neo4jStore(GraphStore):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
             raise StoreError(f"Neo4j {what} failed at {self.address}: {_one_line(exc)}") from exc
 
-    def _read(self, text: str, params: Mapping[str, Any] | None, what: str) -> tuple[list[str], list[list[Any]]]:
+    def _read(self, text: str, params: Mapping[str, Any] | None, what: str, *, managed: bool = True
+              ) -> tuple[list[str], list[list[Any]]]:
+        """Columns and rows of a read; ``managed=False`` runs it auto-commit (SHOW commands) in a READ session."""
+
         def work(tx: ManagedTransaction) -> tuple[list[str], list[list[Any]]]:
             result = tx.run(text, dict(params or {}))
             return list(result.keys()), [list(record.values()) for record in result]
 
         def run() -> tuple[list[str], list[list[Any]]]:
-            with self._driver.session(database=self.database) as session:
-                return session.execute_read(work)
+            with self._driver.session(database=self.database, default_access_mode=READ_ACCESS) as session:
+                if managed:
+                    return session.execute_read(work)
+                result = session.run(text, dict(params or {}))
+                return list(result.keys()), [list(record.values()) for record in result]
 
         return self._call(what, run)
 
@@ -175,7 +189,8 @@ class Neo4jStore(GraphStore):
     def index_state(self) -> dict[str, str]:
         """Our index names -> ``ONLINE`` | ``POPULATING`` | ``FAILED`` | ``MISSING`` (other indexes are ignored)."""
         states = {name: MISSING for name in sorted([*RANGE_INDEXES.values(), VECTOR_INDEX])}
-        for row in self.query("list_indexes"):
+        columns, rows = self._read(load_query("list_indexes", self.dialect), None, "list_indexes", managed=False)
+        for row in (dict(zip(columns, values)) for values in rows):
             if row["name"] in states:
                 states[str(row["name"])] = str(row["state"])
         return states
@@ -236,15 +251,12 @@ class Neo4jStore(GraphStore):
             "embedding_dim": artifact.embedding_dim,
             "loaded_at": utc_now(),
         })
-
-        def after(stage: Stage) -> None:
-            if stage.name == "sentences":
-                self._ensure_vector_index(artifact.embedding_dim)
-
-        run_stages(artifact, self._write_batch, report, batch_size=batch_size, progress=progress,
-                   encode_vector=f64_param, after_stage=after)
+        run_stages(artifact, self._write_batch, report, batch_size=batch_size, progress=progress, encode_vector=f64_param)
         t = time.perf_counter()
-        self.wait_for_indexes()
+        # created last: building HNSW over all vectors at once is no slower than inserting into it, and
+        # it keeps the table stages' timings clean (an index building in the background slows every write)
+        self._ensure_vector_index(artifact.embedding_dim)
+        self.wait_for_indexes(LOAD_INDEX_TIMEOUT_S)
         report.seconds["indexes"] = time.perf_counter() - t
         if not self._write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": utc_now()}):
             raise StoreError(f"load of {artifact.content_hash} was superseded by another load at {self.address}")

@@ -33,3 +33,7 @@ MISSING = "MISSING"
 
 #: extra neighbours fetched by vector_top_k so ties at the k-th place are broken by id, not by index order
 TIE_MARGIN = 16
+
+#: how long load() waits for a fresh vector index to be queryable (seconds); HNSW over millions of
+#: 384-d vectors takes minutes, and a load only counts as complete once its index answers
+LOAD_INDEX_TIMEOUT_S = 3600.0
