@@ -37,8 +37,42 @@ def _add_env_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedding-model", help="must match the graph's embedding model (default: the graph's)")
 
 
-def print_trajectory(traj, view, out=sys.stdout) -> None:
-    """Human-readable trajectory: each step's menu with the chosen action marked, then the answer."""
+#: policies that run a language model and take the --model/--base-url/... flags
+LLM_POLICIES = ("transformers", "openai", "vllm")
+
+
+def _add_interface_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interface", default="menu", choices=["menu", "free-query", "rag", "naive"],
+                   help="knowledge interface: menu (action ids), free-query (free text resolved onto the same targets), "
+                        "rag (top-3 paragraphs by the encoder), naive (question only); default menu")
+    g = p.add_argument_group("LLM policies (" + ", ".join(LLM_POLICIES) + ")")
+    g.add_argument("--model", default="smollm2", help="model name or path for LLM policies (default smollm2)")
+    g.add_argument("--base-url", help="OpenAI-compatible server URL (openai policy), e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--temperature", type=float, help="sampling temperature (default: the policy's)")
+    g.add_argument("--seed", type=int, help="sampling seed")
+    g.add_argument("--max-new-tokens", type=int, help="generation cap per call")
+
+
+def _make_policy(args: argparse.Namespace):
+    """``make_policy(--policy)``; LLM policies also get model/base_url/temperature/seed/max_new_tokens."""
+    from harness_g.agent.policies import make_policy
+
+    kwargs: dict[str, Any] = {}
+    if args.policy in LLM_POLICIES:
+        for key in ("model", "base_url", "temperature", "seed", "max_new_tokens"):
+            value = getattr(args, key, None)
+            if value is not None:
+                kwargs[key] = value
+        if "base_url" in kwargs and args.policy != "openai":
+            raise ConfigError(f"--base-url is for the openai policy (an OpenAI-compatible server), not {args.policy!r}")
+    return make_policy(args.policy, **kwargs)
+
+
+def print_trajectory(traj, view, out=None) -> None:
+    """Human-readable trajectory: each step's menu with the chosen action marked, then the answer.
+
+    ``out`` defaults to the current ``sys.stdout`` (looked up per call, so redirection works)."""
+    out = out or sys.stdout
     for step in traj.steps:
         out.write(f"\n-- turn {step.turn + 1}: reply {step.reply!r}" + (f"  INVALID: {step.error}" if step.error else "") + "\n")
         for a in step.menu:
@@ -70,9 +104,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from harness_g.graph.types import QAItem
 
     item = QAItem(id="ask", question=args.question, answers=tuple(args.answer or ()), dataset="")
+    from harness_g.agent.interfaces import make_interface
+
     with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
-        env = MenuEnv(view, _env_config(args))
-        traj = run_episode(env, make_policy(args.policy), item)
+        traj = make_interface(args.interface, view, _make_policy(args), _env_config(args)).run(item)
         if args.json:
             print(json.dumps(traj.to_json(), indent=2, ensure_ascii=False))
         else:
@@ -117,16 +152,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
         questions = Artifact.open(args.graph_dir).questions()
         if not questions:
             raise ConfigError(f"{args.graph_dir} has no questions; pass --questions PATH --format FORMAT")
-    config = EvalConfig(policy=args.policy, limit=args.limit, reachability=args.reachability)
+    from harness_g.agent.judge import make_judge
+
+    config = EvalConfig(policy=args.policy, interface=args.interface, limit=args.limit, reachability=args.reachability)
+    judge = make_judge(args.judge_base_url, args.judge_model, api_key=args.judge_api_key)
     with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
-        summary = run_eval(view, make_policy(args.policy), questions, args.out, env_config=_env_config(args), config=config,
-                           progress=not args.quiet)
+        summary = run_eval(view, _make_policy(args), questions, args.out, env_config=_env_config(args), config=config,
+                           progress=not args.quiet, judge=judge)
     keys = ["questions", "scored", "errors", "em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence",
-            "mean_turns", "mean_invalid_turns", "mean_seconds", "reachable_rate"]
+            "mean_turns", "mean_invalid_turns", "mean_seconds", "reachable_rate", "ge", "ge_failures"]
     from harness_g.table import format_table
 
     print(format_table(["metric", "value"], [[k, summary.get(k)] for k in keys if k in summary]))
     print(f"records: {Path(args.out) / 'records.jsonl'}  summary: {Path(args.out) / 'summary.json'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness_g.agent.report import build_report
+
+    path = build_report(args.run_dirs, args.out, title=args.title, max_questions=args.max_questions, expand=args.expand)
+    print(f"report: {path}")
     return 0
 
 
@@ -141,6 +187,7 @@ def register(sub: Any) -> None:
     p.add_argument("--answer", action="append", help="gold answer (repeatable) to score the result")
     p.add_argument("--json", action="store_true", help="print the trajectory record as JSON")
     _add_env_flags(p)
+    _add_interface_flags(p)
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("menu", help="play the menu yourself in the terminal (type an action id per step)")
@@ -161,4 +208,17 @@ def register(sub: Any) -> None:
     p.add_argument("--reachability", action="store_true", help="also compute menu reachability of the gold evidence")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _add_env_flags(p)
+    _add_interface_flags(p)
+    g = p.add_argument_group("G-E judge (optional; only with --judge-base-url)")
+    g.add_argument("--judge-base-url", help="OpenAI-compatible chat endpoint of the G-E judge, e.g. http://host:8000/v1")
+    g.add_argument("--judge-model", help="judge model name (default gpt-4o-mini)")
+    g.add_argument("--judge-api-key", help="judge API key (default: $JUDGE_API_KEY or $OPENAI_API_KEY)")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("report", help="one self-contained HTML report (tables, SVG plots, trajectories) from eval run dirs")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directories written by `harness-g eval --out`")
+    p.add_argument("--out", default="report.html", metavar="FILE.html", help="output file (default report.html)")
+    p.add_argument("--title", default="harness-g evaluation report")
+    p.add_argument("--max-questions", type=int, help="draw at most N trajectories per run (default: all)")
+    p.add_argument("--expand", action="store_true", help="trajectory sections start open (for printing / screenshots)")
+    p.set_defaults(func=cmd_report)

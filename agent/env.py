@@ -231,22 +231,22 @@ class MenuEnv:
         step_no = st.turn
         record.chosen, record.action_type, record.targets = action.id, action.type.value, list(action.targets)
         record.introduced = list(preview.introduced)
+        record.consumed = [action.targets[0]] if action.type is ActionType.LOOKUP else list(preview.introduced)
+        # provenance from the state *before* this step: a LOOKUP re-produces its own entity (it is
+        # mentioned in the result sentences), which must not erase the step that exposed it
+        record.producers = sorted({st.producer.get(x, INIT_STEP) for x in record.consumed} - {INIT_STEP, step_no})
         if action.type in (ActionType.SELECT, ActionType.ANSWER_WITH):
-            record.consumed = list(preview.introduced)
             st.committed = list(preview.committed)
             st.visible = list(preview.visible)
             # committing a sentence makes its entities bridge targets: this step produced them
             record.produced = [x for x in self._produce_entities(st, preview.introduced, step_no)]
         elif action.type is ActionType.LOOKUP:
-            entity = action.targets[0]
-            record.consumed = [entity]
-            st.visited.append(entity)
+            st.visited.append(action.targets[0])
             st.visible = list(preview.visible)
             record.produced = self._produce(st, list(preview.visible), step_no)
             for sid in preview.visible:
                 if sid not in st.observed:
                     st.observed.append(sid)
-        record.producers = sorted({st.producer.get(x, INIT_STEP) for x in record.consumed} - {INIT_STEP, step_no})
         st.turn += 1
         if action.type in (ActionType.ANSWER, ActionType.ANSWER_WITH):
             st.done, st.terminated_by = True, action.type.value

@@ -33,6 +33,7 @@ SUMMARY = "summary.json"
 @dataclass(frozen=True)
 class EvalConfig:
     policy: str = field(default="heuristic", metadata={"help": "policy name (see --policy)"})
+    interface: str = field(default="menu", metadata={"help": "menu | free-query | rag | naive (see agent/interfaces.py)"})
     limit: int | None = field(default=None, metadata={"help": "first N questions only"})
     reachability: bool = field(default=False, metadata={"help": "also compute menu reachability per question"})
     reach_budget: int = field(default=400, metadata={"help": "menu expansions per reachability search"})
@@ -94,7 +95,25 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for s in r["trajectory"]["steps"]:
             types[s["action_type"] or "INVALID"] = types.get(s["action_type"] or "INVALID", 0) + 1
     summary["action_mix"] = types
+    judged = [r for r in ok if r.get("judge")]
+    if judged:  # G-E = 10/(7N) sum_i sum_d s_id over successfully judged questions; failures counted
+        v = M.mean(r["metrics"].get("ge") for r in judged)
+        summary["ge"] = None if v is None else round(100 * v, 2)
+        summary["ge_failures"] = sum(1 for r in judged if "scores" not in r["judge"])
     return summary
+
+
+def _check_same_interface(out: Path, interface: str) -> None:
+    """Refuse to resume a run directory that holds records of another interface."""
+    cfg, recs = out / "config.json", out / RECORDS
+    if not (cfg.exists() and recs.exists() and recs.stat().st_size):
+        return
+    try:
+        old = json.loads(cfg.read_text(encoding="utf-8")).get("eval", {}).get("interface", "menu")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return
+    if old != interface:
+        raise HarnessError(f"{out} holds a {old!r} run; use another --out for interface {interface!r}")
 
 
 def _done_ids(path: Path) -> dict[str, dict[str, Any]]:
@@ -126,36 +145,55 @@ def run_eval(
     progress: bool = True,
     extra_config: dict[str, Any] | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    judge: Any | None = None,
 ) -> dict[str, Any]:
+    """``judge``: an optional :class:`harness_g.agent.judge.Judge` for G-E (failures are counted, never fatal)."""
+    from harness_g.agent.interfaces import make_interface
+
     config = config or EvalConfig()
     env_config = env_config or EnvConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    _check_same_interface(out, config.interface)
     (out / "config.json").write_text(
         json.dumps({"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
-                    "graph_version": view.version, **(extra_config or {})}, indent=2, sort_keys=True),
+                    "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
+                    "interface": config.interface, "judge_model": getattr(judge, "model", None),
+                    **(extra_config or {})}, indent=2, sort_keys=True),
         encoding="utf-8",
     )
     if config.limit is not None:
         questions = list(questions)[: config.limit]
     records_path = out / RECORDS
     done = _done_ids(records_path)
+    if judge is not None:  # resumed runs: judge records that were never judged or whose judging failed
+        from harness_g.agent.judge import evidence_texts, needs_judging
+
+        for rec in done.values():
+            if needs_judging(rec):
+                judge.judge_record(rec, evidence_texts(view, rec))
     # rewrite the file without failed/cut lines so the resumed file holds each id once
     with open(records_path, "w", encoding="utf-8") as fh:
         for rec in done.values():
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     todo = [q for q in questions if q.id not in done]
-    env = MenuEnv(view, env_config)
+    runner = make_interface(config.interface, view, policy, env_config)
     store_errors = 0
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
     with open(records_path, "a", encoding="utf-8") as fh:
         for item in todo:
             t0 = time.perf_counter()
             try:
-                traj = run_episode(env, policy, item)
+                traj = runner.run(item)
                 record: dict[str, Any] = {"id": item.id, "question": item.question, "answers": list(item.answers),
                                           "prediction": traj.answer, "metrics": score_trajectory(view, item, traj),
-                                          "trajectory": traj.to_json()}
+                                          "trajectory": traj.to_json(), "dataset": item.dataset, "interface": config.interface,
+                                          "gold": {"sentence_ids": list(item.gold_sentence_ids),
+                                                   "paragraph_ids": list(item.gold_paragraph_ids)}}
+                if judge is not None:
+                    from harness_g.agent.judge import evidence_texts
+
+                    judge.judge_record(record, evidence_texts(view, record))
                 if config.reachability:
                     record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
                 store_errors = 0
@@ -190,5 +228,6 @@ def run_eval(
     summary = summarize(list(latest.values()))
     summary.update({"policy": policy.name, "graph": str(view.artifact.path), "graph_version": view.version,
                     "env_cache": view.cache_stats()})
+    summary.update({"interface": config.interface, "dataset": view.artifact.manifest.get("dataset")})
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
     return summary

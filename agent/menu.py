@@ -127,14 +127,16 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     current = tuple(s.id for s in sentences)
     kept: list[EntityInfo] = []
     results: dict[str, tuple[str, ...]] = {}
-    seen_results = {frozenset(current)}
+    current_set = frozenset(current)
+    seen_results = {current_set}
     pools = view.lookup_pools([e.id for e in candidates]) if candidates else {}
     for e in candidates:
         if len(kept) == cfg.lookup_cap:
             break
         res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg)
         key = frozenset(res)
-        if not res or key in seen_results:  # adds nothing new, or the same retrieval as a better-ranked lookup
+        # merged away: no result, nothing beyond what is already visible, or the same retrieval as a better-ranked lookup
+        if not res or key <= current_set or key in seen_results:
             continue
         seen_results.add(key)
         kept.append(e)

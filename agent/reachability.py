@@ -6,6 +6,8 @@ branch explored (committing gold is required anyway; it can change later lookup 
 is a heuristic — a "reachable" verdict is exact, an "unreachable" one is with respect to this
 search); (2) non-gold SELECTs are never explored, so only LOOKUPs branch. Each commit costs one
 turn (the last one can be ANSWER_WITH), so a state with fewer turns left than missing units is pruned.
+A gold unit that no sentence of the graph satisfies (e.g. a gold id the corpus lacks) is 'unreachable'
+without searching.
 """
 from __future__ import annotations
 
@@ -35,6 +37,13 @@ class Reachability:
         return {"reachable": True, "unreachable": False}.get(self.status)
 
 
+def _in_graph(view: GraphView, unit: frozenset[str] | str) -> bool:
+    """Whether some sentence of the graph satisfies the unit."""
+    if isinstance(unit, str):
+        return unit in view.row_of
+    return bool(view.paragraph_sentences(sorted(unit)))
+
+
 def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = None, *, budget: int = 400) -> Reachability:
     cfg = cfg or EnvConfig()
     units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
@@ -43,6 +52,8 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     q_vec = view.encode([item.question])[0]
     visible0 = init_retrieve(view, item.question, q_vec, cfg)
     init_hits = sum(any(unit_satisfied(u, [s]) for s in visible0) for u in units)
+    if not all(_in_graph(view, u) for u in units):  # a gold unit absent from the graph: no menu reaches it
+        return Reachability("unreachable", None, 0, len(units), init_hits)
     expansions = 0
     best: int | None = None
     seen: set = set()

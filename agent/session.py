@@ -16,14 +16,15 @@ def open_graph(graph_dir: str | Path, store: str | None = None, *, embedding_mod
                progress: bool = False) -> Iterator[GraphView]:
     """Yield a GraphView over the loaded graph; loads the artifact first if the store lacks it."""
     artifact = Artifact.open(graph_dir)
-    embedder = get_embedder(embedding_model) if embedding_model else None
-    if embedder is not None and embedding_model != artifact.embedding_model:
+    # compare names before loading: a wrong model may not even be loadable (no hub), and loading costs seconds
+    if embedding_model and embedding_model != artifact.embedding_model:
         from harness_g.errors import ConfigError
 
         raise ConfigError(
             f"graph {artifact.path} was built with embedding model {artifact.embedding_model!r}, not {embedding_model!r}; "
             "use the same model or rebuild the graph"
         )
+    embedder = get_embedder(embedding_model) if embedding_model else None
     graph_store, _ = load_graph(graph_dir, store, progress=progress)
     try:
         yield GraphView(graph_store, artifact, embedder=embedder)

@@ -44,7 +44,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     from harness_g.graph.build import CorpusSpec, build_graph
     from harness_g.graph.config import BuildConfig
     from harness_g.graph.load import load_graph
+    from harness_g.graph.stores import parse_store_spec
 
+    if not args.no_load:
+        parse_store_spec(args.store)  # a malformed --store fails now, not after a long build
     config = BuildConfig.from_file(args.config) if args.config else BuildConfig()
     overrides = {k: v for k, v in (("embedding_model", args.embedding_model), ("spacy_model", args.spacy_model), ("device", args.device)) if v}
     if overrides:

@@ -35,3 +35,28 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
     if name not in POLICIES:
         raise ConfigError(f"unknown policy {name!r}; available: {', '.join(sorted(POLICIES))}")
     return POLICIES[name](**kwargs)
+
+
+# -- LLM policies (harness_g.agent.llm); heavy imports happen when a policy is built -------------
+@register("transformers")
+def _transformers(**kwargs: Any) -> Policy:
+    """kwargs: model="smollm2", gguf_file=None, temperature=0.0, seed=0, max_new_tokens=8, device="cpu", ..."""
+    from harness_g.agent.llm import transformers_policy
+
+    return transformers_policy(**kwargs)
+
+
+@register("vllm")
+def _vllm(**kwargs: Any) -> Policy:
+    """kwargs: model, LLMPolicy options, and vllm.LLM engine options."""
+    from harness_g.agent.llm import vllm_policy
+
+    return vllm_policy(**kwargs)
+
+
+@register("openai")
+def _openai(**kwargs: Any) -> Policy:
+    """kwargs: base_url, model, api_key_env="OPENAI_API_KEY", timeout_s, max_retries, LLMPolicy options."""
+    from harness_g.agent.llm import openai_policy
+
+    return openai_policy(**kwargs)

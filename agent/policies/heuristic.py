@@ -53,7 +53,8 @@ class HeuristicPolicy(Policy):
         if not st.committed:
             sid = self._best_visible(env, st.question_vec)
             if sid is not None:
-                kind = ActionType.ANSWER_WITH if last_turn else ActionType.SELECT
+                # ANSWER_WITH on the last turn when offered; otherwise SELECT (the turn budget then ends it)
+                kind = ActionType.ANSWER_WITH if last_turn and ActionType.ANSWER_WITH in by_type else ActionType.SELECT
                 return next(a.id for a in by_type.get(kind, []) if a.targets == (sid,))
         elif len(st.committed) < self.max_commits and not last_turn:
             q_canon = f" {canonicalize(st.question.question)} "

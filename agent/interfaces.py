@@ -1,0 +1,184 @@
+"""Knowledge interfaces compared in the paper, all producing the same trajectory record.
+
+=============  ===============================================================================
+``menu``       the menu environment: the policy picks one action id per step (Harness-G).
+``free-query`` the transition-matched free-query arm (:mod:`harness_g.agent.free_query`): the
+               policy writes text, a frozen resolver maps it onto the same feasible targets.
+``rag``        Standard RAG (appendix "Baseline Details"): the top-3 chunks by the shared
+               encoder, then one answer call. Our chunks are the graph's paragraphs; a paragraph
+               scores the **max** cosine of its sentences to the question (``pool="max"``; a long
+               paragraph is relevant if any sentence is — the mean would penalise length; pass
+               ``pool="mean"`` to compare). The retrieved sentences are the trajectory's committed
+               set C_T, so evidence recall / precision and R-S are computed exactly as for the menu.
+``naive``      Naive Generation: the answer from the question alone (C_T = ∅).
+=============  ===============================================================================
+
+Every runner returns a :class:`Trajectory` (rag/naive have no steps: 0 turns) with
+``meta["interface"]`` set; ``run_eval`` stores them identically.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from harness_g.agent.config import EnvConfig
+from harness_g.agent.env import EnvState, MenuEnv
+from harness_g.agent.graph_view import GraphView
+from harness_g.agent.policies.base import Policy
+from harness_g.agent.trajectory import Trajectory
+from harness_g.errors import ConfigError
+from harness_g.graph.types import QAItem
+
+INTERFACES = ("menu", "free-query", "rag", "naive")
+RAG_TOP_K = 3
+
+
+class InterfaceRunner(Protocol):
+    name: str
+    policy: Policy
+
+    def run(self, item: QAItem) -> Trajectory: ...
+
+
+def _base_trajectory(view: GraphView, cfg: EnvConfig, item: QAItem) -> Trajectory:
+    return Trajectory(question_id=item.id, question=item.question, answers=list(item.answers), graph_version=view.version,
+                      env_config=cfg.to_dict(), initial_visible=[])
+
+
+def answer_context(view: GraphView, cfg: EnvConfig, item: QAItem, committed: Sequence[str], terminated_by: str) -> MenuEnv:
+    """A finished MenuEnv whose C_T is ``committed``: what ``Policy.answer`` expects as ``env`` when
+    no episode was played (rag / naive). It has no menu and no trajectory."""
+    env = MenuEnv(view, cfg)
+    env.state = EnvState(question=item, question_vec=view.encode([item.question])[0], committed=list(committed), done=True,
+                         terminated_by=terminated_by)
+    return env
+
+
+class MenuInterface:
+    name = "menu"
+
+    def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
+        self.view, self.policy = view, policy
+        self.env = MenuEnv(view, env_config or EnvConfig())
+
+    def run(self, item: QAItem) -> Trajectory:
+        from harness_g.agent.runner import run_episode
+
+        traj = run_episode(self.env, self.policy, item)
+        traj.meta["interface"] = self.name
+        return traj
+
+
+class FreeQueryInterface:
+    name = "free-query"
+
+    def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
+        from harness_g.agent.free_query import FreeQueryEnv, free_query_policy
+
+        self.view = view
+        self.policy = free_query_policy(policy)
+        self.env = FreeQueryEnv(MenuEnv(view, env_config or EnvConfig()))
+
+    def run(self, item: QAItem) -> Trajectory:
+        from harness_g.agent.runner import run_episode
+
+        traj = run_episode(self.env, self.policy, item)  # type: ignore[arg-type]  # same protocol as MenuEnv
+        traj.meta["interface"] = self.name
+        return traj
+
+
+class RagInterface:
+    """Standard RAG over the graph's paragraphs (see the module docstring for the scoring)."""
+
+    name = "rag"
+
+    def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, *, top_k: int = RAG_TOP_K,
+                 pool: str = "max"):
+        if pool not in ("max", "mean"):
+            raise ConfigError(f"rag pool must be 'max' or 'mean' (got {pool!r})")
+        if top_k < 1:
+            raise ConfigError(f"rag top_k must be >= 1 (got {top_k})")
+        self.view, self.policy, self.top_k, self.pool = view, policy, top_k, pool
+        self.config = env_config or EnvConfig()
+        pids = np.array([sid.rsplit(":", 1)[0] for sid in view.sentence_ids])
+        self.paragraph_ids, self._inverse = np.unique(pids, return_inverse=True)
+        self._counts = np.bincount(self._inverse, minlength=len(self.paragraph_ids)).astype(np.float64)
+
+    def retrieve(self, question: str) -> list[dict[str, Any]]:
+        """``[{paragraph_id, score, sentence_ids, title}]`` of the top-k paragraphs, best first (ties by id)."""
+        q_vec = self.view.encode([question])[0]
+        sims = self.view.embeddings @ q_vec
+        n = len(self.paragraph_ids)
+        if self.pool == "max":
+            scores = np.full(n, -np.inf)
+            np.maximum.at(scores, self._inverse, sims)
+        else:
+            scores = np.bincount(self._inverse, weights=sims, minlength=n) / np.maximum(self._counts, 1)
+        k = min(self.top_k, n)
+        # argsort on (-score, paragraph id) for determinism; paragraph_ids are sorted, so a stable sort on -score suffices
+        order = np.argsort(-scores, kind="stable")[:k]
+        chosen = [str(self.paragraph_ids[i]) for i in order]
+        sids = self.view.paragraph_sentences(chosen)
+        infos = self.view.sentences(sids)
+        out = []
+        for i, pid in zip(order, chosen):
+            members = [s for s in sids if s.rsplit(":", 1)[0] == pid]
+            title = next((infos[s].title for s in members if s in infos), "")
+            out.append({"paragraph_id": pid, "score": round(float(scores[i]), 6), "sentence_ids": members, "title": title})
+        return out
+
+    def run(self, item: QAItem) -> Trajectory:
+        t0 = time.perf_counter()
+        chunks = self.retrieve(item.question)
+        committed = [s for c in chunks for s in c["sentence_ids"]]
+        infos = self.view.sentences(committed)
+        evidence = [(infos[s].title, infos[s].text) for s in committed if s in infos]
+        # the answer context lists sentences least- to most-similar, so answerers that read the last
+        # evidence first (the heuristic's "answer hop comes last") start from the best match
+        q_vec = self.view.encode([item.question])[0]
+        by_relevance = [sid for sid, _ in reversed(self.view.rank(q_vec, committed))]
+        env = answer_context(self.view, self.config, item, by_relevance, "rag")
+        t = time.perf_counter()
+        answer = self.policy.answer(item.question, evidence, env)
+        policy_s = time.perf_counter() - t
+        traj = _base_trajectory(self.view, self.config, item)
+        traj.committed, traj.answer, traj.terminated_by = committed, answer, "rag"
+        traj.meta.update({"interface": self.name, "policy": self.policy.name, "retrieved": chunks, "rag_pool": self.pool,
+                          "rag_top_k": self.top_k})
+        total = time.perf_counter() - t0
+        traj.seconds.update({"policy": policy_s, "total": total, "env": total - policy_s})
+        return traj
+
+
+class NaiveInterface:
+    """Naive Generation: no retrieval, the answerer sees only the question."""
+
+    name = "naive"
+
+    def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
+        self.view, self.policy = view, policy
+        self.config = env_config or EnvConfig()
+
+    def run(self, item: QAItem) -> Trajectory:
+        t0 = time.perf_counter()
+        env = answer_context(self.view, self.config, item, [], "naive")
+        answer = self.policy.answer(item.question, [], env)
+        traj = _base_trajectory(self.view, self.config, item)
+        traj.answer, traj.terminated_by = answer, "naive"
+        traj.meta.update({"interface": self.name, "policy": self.policy.name})
+        total = time.perf_counter() - t0
+        traj.seconds.update({"policy": total, "total": total, "env": 0.0})
+        return traj
+
+
+_RUNNERS = {"menu": MenuInterface, "free-query": FreeQueryInterface, "rag": RagInterface, "naive": NaiveInterface}
+
+
+def make_interface(name: str, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, **kwargs: Any) -> InterfaceRunner:
+    """``name`` in :data:`INTERFACES` (``free_query`` is accepted for ``free-query``)."""
+    key = name.replace("_", "-")
+    if key not in _RUNNERS:
+        raise ConfigError(f"unknown interface {name!r}; available: {', '.join(INTERFACES)}")
+    return _RUNNERS[key](view, policy, env_config, **kwargs)

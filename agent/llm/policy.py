@@ -1,0 +1,239 @@
+"""An LLM plays the menu: one chat per episode, one action id per turn, then an answer from C_T only.
+
+The episode's chat (paper appendix "Environment Protocol and Prompts"; no custom system prompt):
+
+- user      instruction + tool schema + environment_response(o_0, "start")
+- assistant the model's raw reply (the environment parses it strictly; invalid replies are counted there)
+- user      environment_response(o_t, "ok" | "invalid" + reason)
+- ...
+
+When the chat outgrows the context budget the oldest turns are dropped, always keeping the
+instruction, the tool schema and the latest observation. ``answer`` opens a fresh chat holding
+only the question and the committed evidence C_T. Per-episode token counts and seconds are kept
+(``episode_stats(env)``, ``stats`` for the latest episode) and copied into ``trajectory.meta["llm"]``.
+"""
+from __future__ import annotations
+
+import re
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+from harness_g.agent.llm.backends import ChatBackend, Conversation, Generation, context_limit, count_tokens
+from harness_g.agent.policies.base import Policy
+from harness_g.agent.prompts import answer_prompt, environment_response, policy_instruction, tool_schema
+from harness_g.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness_g.agent.batch import BatchedMenuEnv
+    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.trajectory import Trajectory
+    from harness_g.graph.types import QAItem
+
+OMITTED = "(Earlier turns omitted to fit the context.)"
+
+
+@dataclass
+class EpisodeStats:
+    act_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    act_seconds: float = 0.0
+    dropped_turns: int = 0  # most turns dropped from the chat to fit the context budget
+    answer_prompt_tokens: int = 0
+    answer_completion_tokens: int = 0
+    answer_seconds: float = 0.0
+    answer_truncated: bool = False  # the answer hit max_answer_tokens and was cut
+    failures: int = 0  # backend generations that came back as errors (on_error="empty")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Chat:
+    responses: list[str] = field(default_factory=list)  # environment responses (user turns)
+    replies: list[str] = field(default_factory=list)  # model replies (assistant turns)
+    stats: EpisodeStats = field(default_factory=EpisodeStats)
+
+
+def clean_answer(text: str) -> str:
+    """First non-empty line, without an ``Answer:`` prefix, quotes or a trailing period."""
+    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
+    line = re.sub(r"^(?:final\s+answer|answer)\s*[:\-]\s*", "", line, flags=re.I)
+    line = line.strip().strip("\"'`*\u201c\u201d").strip()
+    return line[:-1].rstrip() if line.endswith(".") else line
+
+
+def _seed(base: int | None, *parts: object) -> int | None:
+    if base is None:
+        return None
+    return zlib.crc32(":".join(map(str, (base, *parts))).encode("utf-8")) & 0x7FFFFFFF
+
+
+class LLMPolicy(Policy):
+    """A single model both selects menu actions and writes the final answer.
+
+    ``max_new_tokens`` bounds each action reply, ``max_answer_tokens`` the answer.
+    ``max_context_tokens`` is the prompt budget (default: the backend's context window minus
+    ``max_new_tokens``; no truncation when neither is known). ``stop`` optional stop strings for
+    action replies. ``seed`` makes sampling reproducible per (question, turn).
+    """
+
+    name = "llm"
+
+    def __init__(self, backend: ChatBackend, *, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = 0,
+                 max_new_tokens: int = 8, max_answer_tokens: int = 32, max_context_tokens: int | None = None,
+                 stop: list[str] | None = None, answer_temperature: float = 0.0, name: str | None = None):
+        if max_new_tokens < 1 or max_answer_tokens < 1:
+            raise ConfigError("max_new_tokens and max_answer_tokens must be >= 1")
+        self.backend = backend
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.seed = seed
+        self.max_new_tokens = int(max_new_tokens)
+        self.max_answer_tokens = int(max_answer_tokens)
+        window = context_limit(backend)
+        self.max_context_tokens = max_context_tokens or (window - max_new_tokens if window else None)
+        self.stop = list(stop) if stop else None
+        self.answer_temperature = float(answer_temperature)
+        if name:
+            self.name = name
+        self.header = f"{policy_instruction()}\n\n{tool_schema()}"
+        self._chats: dict[int, _Chat] = {}
+        self._last: int | None = None
+
+    # -- bookkeeping --------------------------------------------------------------------------
+    def _chat(self, env: "MenuEnv") -> _Chat:
+        key = id(env)
+        steps = env.trajectory.steps if env.trajectory is not None else []
+        chat = self._chats.get(key)
+        if chat is None or not steps or len(chat.replies) > len(steps):  # a new episode on this env
+            chat = self._chats[key] = _Chat()
+        self._last = key
+        return chat
+
+    def episode_stats(self, env: "MenuEnv") -> EpisodeStats:
+        chat = self._chats.get(id(env))
+        return chat.stats if chat is not None else EpisodeStats()
+
+    @property
+    def stats(self) -> dict:
+        """Stats of the episode this policy touched last (``{}`` before any)."""
+        chat = self._chats.get(self._last) if self._last is not None else None
+        return chat.stats.to_dict() if chat is not None else {}
+
+    # -- prompts ------------------------------------------------------------------------------
+    def _messages_from(self, chat: _Chat, k: int) -> Conversation:
+        first = self.header + ("\n\n" + OMITTED if k else "") + "\n\n" + chat.responses[k]
+        msgs: Conversation = [{"role": "user", "content": first}]
+        for i in range(k, len(chat.responses) - 1):
+            msgs.append({"role": "assistant", "content": chat.replies[i]})
+            msgs.append({"role": "user", "content": chat.responses[i + 1]})
+        return msgs
+
+    def messages(self, chat: _Chat) -> Conversation:
+        """The chat sent to the model, dropping the oldest turns while it exceeds the budget."""
+        last = len(chat.responses) - 1
+        k = 0
+        msgs = self._messages_from(chat, 0)
+        if self.max_context_tokens:
+            while k < last and count_tokens(self.backend, msgs) > self.max_context_tokens:
+                k += 1
+                msgs = self._messages_from(chat, k)
+        chat.stats.dropped_turns = max(chat.stats.dropped_turns, k)
+        return msgs
+
+    @staticmethod
+    def _event(env: "MenuEnv") -> tuple[str, str | None]:
+        steps = env.trajectory.steps if env.trajectory is not None else []
+        if not steps:
+            return "start", None
+        if steps[-1].error:
+            return "invalid", steps[-1].error
+        return "ok", None
+
+    # -- acting -------------------------------------------------------------------------------
+    def act(self, observation: str, env: "MenuEnv") -> str:
+        return self.act_batch([observation], [env])[0] or ""
+
+    def act_batch(self, observations: Sequence[str | None], envs: Sequence["MenuEnv"]) -> list[str | None]:
+        """One backend call for every unfinished environment; ``None`` for finished ones (or a None observation)."""
+        if len(observations) != len(envs):
+            raise ConfigError(f"act_batch got {len(observations)} observations for {len(envs)} environments")
+        live = [i for i, (obs, env) in enumerate(zip(observations, envs)) if obs is not None and not env.done]
+        out: list[str | None] = [None] * len(envs)
+        if not live:
+            return out
+        chats, convs = [], []
+        for i in live:
+            env, chat = envs[i], self._chat(envs[i])
+            event, error = self._event(env)
+            chat.responses.append(environment_response(str(observations[i]), event, error))
+            chats.append(chat)
+            convs.append(self.messages(chat))
+        st0 = envs[live[0]].state
+        seed = _seed(self.seed, st0.question.id if st0 else "", st0.turn if st0 else 0, len(live))
+        gens = self.backend.generate(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                     top_p=self.top_p, seed=seed, stop=self.stop)
+        for i, chat, gen in zip(live, chats, gens):
+            chat.replies.append(gen.text)
+            s = chat.stats
+            s.act_calls += 1
+            s.prompt_tokens += gen.prompt_tokens
+            s.completion_tokens += gen.completion_tokens
+            s.act_seconds += gen.seconds / len(live)
+            s.failures += gen.finish_reason == "error"
+            out[i] = gen.text
+        return out
+
+    # -- answering ----------------------------------------------------------------------------
+    def answer(self, question: str, evidence: list[tuple[str, str]], env: "MenuEnv") -> str:
+        return self.answer_batch([question], [evidence], [env])[0]
+
+    def answer_batch(self, questions: Sequence[str], evidences: Sequence[list[tuple[str, str]]],
+                     envs: Sequence["MenuEnv"]) -> list[str]:
+        """Answers from the question and C_T only: a fresh chat per episode, no menu history."""
+        if not (len(questions) == len(evidences) == len(envs)):
+            raise ConfigError("answer_batch needs one question and one evidence list per environment")
+        if not questions:
+            return []
+        convs = [answer_prompt(q, ev) for q, ev in zip(questions, evidences)]
+        st0 = envs[0].state
+        gens: list[Generation] = self.backend.generate(
+            convs, max_new_tokens=self.max_answer_tokens, temperature=self.answer_temperature, top_p=self.top_p,
+            seed=_seed(self.seed, st0.question.id if st0 else "", "answer", len(envs)))
+        answers = []
+        for env, gen in zip(envs, gens):
+            chat = self._chats.get(id(env)) or self._chats.setdefault(id(env), _Chat())
+            self._last = id(env)
+            s = chat.stats
+            s.answer_prompt_tokens += gen.prompt_tokens
+            s.answer_completion_tokens += gen.completion_tokens
+            s.answer_seconds += gen.seconds / len(envs)
+            s.answer_truncated = gen.finish_reason == "length"
+            s.failures += gen.finish_reason == "error"
+            if env.trajectory is not None:
+                env.trajectory.meta["llm"] = {"backend": getattr(self.backend, "name", type(self.backend).__name__),
+                                              **s.to_dict()}
+            answers.append(clean_answer(gen.text))
+        return answers
+
+
+def run_batch(batch_env: "BatchedMenuEnv", policy: LLMPolicy, items: Sequence["QAItem"]) -> list["Trajectory"]:
+    """Play ``items`` (one per environment) together: one generation call per step for all unfinished
+    environments, then one call for all the answers."""
+    t0 = time.perf_counter()
+    observations: list[str | None] = list(batch_env.reset(items))
+    while not batch_env.all_done:
+        replies = policy.act_batch(observations, batch_env.envs)
+        results = batch_env.step(replies)
+        observations = [r.observation if r is not None and not r.done else None for r in results]
+    envs = batch_env.envs
+    answers = policy.answer_batch([i.question for i in items], [e.committed_texts() for e in envs], envs)
+    trajectories = [env.finish(a, policy=policy.name) for env, a in zip(envs, answers)]
+    total = time.perf_counter() - t0
+    for t in trajectories:
+        t.seconds["batch_total"] = total
+    return trajectories

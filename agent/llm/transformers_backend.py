@@ -1,0 +1,135 @@
+"""Local generation with Hugging Face transformers (CPU or GPU), batched with left padding."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Sequence
+
+from harness_g.agent.llm.backends import BackendError, Conversation, Generation, check_sampling, cut_at_stop
+from harness_g.agent.llm.models import ModelRef, resolve_model
+from harness_g.errors import ConfigError
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def _plain_prompt(messages: Conversation) -> str:
+    """Messages joined as plain text for models without a chat template (``allow_plain_prompt``)."""
+    return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+
+
+class TransformersBackend:
+    """``AutoTokenizer`` + ``AutoModelForCausalLM``; one ``generate`` call per batch.
+
+    ``model``: a hub id, a local directory, a ``.gguf`` path, or an alias (``smollm2``; see
+    :mod:`harness_g.agent.llm.models`). Greedy when ``temperature == 0``; with sampling, ``seed``
+    seeds torch before the call, so a batch is reproducible for a given seed. Conversations are
+    rendered with the tokenizer's chat template (``add_generation_prompt=True``), which keeps the
+    model's default system message; a tokenizer without a template is a :class:`ConfigError`
+    unless ``allow_plain_prompt=True``. ``num_threads`` sets torch's intra-op threads during
+    generation only (restored after each call); 1 is often fastest for a small model on a busy CPU.
+    """
+
+    def __init__(self, model: str = "smollm2", *, gguf_file: str | None = None, device: str = "cpu",
+                 dtype: str = "float32", trust_remote_code: bool = False, allow_plain_prompt: bool = False,
+                 num_threads: int | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if dtype not in _DTYPES:
+            raise ConfigError(f"dtype must be one of {', '.join(_DTYPES)} (got {dtype!r})")
+        self.num_threads = int(num_threads) if num_threads else None
+        self.ref: ModelRef = resolve_model(model, gguf_file)
+        self.name = str(self.ref)
+        self.device = device
+        kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        if self.ref.gguf_file:
+            kw["gguf_file"] = self.ref.gguf_file
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.ref.name_or_path, **kw)
+            self.model = AutoModelForCausalLM.from_pretrained(
+                self.ref.name_or_path, dtype=dtype if dtype == "auto" else getattr(torch, dtype), **kw)
+        except (OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"cannot load model {self.name!r}: {first}") from exc
+        self.model.to(device).eval()
+        self.chat_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if not self.chat_template and not allow_plain_prompt:
+            raise ConfigError(
+                f"model {self.name!r} has no chat template; use an instruct/chat model, or pass "
+                "allow_plain_prompt=True to join messages as plain text")
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if self.tokenizer.eos_token_id is not None:
+            eos_ids.add(self.tokenizer.eos_token_id)
+        if not eos_ids:
+            raise ConfigError(f"model {self.name!r} defines no end-of-sequence token")
+        self.eos_ids = sorted(eos_ids)
+        self.pad_id = self.tokenizer.pad_token_id
+        self.context_window = int(getattr(self.model.config, "max_position_embeddings", 0) or 0) or None
+        self._lock = threading.Lock()
+
+    # -- prompts ------------------------------------------------------------------------------
+    def render(self, messages: Conversation) -> str:
+        """The exact prompt text the model sees (template + generation prompt)."""
+        if self.chat_template:
+            return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return _plain_prompt(messages)
+
+    def count_tokens(self, messages: Conversation) -> int:
+        return len(self.tokenizer(self.render(messages), add_special_tokens=not self.chat_template)["input_ids"])
+
+    # -- generation ---------------------------------------------------------------------------
+    def generate(self, batch: Sequence[Conversation], *, max_new_tokens: int, temperature: float = 0.0,
+                 top_p: float = 1.0, seed: int | None = None, stop: list[str] | None = None) -> list[Generation]:
+        import torch
+
+        check_sampling(max_new_tokens, temperature, top_p)
+        if not batch:
+            return []
+        texts = [self.render(conv) for conv in batch]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not self.chat_template)
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        gen_kw: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens, "pad_token_id": self.pad_id, "eos_token_id": self.eos_ids,
+            "return_dict_in_generate": True,
+        }
+        if temperature > 0:
+            gen_kw.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        else:
+            gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        stops = [s for s in (stop or []) if s]
+        if stops:
+            gen_kw.update(stop_strings=stops, tokenizer=self.tokenizer)
+        with self._lock:
+            t0 = time.perf_counter()
+            threads = torch.get_num_threads()
+            if self.num_threads and self.num_threads != threads:
+                torch.set_num_threads(self.num_threads)
+            if seed is not None:
+                torch.manual_seed(int(seed))
+            try:
+                with torch.inference_mode():
+                    out = self.model.generate(**enc, **gen_kw)
+            except RuntimeError as exc:
+                raise BackendError(f"{self.name}: generation failed: {exc}") from exc
+            finally:
+                if torch.get_num_threads() != threads:
+                    torch.set_num_threads(threads)
+            seconds = time.perf_counter() - t0
+        width = enc["input_ids"].shape[1]
+        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
+        end_ids = set(self.eos_ids) | ({self.pad_id} if self.pad_id is not None else set())
+        results = []
+        for row, plen in zip(out.sequences[:, width:].tolist(), prompt_lens):
+            n = next((i for i, t in enumerate(row) if t in end_ids), None)
+            ended = n is not None and row[n] in self.eos_ids
+            kept = row[: n] if n is not None else row
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            text, stopped = cut_at_stop(text, stops)
+            finished = ended or stopped or (n is not None and n < max_new_tokens)
+            results.append(Generation(text=text, prompt_tokens=int(plen), completion_tokens=len(kept) + (1 if ended else 0),
+                                      seconds=seconds, finish_reason="stop" if finished else "length"))
+        return results

