@@ -101,6 +101,7 @@ class LogConfig:
     tensorboard: bool = _f(True, "also log to TensorBoard when installed")
     wandb: bool = _f(False, "also log to Weights & Biases when installed")
     keep_trajectories: int = _f(2, "trajectories per step written to rollouts.jsonl")
+    eval_train_questions: int = _f(0, "also evaluate (greedy) this many training questions before and after training")
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,9 @@ class Trainer:
                 self._restore(self.resume_from)
             from tqdm.auto import tqdm
 
+            eval_sets = {"heldout": eval_q, "train": train_q[: cfg.log.eval_train_questions]}
+            if self.step == 0 and any(eval_sets.values()):
+                self._evaluate(view, generator, env_cfg, eval_sets, "before")
             bar = tqdm(total=cfg.optim.steps, initial=self.step, desc="train", unit="step",
                        disable=not self.progress or not self.accelerator.is_main_process)
             while self.step < cfg.optim.steps:
@@ -216,6 +219,8 @@ class Trainer:
                 bar.set_postfix(f1=f"{metrics['reward_f1']:.3f}", loss=f"{metrics['loss']:.4f}")
             bar.close()
             final = self.save("final")
+            if any(eval_sets.values()):
+                self._evaluate(view, generator, env_cfg, eval_sets, "after")
             logger.close()
         return {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
                 "skipped_batches": self.skipped_batches}
@@ -318,6 +323,24 @@ class Trainer:
 
         return {"loss": avg(losses), "pg_loss": avg(pgs), "kl": avg(kls), "clip_frac": avg(clips), "dual_clip_frac": avg(duals),
                 "grad_norm": avg(norms), "skipped_batches": float(self.skipped_batches)}
+
+    def _evaluate(self, view: Any, generator: Generator, env_cfg: EnvConfig, sets: dict[str, list[QAItem]], tag: str) -> None:
+        """Greedy episodes on held-out and training questions; appended to eval.jsonl as {tag, split, f1, em, ...}."""
+        cfg = self.config
+        for split, items in sets.items():
+            if not items:
+                continue
+            rollouts, _ = collect_rollouts(view, generator, items, 1, env_cfg, max_action_tokens=cfg.rollout.max_action_tokens,
+                                           max_answer_tokens=cfg.rollout.max_answer_tokens, greedy=True,
+                                           constrain_actions=cfg.rollout.constrain_actions)
+            row = {"tag": tag, "step": self.step, "split": split, "questions": len(items),
+                   "f1": sum(r.reward for r in rollouts) / len(rollouts), "em": sum(r.em for r in rollouts) / len(rollouts),
+                   "turns": sum(len(r.trajectory.steps) for r in rollouts) / len(rollouts),
+                   "invalid_action_frac": sum(r.trajectory.invalid_turns for r in rollouts) / max(1, sum(len(r.trajectory.steps) for r in rollouts)),
+                   "answers": [[r.item.question, r.answer, list(r.item.answers)] for r in rollouts]}
+            if self.accelerator.is_main_process:
+                with open(self.out / "eval.jsonl", "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row) + "\n")
 
     def _dump_rollouts(self, rollouts: list[Rollout]) -> None:
         if not self.accelerator.is_main_process or not rollouts:
