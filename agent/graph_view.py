@@ -3,8 +3,8 @@
 Everything the environment needs from the graph goes through named Cypher queries on a
 :class:`GraphStore`; results are cached in-process keyed by the graph's content hash and
 the query parameters, because the graph never changes under a loaded content hash. Sentence
-embeddings are memory-mapped from the artifact so ranking a candidate pool is one matrix
-product instead of a round trip per sentence.
+embeddings are read from the artifact into memory so ranking a candidate pool is one matrix
+product instead of a round trip per sentence; entity-name vectors likewise (no encoder call per menu).
 
 Shapes: embeddings are float32 [n_sentences, dim], L2-normalised; similarities are cosines.
 """
@@ -106,6 +106,14 @@ class GraphView:
         self.sentence_ids: list[str] = ids
         self.row_of: dict[str, int] = {sid: i for i, sid in enumerate(ids)}
         self.embeddings: np.ndarray = np.asarray(artifact.embeddings(mmap=False), dtype=np.float32)
+        ent_vecs = artifact.entity_embeddings()
+        self.entity_row: dict[str, int] = {}
+        self.entity_embeddings: np.ndarray | None = None
+        if ent_vecs is not None:
+            ent_ids = artifact.table("entities", columns=["id"]).column("id").to_pylist()
+            if len(ent_ids) == len(ent_vecs):
+                self.entity_row = {eid: i for i, eid in enumerate(ent_ids)}
+                self.entity_embeddings = np.asarray(ent_vecs, dtype=np.float32)
         self._sentences = _LRU(cache_size)
         self._entities_of = _LRU(cache_size)
         self._pools = _LRU(cache_size)
@@ -263,6 +271,20 @@ class GraphView:
             for (text, rows), v in zip(missing.items(), vecs):
                 self._vectors.put(text, v)
                 out[rows] = v
+        return out
+
+    def entity_vectors(self, entities: Sequence[EntityInfo]) -> np.ndarray:
+        """Name vectors float32 [len(entities), dim]: stored ones from the build, else encoded (and cached)."""
+        out = np.zeros((len(entities), self.embedder.dim), dtype=np.float32)
+        missing = []
+        for i, e in enumerate(entities):
+            row = self.entity_row.get(e.id)
+            if row is not None and self.entity_embeddings is not None and self.entity_embeddings[row].any():
+                out[i] = self.entity_embeddings[row]
+            else:
+                missing.append(i)
+        if missing:
+            out[missing] = self.encode([entities[i].surface for i in missing])
         return out
 
     def vector_top_k(self, text: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:

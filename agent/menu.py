@@ -119,7 +119,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
                     roles[e.id] = role
     candidates = list(pool.values())
     if candidates:
-        name_vecs = view.encode([e.surface for e in candidates])
+        name_vecs = view.entity_vectors(candidates)
         sims = name_vecs @ question_vec
         order = sorted(range(len(candidates)), key=lambda i: (roles[candidates[i].id] != "bridge", -float(sims[i]), candidates[i].id))
         candidates = [candidates[i] for i in order]

@@ -7,6 +7,8 @@ A GRAPH_DIR is the handle every command takes. Layout::
       paragraphs.parquet       id, title, text, source
       sentences.parquet        id, paragraph_id, position, title, text   (row i <-> embeddings[i])
       sentence_embeddings.npy  float32 [n_sentences, dim], L2-normalised
+      entity_embeddings.npy    float32 [n_entities, dim]: display-name vectors of lookup-able entities
+                               (zero rows for the others), row i <-> entities.parquet row i
       entities.parquet         id, name, surface, label, lookupable, reject_reason, mentions
       mentions.parquet         sentence_id, entity_id, surface, start, end, kind ('ner'|'title')
       synonyms.parquet         src, dst, kind ('canonical'|'title'|'abbreviation'|'embedding'), score
@@ -34,6 +36,7 @@ from harness_g.graph.types import QAItem
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 EMBEDDINGS = "sentence_embeddings.npy"
+ENTITY_EMBEDDINGS = "entity_embeddings.npy"
 QUESTIONS = "questions.jsonl"
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -81,8 +84,8 @@ def write_table(graph_dir: Path, name: str, columns: dict[str, list[Any]]) -> in
     return table.num_rows
 
 
-def write_embeddings(graph_dir: Path, matrix: np.ndarray) -> None:
-    target = graph_dir / EMBEDDINGS
+def write_embeddings(graph_dir: Path, matrix: np.ndarray, name: str = EMBEDDINGS) -> None:
+    target = graph_dir / name
     tmp = _atomic_path(target)
     with open(tmp, "wb") as fh:
         np.save(fh, np.ascontiguousarray(matrix, dtype=np.float32))
@@ -169,6 +172,11 @@ class Artifact:
     def embeddings(self, mmap: bool = True) -> np.ndarray:
         """Sentence embeddings, float32 [n_sentences, dim], row i = sentences.parquet row i."""
         return np.load(self.path / EMBEDDINGS, mmap_mode="r" if mmap else None)
+
+    def entity_embeddings(self) -> np.ndarray | None:
+        """Entity display-name vectors float32 [n_entities, dim] (None for graphs built before they were stored)."""
+        path = self.path / ENTITY_EMBEDDINGS
+        return np.load(path) if path.exists() else None
 
     def questions(self) -> list[QAItem]:
         qpath = self.path / QUESTIONS

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import resource
 import time
 from collections import Counter, defaultdict
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from harness_g import __version__
@@ -44,16 +46,17 @@ from harness_g.graph.types import Dataset, Paragraph, QAItem, entity_id, sentenc
 log = logging.getLogger(__name__)
 
 #: bump when the pipeline's output for the same inputs changes
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 TITLE_LABEL = "TITLE"
 
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    """One input: a reader format and a path."""
+    """One input: a reader format and a path. ``questions=False`` (``--corpus``) keeps only its paragraphs."""
 
     format: str
     path: Path
+    questions: bool = True
 
 
 @dataclass
@@ -91,7 +94,8 @@ def read_inputs(inputs: Sequence[CorpusSpec], config: BuildConfig, limit: int | 
         names.append(ds.name)
         for p in ds.paragraphs:
             paragraphs.setdefault(p.id, p)
-        questions.extend(ds.questions)
+        if spec.questions:
+            questions.extend(ds.questions)
     if not paragraphs:
         fmts = ", ".join(f"{s.format}:{s.path}" for s in inputs)
         raise InputError(
@@ -144,14 +148,21 @@ def _ner_and_embed(
         out = embedder.encode(texts, batch_size=config.embed_batch_size)
         return out, time.perf_counter() - t0
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(embed)
-        t0 = time.perf_counter()
-        mentions = []
-        for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
-            mentions.append([m for m in found if m.label in recognizer_labels])
-        ner_s = time.perf_counter() - t0
-        embeddings, embed_s = future.result()
+    # spaCy takes one core; give torch the rest so the two stages do not oversubscribe the CPU
+    # (on a 2-core machine two torch threads beside spaCy run embedding 3-4x slower)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            future = pool.submit(embed)
+            t0 = time.perf_counter()
+            mentions = []
+            for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
+                mentions.append([m for m in found if m.label in recognizer_labels])
+            ner_s = time.perf_counter() - t0
+            embeddings, embed_s = future.result()
+    finally:
+        torch.set_num_threads(threads)
     return mentions, embeddings, ner_s, embed_s, recognizer.model_name, embedder.dim
 
 
@@ -336,6 +347,7 @@ def build_graph(
         1 for a, b in zip(sentences.paragraph_ids, sentences.paragraph_ids[1:]) if a == b
     )
     art.write_embeddings(graph_dir, embeddings)
+    art.write_embeddings(graph_dir, name_vecs, art.ENTITY_EMBEDDINGS)  # the menu ranks LOOKUP targets with these
     art.write_questions(graph_dir, dataset.questions)
     seconds["write"] = time.perf_counter() - t
     manifest = {

