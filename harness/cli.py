@@ -244,6 +244,33 @@ def _register_later_commands(sub: Any) -> None:
                 raise
             continue
         module.register(sub)
+    _route_training_reports(sub)
+
+
+def _route_training_reports(sub: Any) -> None:
+    """``harness-g report RUN_DIR``: a training run (metrics.jsonl + config.yaml) gets its curves page;
+    evaluation runs go to the agent's report. Routed here because agent/ must not import training/."""
+    parser = sub.choices.get("report")
+    if parser is None:
+        return
+    eval_report = parser.get_default("func")
+
+    def report(args: argparse.Namespace) -> int:
+        from harness_g.training.curves import is_training_run, render_training_report
+
+        runs = list(args.run_dirs)
+        training = [r for r in runs if is_training_run(r)]
+        if training and len(training) != len(runs):
+            raise ConfigError("report either training runs or evaluation runs, not both at once")
+        if training:
+            if len(training) > 1:
+                raise ConfigError("one training run per report")
+            title = None if args.title == parser.get_default("title") else args.title
+            print(f"report: {render_training_report(training[0], args.out, title)}")
+            return 0
+        return eval_report(args)
+
+    parser.set_defaults(func=report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,6 +125,8 @@ class Trainer:
 
         self.config = config
         self.out = Path(output_dir)
+        if resume is None and (self.out / "metrics.jsonl").exists():
+            raise ConfigError(f"{self.out} already holds a training run; pass --resume CHECKPOINT or choose a new --output-dir")
         self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         self.accelerator = Accelerator()
