@@ -107,6 +107,7 @@ class LogConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = _f(0, "seed for sampling, data order and initialisation")
+    torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)")
     model: ModelConfig = field(default_factory=ModelConfig, metadata={"help": "policy model"})
     data: DataConfig = field(default_factory=DataConfig, metadata={"help": "graph and questions"})
     rollout: RolloutConfig = field(default_factory=RolloutConfig, metadata={"help": "rollout collection"})

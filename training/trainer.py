@@ -130,6 +130,8 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         self.accelerator = Accelerator()
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
         set_seed(config.seed)
         from harness_g.training.modeling import Reference, load_policy, load_tokenizer
 
