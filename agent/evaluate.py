@@ -116,10 +116,12 @@ def _check_same_interface(out: Path, interface: str) -> None:
         raise HarnessError(f"{out} holds a {old!r} run; use another --out for interface {interface!r}")
 
 
-def _done_ids(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
+def read_records(path: str | Path, *, include_errors: bool = True) -> dict[str, dict[str, Any]]:
+    """Records of a run by question id (the latest line wins); a line cut by a crash is skipped (eval re-runs it)."""
+    records: dict[str, dict[str, Any]] = {}
+    path = Path(path)
     if not path.exists():
-        return done
+        return records
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
@@ -128,10 +130,15 @@ def _done_ids(path: Path) -> dict[str, dict[str, Any]]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
-                continue  # a line cut by a crash: that question is simply re-run
-            if "error" not in rec:
-                done[rec["id"]] = rec
-    return done
+                continue
+            if include_errors or "error" not in rec:
+                records[str(rec.get("id"))] = rec
+    return records
+
+
+def _done_ids(path: Path) -> dict[str, dict[str, Any]]:
+    """Finished (error-free) records: what a resumed run skips."""
+    return read_records(path, include_errors=False)
 
 
 def run_eval(

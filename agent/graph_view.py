@@ -79,6 +79,16 @@ class _LRU:
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 
 
+def _group_entities(rows: list[dict[str, Any]], group_key: str, id_key: str) -> dict[str, tuple[EntityInfo, ...]]:
+    """Query rows -> EntityInfo tuples grouped by ``row[group_key]`` (row order kept)."""
+    grouped: dict[str, list[EntityInfo]] = {}
+    for r in rows:
+        grouped.setdefault(r[group_key], []).append(
+            EntityInfo(r[id_key], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
+        )
+    return {k: tuple(v) for k, v in grouped.items()}
+
+
 class GraphView:
     """Cached graph access shared by every environment on one graph (one per process)."""
 
@@ -186,31 +196,19 @@ class GraphView:
     # -- entities -------------------------------------------------------------------------
     def entities_of(self, sentence_ids: Sequence[str]) -> dict[str, tuple[EntityInfo, ...]]:
         """Lookup-able entities mentioned by each sentence (ordered by entity id)."""
-
-        def fetch(missing: list[str]) -> dict[str, tuple[EntityInfo, ...]]:
-            rows = self._query("entities_of_sentences", {"ids": missing, "lookupable_only": True})
-            grouped: dict[str, list[EntityInfo]] = {}
-            for r in rows:
-                grouped.setdefault(r["sentence_id"], []).append(
-                    EntityInfo(r["entity_id"], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
-                )
-            return {k: tuple(v) for k, v in grouped.items()}
-
-        return self._cached_many(self._entities_of, sentence_ids, fetch)
+        return self._entities_of_sentences(sentence_ids, lookupable_only=True)
 
     def mentions_of(self, sentence_ids: Sequence[str]) -> dict[str, tuple[EntityInfo, ...]]:
         """Every entity mentioned by each sentence, lookup-able or not (dates, nationalities: answer candidates)."""
+        return self._entities_of_sentences(sentence_ids, lookupable_only=False)
 
+    def _entities_of_sentences(self, sentence_ids: Sequence[str], *, lookupable_only: bool) -> dict[str, tuple[EntityInfo, ...]]:
         def fetch(missing: list[str]) -> dict[str, tuple[EntityInfo, ...]]:
-            rows = self._query("entities_of_sentences", {"ids": missing, "lookupable_only": False})
-            grouped: dict[str, list[EntityInfo]] = {}
-            for r in rows:
-                grouped.setdefault(r["sentence_id"], []).append(
-                    EntityInfo(r["entity_id"], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
-                )
-            return {k: tuple(v) for k, v in grouped.items()}
+            rows = self._query("entities_of_sentences", {"ids": missing, "lookupable_only": lookupable_only})
+            return _group_entities(rows, "sentence_id", "entity_id")
 
-        return self._cached_many(self._mentions_of, sentence_ids, fetch)
+        cache = self._entities_of if lookupable_only else self._mentions_of
+        return self._cached_many(cache, sentence_ids, fetch)
 
     def entities_by_names(self, names: Sequence[str]) -> list[EntityInfo]:
         """Entities whose canonical name is one of ``names`` (any label), ordered by id."""
@@ -219,13 +217,7 @@ class GraphView:
         return [out[k] for k in sorted(out)]
 
     def _fetch_names(self, missing: list[str]) -> dict[str, tuple[EntityInfo, ...]]:
-        rows = self._query("entities_by_names", {"names": missing})
-        grouped: dict[str, list[EntityInfo]] = {}
-        for r in rows:
-            grouped.setdefault(r["name"], []).append(
-                EntityInfo(r["id"], r["name"], r["surface"], r["label"], bool(r["lookupable"]), int(r["mentions"] or 0))
-            )
-        return {k: tuple(v) for k, v in grouped.items()}
+        return _group_entities(self._query("entities_by_names", {"names": missing}), "name", "id")
 
     def question_entities(self, question: str, max_n: int = 6) -> list[EntityInfo]:
         """Lookup-able entities named in the question, found by matching its word n-grams (n <= max_n)

@@ -57,19 +57,21 @@ class Menu:
         return [a.to_json() | {"label": self.describe(a)} for a in self.actions]
 
 
-def dedup_by_text(ids: Sequence[str], texts: dict[str, SentenceInfo], exclude_keys: set[str]) -> list[str]:
-    """Keep the first sentence of each distinct text, dropping texts in ``exclude_keys``."""
-    out, seen = [], set(exclude_keys)
+def _distinct(ids: Sequence[str], texts: dict[str, SentenceInfo], seen: set[str]):
+    """Yield ids whose text key is not in ``seen`` (updated in place): duplicate retrievals merge."""
     for sid in ids:
         info = texts.get(sid)
         if info is None:
             continue
         key = text_key(info.text)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(sid)
-    return out
+        if key not in seen:
+            seen.add(key)
+            yield sid
+
+
+def dedup_by_text(ids: Sequence[str], texts: dict[str, SentenceInfo], exclude_keys: set[str]) -> list[str]:
+    """Keep the first sentence of each distinct text, dropping texts in ``exclude_keys``."""
+    return list(_distinct(ids, texts, set(exclude_keys)))
 
 
 def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, committed: set[str], committed_keys: set[str],
@@ -83,15 +85,7 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
     chunk = max(2 * cfg.visible_cap, 8)
     for start in range(0, len(ranked), chunk):
         part = ranked[start : start + chunk]
-        infos = view.sentences(part)
-        for sid in part:
-            info = infos.get(sid)
-            if info is None:
-                continue
-            key = text_key(info.text)
-            if key in seen:
-                continue
-            seen.add(key)
+        for sid in _distinct(part, view.sentences(part), seen):
             out.append(sid)
             if len(out) == cfg.visible_cap:
                 return tuple(out)

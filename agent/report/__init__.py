@@ -69,18 +69,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a crash (eval re-runs it)
-            latest[str(rec.get("id"))] = rec
-    return list(latest.values())
+    from harness_g.agent.evaluate import read_records
+
+    return list(read_records(path).values())
 
 
 def _graph_manifest(config: dict[str, Any]) -> dict[str, Any]:
