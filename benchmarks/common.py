@@ -1,0 +1,240 @@
+"""Shared helpers for the benchmark scripts: timing, summaries, machine info, tables, results files.
+
+Kept dependency-free (stdlib + numpy) so a script can import it before torch/spaCy are loaded.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATA = Path(os.environ.get("HG_DATA", "/work/shared/data"))
+
+#: dataset name -> (reader format, path of its dev file)
+DEV_SETS: dict[str, tuple[str, Path]] = {
+    "2wiki": ("2wiki", DATA / "2wikimultihopqa" / "dev.subset.json"),
+    "hotpotqa": ("hotpotqa", DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"),
+}
+
+#: the paper's build cost (Table "Time & Cost Comparisons"): seconds per 1K corpus tokens, A100 + bge-large
+PAPER_TP1KT = 0.116
+
+
+# -- timing ---------------------------------------------------------------------------------------
+def time_calls(fn: Callable[[Any], Any], args: Sequence[Any], *, warmup: int = 5) -> tuple[list[float], list[Any]]:
+    """Call ``fn(a)`` for each ``a`` in ``args`` (after ``warmup`` untimed calls on the first args).
+
+    Returns per-call seconds (``time.perf_counter``) and the results, in ``args`` order.
+    """
+    for a in list(args)[:warmup]:
+        fn(a)
+    seconds: list[float] = []
+    results: list[Any] = []
+    for a in args:
+        t0 = time.perf_counter()
+        out = fn(a)
+        seconds.append(time.perf_counter() - t0)
+        results.append(out)
+    return seconds, results
+
+
+class Stopwatch:
+    """``with Stopwatch() as sw: ...`` then ``sw.s`` (seconds, perf_counter)."""
+
+    def __enter__(self) -> "Stopwatch":
+        self.t0 = time.perf_counter()
+        self.s = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.s = time.perf_counter() - self.t0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 100]); nan for no values."""
+    if not values:
+        return math.nan
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(values: Sequence[float]) -> dict[str, float]:
+    """n, median, p90, mean, min, max of a list of samples (same unit as the samples)."""
+    if not values:
+        return {"n": 0, "median": math.nan, "p90": math.nan, "mean": math.nan, "min": math.nan, "max": math.nan}
+    return {
+        "n": len(values),
+        "median": statistics.median(values),
+        "p90": percentile(values, 90),
+        "mean": statistics.fmean(values),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+# -- machine --------------------------------------------------------------------------------------
+def load_avg() -> list[float]:
+    """``os.getloadavg()`` rounded (1, 5, 15 min); other engineers share this machine."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def mem_total_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, CPU model, memory, load average, torch threads and library versions."""
+    info: dict[str, Any] = {
+        "cores": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "cpu_flags_avx2": _has_flag("avx2"),
+        "cpu_flags_avx512f": _has_flag("avx512f"),
+        "mem_total_gb": mem_total_gb(),
+        "load_avg": load_avg(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+    for mod in ("torch", "sentence_transformers", "spacy", "falkordb", "numpy", "pyarrow"):
+        try:
+            m = __import__(mod)
+            info[f"{mod}_version"] = getattr(m, "__version__", "?")
+        except ImportError:
+            info[f"{mod}_version"] = None
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+        info["torch_interop_threads"] = torch.get_num_interop_threads()
+    except ImportError:
+        info["torch_threads"] = None
+    return info
+
+
+def _has_flag(flag: str) -> bool:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return flag in line.split()
+    except OSError:
+        pass
+    return False
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    """One-line summary for a markdown header."""
+    return (
+        f"{info['cores']} cores ({info['cpu_model']}, AVX2 {'yes' if info.get('cpu_flags_avx2') else 'no'}, "
+        f"AVX-512 {'yes' if info.get('cpu_flags_avx512f') else 'no'}), {info.get('mem_total_gb')} GB RAM, "
+        f"torch {info.get('torch_version')} with {info.get('torch_threads')} intra-op threads, "
+        f"Python {info['python']}"
+    )
+
+
+def proc_peak_rss_mb(pid: int) -> float | None:
+    """Peak resident set (VmHWM) of another process, MB; None when unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+# -- output ---------------------------------------------------------------------------------------
+def fmt(value: Any, digits: int = 3) -> str:
+    """Numbers with ``digits`` significant figures (ints as is), None/nan as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if value == 0:
+            return "0"
+        mag = math.floor(math.log10(abs(value)))
+        decimals = max(0, digits - 1 - mag)
+        return f"{value:,.{decimals}f}"
+    return str(value)
+
+
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Fixed-width plain-text table (first column left-aligned, others right-aligned)."""
+    cells = [[str(h) for h in headers]] + [[c if isinstance(c, str) else fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for j, r in enumerate(cells):
+        lines.append("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """GitHub markdown table."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(c if isinstance(c, str) else fmt(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    return value
+
+
+def write_results(json_path: str | Path, data: dict[str, Any], markdown: str | None = None) -> list[Path]:
+    """Write ``data`` as JSON (nan -> null) and, when given, ``markdown`` next to it (same stem, ``.md``)."""
+    json_path = Path(json_path)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(_jsonable(data), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    written = [json_path]
+    if markdown is not None:
+        md_path = json_path.with_suffix(".md")
+        md_path.write_text(markdown.rstrip() + "\n", encoding="utf-8")
+        written.append(md_path)
+    return written
+
+
+def utc_stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
