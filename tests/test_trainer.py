@@ -93,3 +93,17 @@ def test_tiny_training_runs_changes_parameters_and_resumes_exactly(tmp_path):
     run_b = tmp_path / "b"
     Trainer(_config(tmp_path, steps=2), run_b, resume=run_a / "checkpoints" / "step-000001", progress=False).train()
     assert _losses(run_b)[2] == pytest.approx(_losses(run_a)[2], rel=1e-5, abs=1e-7)
+
+
+def test_train_cli_show_config_and_errors(tmp_path, capsys):
+    from harness_g.cli import main
+
+    assert main(["train", "--show-config"]) == 0
+    out = capsys.readouterr().out
+    assert "credit:" in out and "lam: 0.2" in out and "# λ, weight of the SNC advantage" in out
+    assert main(["train", "--config", str(tmp_path / "missing.yaml"), "--output-dir", str(tmp_path / "run")]) == 2
+    assert "cannot read config" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("data: {graph_dir: x}\n")
+    assert main(["train", "--config", str(bad), "--set", "credit.scheme=bogus", "--output-dir", str(tmp_path / "run")]) == 2
+    assert "credit.scheme 'bogus' unknown" in capsys.readouterr().err
