@@ -45,7 +45,8 @@ def test_build_then_cache_hit(tmp_path: Path, capsys) -> None:
     assert not (out / "store").exists()  # --no-load
 
 
-def test_build_cache_hit_and_loaded_store(hotpot_graph_dir: Path, capsys) -> None:
+def test_build_cache_hit_and_loaded_store(hotpot_graph_dir: Path, hotpot_view, capsys) -> None:
+    # hotpot_view guarantees the graph is already loaded, whatever ran before this test
     rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", hotpot_graph_dir, "-q")
     assert rc == 0, err
     assert stdout.startswith("cache hit") and "store embedded: already loaded (no-op)" in stdout

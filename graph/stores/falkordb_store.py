@@ -28,7 +28,7 @@ from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
 from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
-from harness_g.graph.stores.loader import Rows, run_stages, utc_now
+from harness_g.graph.stores.loader import Rows, load_protocol
 from harness_g.graph.stores.queries import load_query, split_statements
 from harness_g.graph.stores.schema import (
     LABELS,
@@ -291,41 +291,12 @@ class FalkorDBStore(GraphStore):
         return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
 
     def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True) -> LoadReport:
-        report = LoadReport()
-        started = time.perf_counter()
-        meta = self.meta()
-        if meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
-            report.skipped = True
-            return report
-        if meta and meta.get("content_hash") != artifact.content_hash:
-            # a GRAPH_DIR holds exactly one graph: another artifact's nodes (complete or not) go first
+        report = load_protocol(self, artifact, batch_size=batch_size, progress=progress, encode_vector=Float32List,
+                               index_timeout_s=LOAD_INDEX_TIMEOUT_S, where=f"graph {self.graph_name!r}")
+        if not report.skipped and self.server is not None:
             t = time.perf_counter()
-            self.clear()
-            report.seconds["clear"] = time.perf_counter() - t
-        t = time.perf_counter()
-        self._ensure_schema()  # before the first MERGE, so every MERGE is an index seek
-        report.seconds["schema"] = time.perf_counter() - t
-        # an unfinished load of the same artifact is resumed: every MERGE converges to the same graph
-        self._write("meta_begin", {
-            "content_hash": artifact.content_hash,
-            "embedding_model": artifact.embedding_model,
-            "embedding_dim": artifact.embedding_dim,
-            "loaded_at": utc_now(),
-        })
-        run_stages(artifact, self._write_batch, report, batch_size=batch_size, progress=progress, encode_vector=Float32List)
-        t = time.perf_counter()
-        # created last: building HNSW over all vectors at once is no slower than inserting into it, and
-        # it keeps the table stages' timings clean (an index building in the background slows every write)
-        self._ensure_vector_index(artifact.embedding_dim)
-        self.wait_for_indexes(LOAD_INDEX_TIMEOUT_S)
-        report.seconds["indexes"] = time.perf_counter() - t
-        if not self._write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": utc_now()}):
-            raise StoreError(f"load of {artifact.content_hash} was superseded by another load of graph {self.graph_name!r}")
-        if self.server is not None:
-            t = time.perf_counter()
-            self.server.save()
+            self.server.save()  # snapshot now, so a crash after the load loses nothing
             report.seconds["save"] = time.perf_counter() - t
-        report.seconds["total"] = time.perf_counter() - started
         return report
 
     def clear(self) -> None:

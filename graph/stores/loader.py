@@ -229,3 +229,49 @@ def table_counts(artifact: Artifact) -> dict[str, int]:
 
 
 __all__ = ["STAGES", "Stage", "check_embeddings", "next_pairs", "run_stages", "stage_batches", "table_counts", "utc_now"]
+
+
+def load_protocol(store: Any, artifact: Any, *, batch_size: int, progress: bool, encode_vector: Any,
+                  index_timeout_s: float, where: str) -> Any:
+    """The idempotent load both stores share (FalkorDB and Neo4j differ only in the primitives they pass in).
+
+    skip when this artifact is completely loaded -> clear another artifact's graph -> schema (so every MERGE
+    is an index seek) -> GraphMeta complete=false -> every table stage (MERGE) -> vector index, waited for ->
+    GraphMeta complete=true. An unfinished load of the same artifact is simply resumed: MERGEs converge.
+    ``store`` provides meta(), clear(), _ensure_schema(), _write(name, params), _write_batch,
+    _ensure_vector_index(dim) and wait_for_indexes(timeout).
+    """
+    from harness_g.errors import StoreError
+    from harness_g.graph.stores.base import LoadReport
+
+    report = LoadReport()
+    started = time.perf_counter()
+    meta = store.meta()
+    if meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
+        report.skipped = True
+        return report
+    if meta and meta.get("content_hash") != artifact.content_hash:
+        # a graph holds exactly one artifact: another artifact's nodes (complete or not) go first
+        t = time.perf_counter()
+        store.clear()
+        report.seconds["clear"] = time.perf_counter() - t
+    t = time.perf_counter()
+    store._ensure_schema()
+    report.seconds["schema"] = time.perf_counter() - t
+    store._write("meta_begin", {
+        "content_hash": artifact.content_hash,
+        "embedding_model": artifact.embedding_model,
+        "embedding_dim": artifact.embedding_dim,
+        "loaded_at": utc_now(),
+    })
+    run_stages(artifact, store._write_batch, report, batch_size=batch_size, progress=progress, encode_vector=encode_vector)
+    t = time.perf_counter()
+    # created last: building HNSW over all vectors at once is no slower than inserting into it, and
+    # it keeps the table stages' timings clean (an index building in the background slows every write)
+    store._ensure_vector_index(artifact.embedding_dim)
+    store.wait_for_indexes(index_timeout_s)
+    report.seconds["indexes"] = time.perf_counter() - t
+    if not store._write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": utc_now()}):
+        raise StoreError(f"load of {artifact.content_hash} was superseded by another load of {where}")
+    report.seconds["total"] = time.perf_counter() - started
+    return report
