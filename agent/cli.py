@@ -215,7 +215,7 @@ def register(sub: Any) -> None:
     g.add_argument("--judge-api-key", help="judge API key (default: $JUDGE_API_KEY or $OPENAI_API_KEY)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("report", help="one self-contained HTML report (tables, SVG plots, trajectories) from eval run dirs")
+    p = sub.add_parser("report", help="one self-contained HTML report: eval run dirs (tables, SVG plots, trajectories) or a training run (curves)")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directories written by `harness-g eval --out`")
     p.add_argument("--out", default="report.html", metavar="FILE.html", help="output file (default report.html)")
     p.add_argument("--title", default="harness-g evaluation report")
