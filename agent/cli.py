@@ -51,6 +51,9 @@ def _add_interface_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, help="sampling temperature (default: the policy's)")
     g.add_argument("--seed", type=int, help="sampling seed")
     g.add_argument("--max-new-tokens", type=int, help="generation cap per call")
+    g.add_argument("--constrain-actions", action="store_true",
+                   help="constrained decoding: the model can only reply with an offered action id (transformers policy; "
+                        "makes the menu usable for small models such as SmolLM2-135M)")
 
 
 def _make_policy(args: argparse.Namespace):
@@ -63,6 +66,8 @@ def _make_policy(args: argparse.Namespace):
             value = getattr(args, key, None)
             if value is not None:
                 kwargs[key] = value
+        if getattr(args, "constrain_actions", False):
+            kwargs["constrain_actions"] = True
         if "base_url" in kwargs and args.policy != "openai":
             raise ConfigError(f"--base-url is for the openai policy (an OpenAI-compatible server), not {args.policy!r}")
     return make_policy(args.policy, **kwargs)

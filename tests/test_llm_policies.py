@@ -223,3 +223,25 @@ def test_act_batch_one_generate_call_per_step(tiny_dir: Path, hotpot_view: Graph
     assert all(t.terminated_by == "max_turns" and t.invalid_turns == 2 for t in trajs)
     assert all(isinstance(t.answer, str) and "llm" in t.meta for t in trajs)
     assert [policy.episode_stats(e).act_calls for e in benv.envs] == [2, 2, 2]
+
+
+def test_constrained_actions_make_smollm2_play_valid_ids(hotpot_view, hotpot_questions):
+    """With --constrain-actions the 135M model can only emit offered ids: no invalid turns."""
+    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.policies import make_policy
+    from harness_g.agent.runner import run_episode
+
+    policy = make_policy("transformers", model="smollm2", constrain_actions=True, max_new_tokens=4)
+    traj = run_episode(MenuEnv(hotpot_view, EnvConfig(max_turns=2)), policy, hotpot_questions[0])
+    assert traj.steps and traj.invalid_turns == 0
+    assert all(s.chosen is not None and s.reply == s.chosen for s in traj.steps)
+
+
+def test_constrained_actions_refused_by_a_backend_without_support():
+    from harness_g.agent.llm.openai_backend import OpenAIBackend
+    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="constrained action decoding is not supported by the OpenAIBackend"):
+        LLMPolicy(OpenAIBackend("http://127.0.0.1:9/v1", "m"), constrain_actions=True)

@@ -76,27 +76,6 @@ class Generator:
         self.seconds = 0.0
         self.tokens = 0
 
-    def _allowed_fn(self, allowed: Sequence[Sequence[str]], prompt_len: int) -> Any:
-        """prefix_allowed_tokens_fn restricting row b to one of ``allowed[b]`` (e.g. menu ids) then end-of-turn."""
-        tok = self.tokenizer
-        eos = tok.eos_token_id
-        tries: list[dict[tuple[int, ...], set[int]]] = []
-        for options in allowed:
-            trie: dict[tuple[int, ...], set[int]] = {}
-            for text in options:
-                ids = tuple(tok(text, add_special_tokens=False)["input_ids"])
-                for k in range(len(ids)):
-                    trie.setdefault(ids[:k], set()).add(ids[k])
-                trie.setdefault(ids, set()).add(eos)
-            tries.append(trie)
-
-        def fn(batch_id: int, input_ids: torch.Tensor) -> list[int]:
-            prefix = tuple(input_ids[prompt_len:].tolist())
-            nxt = tries[batch_id].get(prefix)
-            return sorted(nxt) if nxt else [eos]
-
-        return fn
-
     @torch.no_grad()
     def __call__(self, user_texts: Sequence[str], max_new_tokens: int, greedy: bool = False,
                  allowed: Sequence[Sequence[str]] | None = None) -> list[str]:
@@ -113,7 +92,9 @@ class Generator:
         if sample:
             kwargs.update(temperature=self.temperature, top_p=self.top_p)
         if allowed is not None:
-            kwargs["prefix_allowed_tokens_fn"] = self._allowed_fn(allowed, enc["input_ids"].shape[1])
+            from harness_g.agent.llm.constrained import allowed_tokens_fn
+
+            kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, enc["input_ids"].shape[1], tok.eos_token_id)
         gen = self.model.generate(**enc, **kwargs)
         if was_training:
             self.model.train()

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness_g.agent.llm.backends import BackendError, ChatBackend, Generation, InvalidRequest
 
-POLICY_KWARGS = ("temperature", "top_p", "seed", "max_new_tokens", "max_answer_tokens", "max_context_tokens", "stop",
+POLICY_KWARGS = ("temperature", "top_p", "seed", "max_new_tokens", "constrain_actions", "max_answer_tokens", "max_context_tokens", "stop",
                  "answer_temperature", "name")
 
 _BACKENDS: dict[tuple, Any] = {}

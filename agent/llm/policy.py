@@ -14,11 +14,13 @@ only the question and the committed evidence C_T. Per-episode token counts and s
 """
 from __future__ import annotations
 
+import inspect
+
 import re
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import Any, TYPE_CHECKING, Sequence
 
 from harness_g.agent.llm.backends import ChatBackend, Conversation, Generation, context_limit, count_tokens
 from harness_g.agent.policies.base import Policy
@@ -89,9 +91,14 @@ class LLMPolicy(Policy):
 
     def __init__(self, backend: ChatBackend, *, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = 0,
                  max_new_tokens: int = 8, max_answer_tokens: int = 32, max_context_tokens: int | None = None,
-                 stop: list[str] | None = None, answer_temperature: float = 0.0, name: str | None = None):
+                 stop: list[str] | None = None, answer_temperature: float = 0.0, name: str | None = None,
+                 constrain_actions: bool = False):
         if max_new_tokens < 1 or max_answer_tokens < 1:
             raise ConfigError("max_new_tokens and max_answer_tokens must be >= 1")
+        if constrain_actions and "allowed" not in inspect.signature(backend.generate).parameters:
+            raise ConfigError(f"constrained action decoding is not supported by the {type(backend).__name__} backend "
+                              "(use the transformers policy)")
+        self.constrain_actions = constrain_actions
         self.backend = backend
         self.temperature = float(temperature)
         self.top_p = float(top_p)
@@ -182,8 +189,11 @@ class LLMPolicy(Policy):
             convs.append(self.messages(chat))
         st0 = envs[live[0]].state
         seed = _seed(self.seed, st0.question.id if st0 else "", st0.turn if st0 else 0, len(live))
+        extra: dict[str, Any] = {}
+        if self.constrain_actions:  # the reply can only be one of the offered ids
+            extra["allowed"] = [list(envs[i].menu.by_id) if envs[i].menu is not None else [] for i in live]
         gens = self.backend.generate(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                                     top_p=self.top_p, seed=seed, stop=self.stop)
+                                     top_p=self.top_p, seed=seed, stop=self.stop, **extra)
         for i, chat, gen in zip(live, chats, gens):
             chat.replies.append(gen.text)
             s = chat.stats

@@ -83,7 +83,9 @@ class TransformersBackend:
 
     # -- generation ---------------------------------------------------------------------------
     def generate(self, batch: Sequence[Conversation], *, max_new_tokens: int, temperature: float = 0.0,
-                 top_p: float = 1.0, seed: int | None = None, stop: list[str] | None = None) -> list[Generation]:
+                 top_p: float = 1.0, seed: int | None = None, stop: list[str] | None = None,
+                 allowed: Sequence[Sequence[str]] | None = None) -> list[Generation]:
+        """``allowed``: per conversation, the only replies permitted (constrained decoding of action ids)."""
         import torch
 
         check_sampling(max_new_tokens, temperature, top_p)
@@ -100,6 +102,11 @@ class TransformersBackend:
             gen_kw.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
         else:
             gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if allowed is not None:
+            from harness_g.agent.llm.constrained import allowed_tokens_fn
+
+            gen_kw["prefix_allowed_tokens_fn"] = allowed_tokens_fn(self.tokenizer, allowed, enc["input_ids"].shape[1],
+                                                                   self.eos_ids[0])
         stops = [s for s in (stop or []) if s]
         if stops:
             gen_kw.update(stop_strings=stops, tokenizer=self.tokenizer)
