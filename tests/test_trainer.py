@@ -50,6 +50,8 @@ def test_malformed_config_is_a_clear_error(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="credit.scheme 'nope'"):
         load_config(None, {"data.graph_dir": "x", "credit.scheme": "nope"})
+    with pytest.raises(ConfigError, match="rollout.generator 'vllm' is not available yet"):
+        load_config(None, {"data.graph_dir": "x", "rollout.generator": "vllm"})
     with pytest.raises(ConfigError, match="graph_dir is required"):
         load_config(None, {})
 

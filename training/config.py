@@ -58,7 +58,7 @@ class RolloutConfig:
     max_action_tokens: int = _f(8, "max new tokens per action reply")
     max_answer_tokens: int = _f(24, "max new tokens for the final answer")
     max_prompt_tokens: int = _f(8192, "prompt budget: older turns are dropped beyond it")
-    generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU) or vllm")
+    generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU); vllm is not wired yet")
     env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap, lookup_cap, ...; max_turns comes from max_turns)")
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
 
@@ -178,6 +178,8 @@ def _validate(c: TrainConfig, where: str) -> None:
         raise ConfigError(f"{where}: optim.estimator {c.optim.estimator!r} unknown; available: {', '.join(sorted(ESTIMATORS))}")
     if c.rollout.group_size < 1 or c.rollout.questions_per_step < 1 or c.optim.steps < 1:
         raise ConfigError(f"{where}: group_size, questions_per_step and steps must be >= 1")
+    if c.rollout.generator != "transformers":
+        raise ConfigError(f"{where}: rollout.generator {c.rollout.generator!r} is not available yet (only 'transformers')")
     if not c.data.graph_dir:
         raise ConfigError(f"{where}: data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
 
