@@ -484,9 +484,15 @@ def notes(data: dict[str, Any]) -> list[str]:
         e = m["embed"]
         best = max(e.items(), key=lambda kv: kv[1]["per_s_median"])
         out.append(
-            f"- Embedder throughput: best {fmt(best[1]['per_s_median'])} sentences/s ({best[0]}); spaCy NER "
-            f"{fmt(m['ner']['per_s_median'])} sentences/s. At that rate the embedder alone needs "
-            f"{fmt(1000 / (best[1]['per_s_median'] * m['mean_whitespace_tokens']))} s per 1K tokens."
+            f"- Embedder throughput (micro-benchmark, cpu share {fmt(best[1]['cpu_share_median'])}): best "
+            f"{fmt(best[1]['per_s_median'])} sentences/s, {fmt(best[1]['per_s_median'] / best[1]['cpu_share_median'])} per "
+            f"CPU second ({best[0]}); spaCy NER {fmt(m['ner']['per_s_median'])} sentences/s, "
+            f"{fmt(m['ner']['per_s_median'] / m['ner']['cpu_share_median'])} per CPU second. At the micro-benchmark's "
+            f"wall rate the embedder alone needs {fmt(1000 / (best[1]['per_s_median'] * m['mean_whitespace_tokens']))} "
+            "s per 1K tokens"
+            + (f"; inside the {dev[-1]['name']} build the embed worker ran at "
+               f"{fmt(dev[-1]['counts']['sentences'] / dev[-1]['seconds']['embed'])} sentences/s "
+               f"(cpu share {fmt(dev[-1]['cpu_share'])})." if dev else ".")
         )
         nm = m.get("names") or {}
         thr = m["default_torch_threads"]
@@ -498,9 +504,9 @@ def notes(data: dict[str, Any]) -> list[str]:
                 f"shared machine: sentences {fmt(s2['per_s_median'])} vs {fmt(s1['per_s_median'])}/s, entity names "
                 f"{fmt(n2['per_s_median'])} vs {fmt(n1['per_s_median'])}/s (x{fmt(n1['per_s_median'] / n2['per_s_median'])}). "
                 "When the cores are oversubscribed, each intra-op barrier waits for a descheduled thread; short inputs "
-                "(names, ~2 tokens) are dominated by those barriers. In the build, `link` encodes names alone, and "
-                "during ner+embed spaCy's thread runs beside torch's threads (3 busy threads on 2 cores even on an "
-                "idle machine); `build_threads.md` runs the build itself with 1 vs 2 torch threads, interleaved."
+                "(names, ~2 tokens) are dominated by those barriers. The build pins torch to cores-1 threads during "
+                "ner+embed (spaCy takes the other core), but `link` encodes the names with the default thread count; "
+                "`build_threads.md` runs the build itself with 1 vs 2 torch threads, interleaved."
             )
     cores = data["machine"]["cores"] or 1
     busy = [c for c in data["cases"] if c["load_avg_before"] and c["load_avg_before"][0] > cores]
