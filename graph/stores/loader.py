@@ -275,3 +275,28 @@ def load_protocol(store: Any, artifact: Any, *, batch_size: int, progress: bool,
         raise StoreError(f"load of {artifact.content_hash} was superseded by another load of {where}")
     report.seconds["total"] = time.perf_counter() - started
     return report
+
+
+def graph_stats(store: Any, identity: dict[str, Any]) -> dict[str, Any]:
+    """Stats both stores report: ``identity`` (backend, address, ...) + node/relationship counts by type,
+    lookup-able entities, index states and the loaded artifact's GraphMeta."""
+    from harness_g.graph.stores.schema import LABELS, REL_TYPES
+
+    nodes = dict.fromkeys(LABELS, 0)
+    nodes.update({str(r["label"]): int(r["count"]) for r in store.query("count_nodes_by_label")})
+    rels = dict.fromkeys(REL_TYPES, 0)
+    rels.update({str(r["type"]): int(r["count"]) for r in store.query("count_relationships_by_type")})
+    lookupable = store.query("count_lookupable_entities")
+    meta = store.meta() or {}
+    return {
+        **identity,
+        "nodes": nodes,
+        "relationships": rels,
+        "lookupable_entities": int(lookupable[0]["count"]) if lookupable else 0,
+        "indexes": store.index_state(),
+        "content_hash": meta.get("content_hash"),
+        "complete": bool(meta.get("complete", False)),
+        "embedding_model": meta.get("embedding_model"),
+        "embedding_dim": meta.get("embedding_dim"),
+        "loaded_at": meta.get("loaded_at"),
+    }

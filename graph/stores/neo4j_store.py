@@ -18,7 +18,7 @@ from neo4j.graph import Node, Path, Relationship
 from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
-from harness_g.graph.stores.loader import Rows, load_protocol, utc_now
+from harness_g.graph.stores.loader import Rows, graph_stats, load_protocol, utc_now
 from harness_g.graph.stores.queries import load_query, split_statements
 from harness_g.graph.stores.schema import (
     LABELS,
@@ -245,26 +245,7 @@ class Neo4jStore(GraphStore):
 
     # -- inspection ------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        nodes = dict.fromkeys(LABELS, 0)
-        nodes.update({str(r["label"]): int(r["count"]) for r in self.query("count_nodes_by_label")})
-        rels = dict.fromkeys(REL_TYPES, 0)
-        rels.update({str(r["type"]): int(r["count"]) for r in self.query("count_relationships_by_type")})
-        lookupable = self.query("count_lookupable_entities")
-        meta = self.meta() or {}
-        return {
-            "backend": "neo4j",
-            "address": self.uri,
-            "database": self.database,
-            "nodes": nodes,
-            "relationships": rels,
-            "lookupable_entities": int(lookupable[0]["count"]) if lookupable else 0,
-            "indexes": self.index_state(),
-            "content_hash": meta.get("content_hash"),
-            "complete": bool(meta.get("complete", False)),
-            "embedding_model": meta.get("embedding_model"),
-            "embedding_dim": meta.get("embedding_dim"),
-            "loaded_at": meta.get("loaded_at"),
-        }
+        return graph_stats(self, {"backend": "neo4j", "address": self.uri, "database": self.database})
 
     def close(self) -> None:
         self._driver.close()
