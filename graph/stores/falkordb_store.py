@@ -31,11 +31,9 @@ from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
 from harness_g.graph.stores.loader import Rows, graph_stats, load_protocol
 from harness_g.graph.stores.queries import load_query, split_statements
 from harness_g.graph.stores.schema import (
-    LABELS,
     LOAD_INDEX_TIMEOUT_S,
     MISSING,
     RANGE_INDEXES,
-    REL_TYPES,
     TIE_MARGIN,
     VECTOR_INDEX,
 )
