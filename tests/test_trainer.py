@@ -43,6 +43,43 @@ def test_left_padding_keeps_masks_and_tail(tokenizer):
     assert batch["position_ids"][0, -1].item() == len(a.input_ids) - 1
 
 
+def _hand_batch(tokenizer):
+    seqs = [build_sequence(tokenizer, f"[Step 1/6]\nQuestion: q{i}?\n" + "evidence " * (3 + 4 * i), f"A{i}") for i in range(5)]
+    batch = pad_batch(seqs, tokenizer.pad_token_id)
+    batch["advantages"] = batch["loss_mask"] * torch.tensor([1.0, -0.5, 0.25, -2.0, 0.7]).unsqueeze(1)
+    return batch
+
+
+@pytest.mark.parametrize("mini", [5, 2])
+def test_micro_batches_accumulate_to_the_same_update(tmp_path, tokenizer, mini):
+    """Gradient accumulation over micro-batches (token-share weighted) must give the same optimiser steps as one
+    pass, and the first mini-batch's π_old taken from its own forward is exactly on-policy (ratio 1, no clipping)."""
+    from harness_g.training.trainer import Trainer
+
+    results = []
+    for micro in (0, 1):
+        cfg = load_config(None, {"model.name": "tiny-random", "data.graph_dir": str(tmp_path / "unused"), "optim.lr": 1e-2,
+                                 "optim.mini_batch_sequences": mini, "optim.micro_batch_sequences": micro,
+                                 "log.tensorboard": False})
+        trainer = Trainer(cfg, tmp_path / f"run-{mini}-{micro}", progress=False)
+        grads, step = [], trainer.optimizer.step
+
+        def recording_step(*args, **kwargs):  # record each optimiser step's gradient, then really step
+            grads.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None]))
+            return step(*args, **kwargs)
+
+        trainer.optimizer.step = recording_step
+        stats = trainer._update(_hand_batch(tokenizer))
+        results.append((stats, grads))
+    (one, g_one), (acc, g_acc) = results
+    assert one["optimizer_steps"] == acc["optimizer_steps"] == len(g_one) == len(g_acc) == (1 if mini == 5 else 3)
+    assert acc["loss"] == pytest.approx(one["loss"], rel=1e-4, abs=1e-6)
+    for a, b in zip(g_one, g_acc):
+        assert a.abs().max() > 0 and torch.allclose(a, b, rtol=1e-4, atol=1e-7)
+    if mini == 5:  # one on-policy step: π_old == π_θ, so nothing is clipped and KL to the (identical) reference is 0
+        assert one["clip_frac"] == 0.0 and one["kl"] == pytest.approx(0.0, abs=1e-7)
+
+
 def test_malformed_config_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("optim: {lr: 1e-4, bogus: 1}\ndata: {graph_dir: x}\n")
@@ -50,8 +87,10 @@ def test_malformed_config_is_a_clear_error(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="credit.scheme 'nope'"):
         load_config(None, {"data.graph_dir": "x", "credit.scheme": "nope"})
-    with pytest.raises(ConfigError, match="rollout.generator 'vllm' is not available yet"):
-        load_config(None, {"data.graph_dir": "x", "rollout.generator": "vllm"})
+    with pytest.raises(ConfigError, match="rollout.generator 'sglang' unknown; available: transformers, vllm"):
+        load_config(None, {"data.graph_dir": "x", "rollout.generator": "sglang"})
+    with pytest.raises(ConfigError, match="rollout.vllm settings are given but rollout.generator is 'transformers'"):
+        load_config(None, {"data.graph_dir": "x", "rollout.vllm": {"gpu_memory_utilization": 0.3}})
     with pytest.raises(ConfigError, match="graph_dir is required"):
         load_config(None, {})
 

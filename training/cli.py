@@ -22,15 +22,16 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-dir", required=False, help="run directory: metrics.jsonl, checkpoints/, config.yaml")
     p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6")
-    p.add_argument("--show-config", action="store_true", help="print every field with its default and help, then exit")
+    p.add_argument("--show-config", action="store_true", help="print every field with its help and value (defaults, or as resolved from --config/--set), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from harness_g.training.config import describe, load_config
+    from harness_g.training.config import TrainConfig, describe, load_config
 
-    if args.show_config:
-        print("\n".join(describe()))
+    if args.show_config:  # the defaults, or the resolved values of --config/--set
+        print("\n".join(describe(load_config(args.config, dict(_override(s) for s in args.set))
+                                  if args.config or args.set else TrainConfig)))
         return 0
     if not args.output_dir:
         raise ConfigError("--output-dir is required")

@@ -46,6 +46,8 @@ class DataConfig:
     questions_format: str | None = _f(None, "format of `questions`")
     limit: int | None = _f(None, "use only the first N training questions")
     eval_questions: int = _f(0, "hold out the last N questions for before/after evaluation")
+    train_questions: int | None = _f(None, "train on only the first N non-held-out questions (a small pool is revisited "
+                                           "every N steps; evaluate it with log.eval_train_questions)")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,10 @@ class RolloutConfig:
     max_action_tokens: int = _f(8, "max new tokens per action reply")
     max_answer_tokens: int = _f(24, "max new tokens for the final answer")
     max_prompt_tokens: int = _f(8192, "prompt budget: older turns are dropped beyond it")
-    generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU); vllm is not wired yet")
+    generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU, in the policy's own weights) | vllm "
+                                        "(colocated in-process engine, weights synced after every optimiser step)")
+    vllm: dict = _f({}, "vllm.LLM keyword arguments for generator vllm (gpu_memory_utilization, max_model_len, dtype, "
+                        "enforce_eager, ...); the engine's seed is the run's seed")
     env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap, lookup_cap, ...; max_turns comes from max_turns)")
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
 
@@ -84,7 +89,9 @@ class OptimConfig:
     weight_decay: float = _f(0.0, "AdamW weight decay")
     warmup_steps: int = _f(0, "linear warm-up steps")
     steps: int = _f(120, "training steps")
-    mini_batch_sequences: int = _f(32, "sequences per optimiser mini-batch")
+    mini_batch_sequences: int = _f(32, "sequences per optimiser step (one rollout batch gives ceil(n / this) steps)")
+    micro_batch_sequences: int = _f(0, "sequences per forward/backward pass inside a mini-batch, gradients accumulated "
+                                        "(memory knob; 0 = the whole mini-batch at once)")
     ppo_epochs: int = _f(1, "passes over each rollout batch")
     clip_eps: float = _f(0.2, "ε of the clipped surrogate")
     clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher); None = clip_eps")
@@ -178,21 +185,28 @@ def _validate(c: TrainConfig, where: str) -> None:
         raise ConfigError(f"{where}: optim.estimator {c.optim.estimator!r} unknown; available: {', '.join(sorted(ESTIMATORS))}")
     if c.rollout.group_size < 1 or c.rollout.questions_per_step < 1 or c.optim.steps < 1:
         raise ConfigError(f"{where}: group_size, questions_per_step and steps must be >= 1")
-    if c.rollout.generator != "transformers":
-        raise ConfigError(f"{where}: rollout.generator {c.rollout.generator!r} is not available yet (only 'transformers')")
+    if c.rollout.generator not in ("transformers", "vllm"):
+        raise ConfigError(f"{where}: rollout.generator {c.rollout.generator!r} unknown; available: transformers, vllm")
+    if c.rollout.vllm and c.rollout.generator != "vllm":
+        raise ConfigError(f"{where}: rollout.vllm settings are given but rollout.generator is {c.rollout.generator!r}")
     if not c.data.graph_dir:
         raise ConfigError(f"{where}: data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
 
 
-def describe(cls: type = TrainConfig, prefix: str = "") -> list[str]:
-    """``field: default  # help`` lines for every field (used by `harness-g train --show-config`)."""
+def describe(config: Any = TrainConfig, prefix: str = "") -> list[str]:
+    """``field: value  # help`` lines for every field (``harness-g train --show-config``): the defaults when given
+    the class, the resolved values when given a loaded config."""
     out = []
+    cls = config if isinstance(config, type) else type(config)
     for f in fields(cls):
         hint = get_type_hints(cls)[f.name]
         if dataclasses.is_dataclass(hint):
             out.append(f"{prefix}{f.name}:  # {f.metadata.get('help', '')}")
-            out.extend(describe(hint, prefix + "  "))
+            out.extend(describe(hint if isinstance(config, type) else getattr(config, f.name), prefix + "  "))
         else:
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-            out.append(f"{prefix}{f.name}: {default!r}  # {f.metadata.get('help', '')}")
+            if isinstance(config, type):
+                value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            else:
+                value = getattr(config, f.name)
+            out.append(f"{prefix}{f.name}: {value!r}  # {f.metadata.get('help', '')}")
     return out

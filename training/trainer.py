@@ -60,7 +60,10 @@ def _questions(config: TrainConfig, view: Any) -> tuple[list[QAItem], list[QAIte
     if not items:
         raise ConfigError(f"no training questions with answers in {config.data.graph_dir}")
     n_eval = min(config.data.eval_questions, len(items) - 1)
-    return (items[:-n_eval], items[-n_eval:]) if n_eval > 0 else (items, [])
+    train, held_out = (items[:-n_eval], items[-n_eval:]) if n_eval > 0 else (items, [])
+    if config.data.train_questions:
+        train = train[: config.data.train_questions]
+    return train, held_out
 
 
 class DataOrder:
@@ -168,12 +171,24 @@ class Trainer:
         self.order.epoch, self.order.index = int(state["epoch"]), int(state["index"])
 
     # -- logprobs -------------------------------------------------------------------------
-    def _logprobs(self, forward: Any, batch: dict[str, torch.Tensor], mb: int) -> torch.Tensor:
+    def _logprobs(self, forward: Any, batch: dict[str, torch.Tensor], mb: int, start: int = 0) -> torch.Tensor:
+        """No-grad token log-probs [n − start, L] of rows start.. of the batch, mb rows per forward."""
         outs = []
         with torch.no_grad():
-            for s in range(0, batch["input_ids"].shape[0], mb):
+            for s in range(start, batch["input_ids"].shape[0], mb):
                 outs.append(tail_logprobs(forward, batch, slice(s, s + mb)))
         return torch.cat(outs)
+
+    def _make_generator(self, policy: Any) -> Any:
+        """transformers: sample with the policy itself; vllm: a colocated engine synced after every update."""
+        r = self.config.rollout
+        if r.generator == "transformers":
+            return Generator(policy, self.tokenizer, temperature=r.temperature, top_p=r.top_p, max_prompt_tokens=r.max_prompt_tokens)
+        from harness_g.training.vllm_generator import VLLMGenerator, export_for_engine
+
+        source = export_for_engine(policy, self.tokenizer, self.out / "vllm-init")
+        return VLLMGenerator(source, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
+                             max_prompt_tokens=r.max_prompt_tokens, seed=self.config.seed, **r.vllm)
 
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -186,8 +201,7 @@ class Trainer:
         cfg.save(self.out / "config.yaml")
         env_cfg = EnvConfig.from_dict({**cfg.rollout.env, "max_turns": cfg.rollout.max_turns})
         unwrapped = self.accelerator.unwrap_model(self.model)
-        generator = Generator(unwrapped, self.tokenizer, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
-                              max_prompt_tokens=cfg.rollout.max_prompt_tokens)
+        generator = self._make_generator(unwrapped)
         answerer = FrozenAnswerer(self.reference, self.tokenizer, scorer_user_text, max_aliases=cfg.credit.max_aliases)
         logger = MetricsLogger(self.out, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb, config=cfg.to_dict(),
                                enabled=self.accelerator.is_main_process)
@@ -203,6 +217,8 @@ class Trainer:
             self.order = DataOrder(len(train_q), cfg.seed)
             if self.resume_from is not None:
                 self._restore(self.resume_from)
+            if hasattr(generator, "sync"):
+                generator.sync(unwrapped)  # the engine starts from the (possibly restored) policy weights
             from tqdm.auto import tqdm
 
             eval_sets = {"heldout": eval_q, "train": train_q[: cfg.log.eval_train_questions]}
@@ -259,11 +275,9 @@ class Trainer:
         batch, bstats = build_batch(kept, self.tokenizer, adv_out[torch.tensor(keep)], [credits[i] for i in keep],
                                     cfg.credit.lam, cfg.credit)
         t2 = time.perf_counter()
-        mb = max(1, cfg.optim.mini_batch_sequences)
-        batch["old_logp"] = self._logprobs(self.model, batch, mb)
-        batch["ref_logp"] = self._logprobs(self.reference, batch, mb)
-        upd = self._update(batch, mb)
+        upd = self._update(batch)
         t_update = time.perf_counter() - t2
+        t_sync = generator.sync(self.accelerator.unwrap_model(self.model)) if hasattr(generator, "sync") else 0.0
 
         equiv = group_diagnostics([[frozenset(r.trajectory.steps[-1].observed_before + r.trajectory.committed) if r.trajectory.steps
                                     else frozenset(r.trajectory.initial_visible) for r in rollouts if r.group == g]
@@ -289,44 +303,67 @@ class Trainer:
             "snc_credit_mean": sum(nonzero_credit) / len(nonzero_credit) if nonzero_credit else 0.0,
             "snc_credit_nonzero_frac": len(nonzero_credit) / total_steps, **bstats,
             "time_rollout_s": t_rollout, "time_generate_s": r_times["generate_s"], "time_env_s": r_times["env_s"],
-            "time_snc_s": t_snc, "time_update_s": t_update, "time_total_s": total, "snc_share": t_snc / total if total else 0.0,
+            "time_snc_s": t_snc, "time_update_s": t_update, "time_sync_s": t_sync, "time_total_s": total, "snc_share": t_snc / total if total else 0.0,
             "answerer_calls": float(answerer.calls), "lr": float(self.scheduler.get_last_lr()[0]),
         }
 
-    def _update(self, batch: dict[str, torch.Tensor], mb: int) -> dict[str, float]:
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Clipped-surrogate updates over one rollout batch.
+
+        The batch is cut into mini-batches (one optimiser step each), each cut into micro-batches whose
+        gradients accumulate with weights = their share of the mini-batch's policy tokens, so the step equals
+        a token-mean over the whole mini-batch. π_old log-probs are needed only where the weights have already
+        moved: rows of the first mini-batch of the first epoch take them from their own (detached) forward,
+        which is exact on-policy and saves a forward pass; later rows are scored before the first step.
+        """
         cfg = self.config.optim
         n = batch["input_ids"].shape[0]
-        losses, kls, pgs, clips, duals, norms = [], [], [], [], [], []
+        mini = max(1, min(cfg.mini_batch_sequences, n))
+        micro = max(1, min(cfg.micro_batch_sequences or mini, mini))
+        start = mini if cfg.ppo_epochs == 1 else 0  # rows before `start` take π_old from their own first forward
+        old = torch.zeros_like(batch["loss_mask"])
+        if start < n:
+            old[start:] = self._logprobs(self.model, batch, micro, start=start)
+        have_old = torch.arange(n) >= start
+        ref = self._logprobs(self.reference, batch, micro) if cfg.kl_coef else None
+        stats: dict[str, list[float]] = {k: [] for k in ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac", "grad_norm")}
         self.model.train()
         for _ in range(cfg.ppo_epochs):
-            for s in range(0, n, mb):
-                sl = slice(s, s + mb)
-                logp = tail_logprobs(self.model, batch, sl)
-                out = policy_loss(logp, batch["old_logp"][sl], batch["advantages"][sl], batch["loss_mask"][sl],
-                                  ref_logp=batch["ref_logp"][sl], clip_eps=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high,
-                                  dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
-                self.accelerator.backward(out.loss)
+            for s0 in range(0, n, mini):
+                rows = range(s0, min(n, s0 + mini))
+                tokens = float(batch["loss_mask"][s0 : rows.stop].sum().clamp_min(1.0))
+                acc = {k: 0.0 for k in ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")}
+                for m0 in range(s0, rows.stop, micro):
+                    sl = slice(m0, min(rows.stop, m0 + micro))
+                    logp = tail_logprobs(self.model, batch, sl)
+                    if not bool(have_old[sl].all()):  # exact on-policy: π_old = π_θ before this step
+                        old[sl] = logp.detach()
+                        have_old[sl] = True
+                    out = policy_loss(logp, old[sl], batch["advantages"][sl], batch["loss_mask"][sl],
+                                      ref_logp=ref[sl] if ref is not None else None, clip_eps=cfg.clip_eps,
+                                      clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
+                    share = float(batch["loss_mask"][sl].sum()) / tokens
+                    self.accelerator.backward(out.loss * share)
+                    for k in acc:
+                        acc[k] += float(getattr(out, k).detach()) * share
                 norm = self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 norm_f = float(norm) if norm is not None else 0.0
-                if not math.isfinite(norm_f) or not math.isfinite(float(out.loss.detach())):
+                if not math.isfinite(norm_f) or not math.isfinite(acc["loss"]):
                     self.skipped_batches += 1  # reject the batch before the optimiser sees it
                     self.optimizer.zero_grad(set_to_none=True)
                     continue
                 self.optimizer.step()
                 self.scheduler.step()
                 self.optimizer.zero_grad(set_to_none=True)
-                losses.append(float(out.loss.detach()))
-                kls.append(float(out.kl.detach()))
-                pgs.append(float(out.pg_loss.detach()))
-                clips.append(float(out.clip_frac))
-                duals.append(float(out.dual_clip_frac))
-                norms.append(norm_f)
+                for k, v in acc.items():
+                    stats[k].append(v)
+                stats["grad_norm"].append(norm_f)
 
         def avg(xs: list[float]) -> float:
             return sum(xs) / len(xs) if xs else float("nan")
 
-        return {"loss": avg(losses), "pg_loss": avg(pgs), "kl": avg(kls), "clip_frac": avg(clips), "dual_clip_frac": avg(duals),
-                "grad_norm": avg(norms), "skipped_batches": float(self.skipped_batches)}
+        return {**{k: avg(v) for k, v in stats.items()}, "skipped_batches": float(self.skipped_batches),
+                "optimizer_steps": float(len(stats["loss"]))}
 
     def _evaluate(self, view: Any, generator: Generator, env_cfg: EnvConfig, sets: dict[str, list[QAItem]], tag: str) -> None:
         """Greedy episodes on held-out and training questions; appended to eval.jsonl as {tag, split, f1, em, ...}."""
