@@ -186,6 +186,9 @@ class Trainer:
             return Generator(policy, self.tokenizer, temperature=r.temperature, top_p=r.top_p, max_prompt_tokens=r.max_prompt_tokens)
         from harness_g.training.vllm_generator import VLLMGenerator, export_for_engine
 
+        if self.accelerator.num_processes > 1:  # each rank would start its own engine on the default device
+            raise ConfigError("rollout.generator vllm runs single-process for now (one colocated engine); "
+                              "launch with one process, or use rollout.generator transformers for multi-process runs")
         source = export_for_engine(policy, self.tokenizer, self.out / "vllm-init")
         return VLLMGenerator(source, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                              max_prompt_tokens=r.max_prompt_tokens, seed=self.config.seed, **r.vllm)
