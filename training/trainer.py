@@ -8,6 +8,7 @@ Checkpoints hold model, optimiser, scheduler, RNG and data position, so a resume
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -338,15 +339,18 @@ class Trainer:
                 acc = {k: 0.0 for k in ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")}
                 for m0 in range(s0, rows.stop, micro):
                     sl = slice(m0, min(rows.stop, m0 + micro))
-                    logp = tail_logprobs(self.model, batch, sl)
-                    if not bool(have_old[sl].all()):  # exact on-policy: π_old = π_θ before this step
-                        old[sl] = logp.detach()
-                        have_old[sl] = True
-                    out = policy_loss(logp, old[sl], batch["advantages"][sl], batch["loss_mask"][sl],
-                                      ref_logp=ref[sl] if ref is not None else None, clip_eps=cfg.clip_eps,
-                                      clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
-                    share = float(batch["loss_mask"][sl].sum()) / tokens
-                    self.accelerator.backward(out.loss * share)
+                    # DDP/FSDP: all-reduce gradients once per optimiser step, not once per micro-batch
+                    sync = contextlib.nullcontext() if sl.stop >= rows.stop else self.accelerator.no_sync(self.model)
+                    with sync:
+                        logp = tail_logprobs(self.model, batch, sl)
+                        if not bool(have_old[sl].all()):  # exact on-policy: π_old = π_θ before this step
+                            old[sl] = logp.detach()
+                            have_old[sl] = True
+                        out = policy_loss(logp, old[sl], batch["advantages"][sl], batch["loss_mask"][sl],
+                                          ref_logp=ref[sl] if ref is not None else None, clip_eps=cfg.clip_eps,
+                                          clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
+                        share = float(batch["loss_mask"][sl].sum()) / tokens
+                        self.accelerator.backward(out.loss * share)
                     for k in acc:
                         acc[k] += float(getattr(out, k).detach()) * share
                 norm = self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
