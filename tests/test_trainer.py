@@ -80,6 +80,46 @@ def test_micro_batches_accumulate_to_the_same_update(tmp_path, tokenizer, mini):
         assert one["clip_frac"] == 0.0 and one["kl"] == pytest.approx(0.0, abs=1e-7)
 
 
+def test_non_finite_batch_is_skipped_counted_and_changes_nothing(tmp_path, tokenizer):
+    from harness_g.training.trainer import Trainer
+
+    cfg = load_config(None, {"model.name": "tiny-random", "data.graph_dir": str(tmp_path / "unused"), "log.tensorboard": False})
+    trainer = Trainer(cfg, tmp_path / "run", progress=False)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    batch = _hand_batch(tokenizer)
+    batch["advantages"][1, -2] = float("nan")  # one poisoned token is enough to make the gradient non-finite
+    stats = trainer._update(batch)
+    assert stats["skipped_batches"] == 1.0 and stats["optimizer_steps"] == 0.0
+    assert all(torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
+    assert trainer._update(_hand_batch(tokenizer))["optimizer_steps"] == 1.0  # the next clean batch trains
+
+
+@pytest.mark.slow
+def test_two_process_ddp_run_shards_questions(tmp_path):
+    """Two CPU processes (torchrun + gloo): ranks play different questions, forwards/backwards stay collective
+    even though the ranks hold different numbers of sequences, and metrics are averaged over ranks."""
+    import os
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "ddp.yaml"
+    _config(tmp_path, steps=2).save(cfg)
+    import socket
+
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+                           "-m", "harness_g.training", "--config", str(cfg), "--output-dir", str(tmp_path / "run"), "-q"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and all(r["processes"] == 2.0 for r in rows)
+    state = json.loads((tmp_path / "run" / "checkpoints" / "step-000001" / "trainer_state.json").read_text())
+    assert state["epoch"] * 4 + state["index"] == 2  # 1 question per rank per step: the shared order moved by 2
+
+
 def test_malformed_config_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("optim: {lr: 1e-4, bogus: 1}\ndata: {graph_dir: x}\n")

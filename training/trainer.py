@@ -136,7 +136,7 @@ class Trainer:
         self.accelerator = Accelerator()
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
-        set_seed(config.seed)
+        set_seed(config.seed, device_specific=True)  # rank r samples with seed + r (identical when single-process)
         from harness_g.training.modeling import Reference, load_policy, load_tokenizer
 
         self.tokenizer = load_tokenizer(config.model)
@@ -158,7 +158,9 @@ class Trainer:
         self.accelerator.save_state(str(path))
         assert self.order is not None
         state = {"step": self.step, "epoch": self.order.epoch, "index": self.order.index, "skipped_batches": self.skipped_batches}
-        (path / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        if self.accelerator.is_main_process:
+            (path / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        self.accelerator.wait_for_everyone()
         return path
 
     def _restore(self, path: Path) -> None:
@@ -179,6 +181,17 @@ class Trainer:
             for s in range(start, batch["input_ids"].shape[0], mb):
                 outs.append(tail_logprobs(forward, batch, slice(s, s + mb)))
         return torch.cat(outs)
+
+    def _mean_over_ranks(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Per-step metrics averaged over processes (a key missing on a rank counts as 0 there, e.g. an action
+        type no rollout of that rank took); single-process runs return ``metrics`` unchanged."""
+        if self.accelerator.num_processes == 1:
+            return metrics
+        from accelerate.utils import gather_object
+
+        per_rank = gather_object([metrics])
+        keys = sorted({k for m in per_rank for k in m})
+        return {k: sum(float(m.get(k, 0.0)) for m in per_rank) / len(per_rank) for k in keys}
 
     def _make_generator(self, policy: Any) -> Any:
         """transformers: sample with the policy itself; vllm: a colocated engine synced after every update."""
@@ -202,7 +215,8 @@ class Trainer:
         from harness_g.training.logger import MetricsLogger
 
         cfg = self.config
-        cfg.save(self.out / "config.yaml")
+        if self.accelerator.is_main_process:
+            cfg.save(self.out / "config.yaml")
         env_cfg = EnvConfig.from_dict({**cfg.rollout.env, "max_turns": cfg.rollout.max_turns})
         unwrapped = self.accelerator.unwrap_model(self.model)
         generator = self._make_generator(unwrapped)
@@ -215,7 +229,8 @@ class Trainer:
 
             if not cfg.data.build_input:
                 raise ConfigError("data.build_format needs data.build_input")
-            build_graph([CorpusSpec(cfg.data.build_format, Path(cfg.data.build_input))], cfg.data.graph_dir, progress=False)
+            with self.accelerator.main_process_first():  # one rank builds; the others then hit its cache
+                build_graph([CorpusSpec(cfg.data.build_format, Path(cfg.data.build_input))], cfg.data.graph_dir, progress=False)
         with open_graph(cfg.data.graph_dir, cfg.data.store) as view:
             train_q, eval_q = _questions(cfg, view)
             self.order = DataOrder(len(train_q), cfg.seed)
@@ -231,8 +246,11 @@ class Trainer:
             bar = tqdm(total=cfg.optim.steps, initial=self.step, desc="train", unit="step",
                        disable=not self.progress or not self.accelerator.is_main_process)
             while self.step < cfg.optim.steps:
-                items = [train_q[i] for i in self.order.take(cfg.rollout.questions_per_step)]
-                metrics = self.train_step(view, generator, answerer, items, env_cfg)
+                # every rank draws the same global batch from the shared order and plays its own slice of it
+                q, rank = cfg.rollout.questions_per_step, self.accelerator.process_index
+                chunk = self.order.take(q * self.accelerator.num_processes)
+                items = [train_q[i] for i in chunk[rank * q : (rank + 1) * q]]
+                metrics = self._mean_over_ranks(self.train_step(view, generator, answerer, items, env_cfg))
                 self.step += 1
                 history.append(metrics)
                 if self.step % cfg.log.every == 0:
@@ -308,54 +326,83 @@ class Trainer:
             "snc_credit_nonzero_frac": len(nonzero_credit) / total_steps, **bstats,
             "time_rollout_s": t_rollout, "time_generate_s": r_times["generate_s"], "time_env_s": r_times["env_s"],
             "time_snc_s": t_snc, "time_update_s": t_update, "time_sync_s": t_sync, "time_total_s": total, "snc_share": t_snc / total if total else 0.0,
-            "answerer_calls": float(answerer.calls), "lr": float(self.scheduler.get_last_lr()[0]),
+            "answerer_calls": float(answerer.calls), "processes": float(self.accelerator.num_processes), "lr": float(self.scheduler.get_last_lr()[0]),
         }
 
-    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
-        """Clipped-surrogate updates over one rollout batch.
+    def _max_over_ranks(self, values: list[int]) -> list[int]:
+        """Element-wise max of an equal-length int list across processes (identity when single-process)."""
+        if self.accelerator.num_processes == 1:
+            return values
+        t = torch.tensor(values, dtype=torch.long, device=self.accelerator.device)
+        return self.accelerator.gather(t).view(self.accelerator.num_processes, -1).max(0).values.tolist()
 
-        The batch is cut into mini-batches (one optimiser step each), each cut into micro-batches whose
-        gradients accumulate with weights = their share of the mini-batch's policy tokens, so the step equals
-        a token-mean over the whole mini-batch. π_old log-probs are needed only where the weights have already
-        moved: rows of the first mini-batch of the first epoch take them from their own (detached) forward,
-        which is exact on-policy and saves a forward pass; later rows are scored before the first step.
+    def _plan(self, n: int) -> list[list[slice]]:
+        """Mini-batches (one optimiser step each) as lists of micro-batch row slices.
+
+        Ranks hold different numbers of sequences (rollouts differ in turns), but DDP/FSDP forwards and
+        backwards are collective: every rank must run the same number of steps and micro-batches. So the
+        counts are the max over ranks; rows are split near-evenly, and a rank with fewer rows gets empty
+        slices, which :meth:`_update` runs as zero-weight passes.
+        """
+        cfg = self.config.optim
+        mini = max(1, cfg.mini_batch_sequences)
+        micro = max(1, cfg.micro_batch_sequences or mini)
+        k = self._max_over_ranks([math.ceil(n / mini)])[0]
+        bounds = [round(i * n / k) for i in range(k + 1)]
+        chunks = list(zip(bounds[:-1], bounds[1:]))
+        counts = self._max_over_ranks([max(1, math.ceil((b - a) / min(micro, mini))) for a, b in chunks])
+        plan = []
+        for (a, b), m in zip(chunks, counts):
+            size = max(1, math.ceil((b - a) / m))
+            plan.append([slice(min(a + j * size, b), min(a + (j + 1) * size, b)) for j in range(m)])
+        return plan
+
+    def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Clipped-surrogate updates over one rollout batch (see :meth:`_plan` for how it is cut).
+
+        Micro-batch gradients accumulate with weights = their share of the mini-batch's policy tokens, so a
+        step equals a token-mean over the whole mini-batch. π_old log-probs are only needed where the weights
+        have already moved: in the first epoch, rows of the first mini-batch take them from their own
+        (detached) forward, which is exact on-policy and saves a pass; later rows are scored before the first step.
         """
         cfg = self.config.optim
         n = batch["input_ids"].shape[0]
-        mini = max(1, min(cfg.mini_batch_sequences, n))
-        micro = max(1, min(cfg.micro_batch_sequences or mini, mini))
-        start = mini if cfg.ppo_epochs == 1 else 0  # rows before `start` take π_old from their own first forward
+        plan = self._plan(n)
+        micro = max((s.stop - s.start for mb in plan for s in mb), default=1) or 1
+        scorer = self.accelerator.unwrap_model(self.model)  # no-grad passes need no collectives
+        start = plan[0][-1].stop if cfg.ppo_epochs == 1 else 0
         old = torch.zeros_like(batch["loss_mask"])
         if start < n:
-            old[start:] = self._logprobs(self.model, batch, micro, start=start)
+            old[start:] = self._logprobs(scorer, batch, micro, start=start)
         have_old = torch.arange(n) >= start
         ref = self._logprobs(self.reference, batch, micro) if cfg.kl_coef else None
-        stats: dict[str, list[float]] = {k: [] for k in ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac", "grad_norm")}
+        keys = ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")
+        stats: dict[str, list[float]] = {k: [] for k in (*keys, "grad_norm")}
         self.model.train()
         for _ in range(cfg.ppo_epochs):
-            for s0 in range(0, n, mini):
-                rows = range(s0, min(n, s0 + mini))
-                tokens = float(batch["loss_mask"][s0 : rows.stop].sum().clamp_min(1.0))
-                acc = {k: 0.0 for k in ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")}
-                for m0 in range(s0, rows.stop, micro):
-                    sl = slice(m0, min(rows.stop, m0 + micro))
+            for slices in plan:
+                tokens = float(sum(batch["loss_mask"][sl].sum() for sl in slices)) or 1.0
+                acc = dict.fromkeys(keys, 0.0)
+                for j, sl in enumerate(slices):
+                    empty = sl.stop <= sl.start
+                    rows = slice(0, 1) if empty else sl  # an empty slice still joins the collective, at weight 0
                     # DDP/FSDP: all-reduce gradients once per optimiser step, not once per micro-batch
-                    sync = contextlib.nullcontext() if sl.stop >= rows.stop else self.accelerator.no_sync(self.model)
+                    sync = contextlib.nullcontext() if j == len(slices) - 1 else self.accelerator.no_sync(self.model)
                     with sync:
-                        logp = tail_logprobs(self.model, batch, sl)
-                        if not bool(have_old[sl].all()):  # exact on-policy: π_old = π_θ before this step
-                            old[sl] = logp.detach()
-                            have_old[sl] = True
-                        out = policy_loss(logp, old[sl], batch["advantages"][sl], batch["loss_mask"][sl],
-                                          ref_logp=ref[sl] if ref is not None else None, clip_eps=cfg.clip_eps,
+                        logp = tail_logprobs(self.model, batch, rows)
+                        if not empty and not bool(have_old[rows].all()):  # exact on-policy: π_old = π_θ before this step
+                            old[rows] = logp.detach()
+                            have_old[rows] = True
+                        out = policy_loss(logp, old[rows], batch["advantages"][rows], batch["loss_mask"][rows],
+                                          ref_logp=ref[rows] if ref is not None else None, clip_eps=cfg.clip_eps,
                                           clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
-                        share = float(batch["loss_mask"][sl].sum()) / tokens
+                        share = 0.0 if empty else float(batch["loss_mask"][rows].sum()) / tokens
                         self.accelerator.backward(out.loss * share)
                     for k in acc:
                         acc[k] += float(getattr(out, k).detach()) * share
                 norm = self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 norm_f = float(norm) if norm is not None else 0.0
-                if not math.isfinite(norm_f) or not math.isfinite(acc["loss"]):
+                if not math.isfinite(norm_f):  # the norm is global, so every rank skips together
                     self.skipped_batches += 1  # reject the batch before the optimiser sees it
                     self.optimizer.zero_grad(set_to_none=True)
                     continue
