@@ -7,6 +7,7 @@ context + same alias -> same score), and log-probabilities are clamped before ex
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import torch
@@ -16,14 +17,17 @@ LOGP_FLOOR = -30.0  # clamp: keeps exp() finite and gains comparable
 
 class FrozenAnswerer:
     def __init__(self, forward: Callable[..., Any], tokenizer: Any, prompt_fn: Callable[[str, list[tuple[str, str]]], str], *,
-                 max_aliases: int = 3, batch_size: int = 8, max_context_tokens: int = 2048):
+                 max_aliases: int = 3, batch_size: int = 8, max_context_tokens: int = 2048, cache_size: int = 200_000):
         self.forward = forward  # callable(**inputs) -> output with .logits, no grad
         self.tokenizer = tokenizer
         self.prompt_fn = prompt_fn
         self.max_aliases = max_aliases
         self.batch_size = batch_size
         self.max_context_tokens = max_context_tokens
-        self._cache: dict[tuple, float] = {}
+        # g is a function of frozen weights, so a score stays valid across steps: revisited questions and
+        # re-reached contexts cost nothing. LRU-bounded to ``cache_size`` entries.
+        self._cache: OrderedDict[tuple, float] = OrderedDict()
+        self.cache_size = cache_size
         self.calls = 0
         self.seconds = 0.0
 
@@ -37,11 +41,16 @@ class FrozenAnswerer:
         """requests: (question, context key, evidence [(title, text)], aliases) -> g values in [0, 1]."""
         out: list[float | None] = [None] * len(requests)
         todo: list[tuple[int, str, str, tuple]] = []
+        first: dict[tuple, int] = {}  # cache key -> the request that scores it (duplicates copy its value)
         for i, (question, key, evidence, aliases) in enumerate(requests):
             cache_key = (question, key)
             if cache_key in self._cache:
+                self._cache.move_to_end(cache_key)
                 out[i] = self._cache[cache_key]
                 continue
+            if cache_key in first:
+                continue
+            first[cache_key] = i
             for alias in list(dict.fromkeys(a for a in aliases if a))[: self.max_aliases]:
                 prompt, answer = self._texts(question, evidence, alias)
                 todo.append((i, prompt, answer, cache_key))
@@ -57,6 +66,11 @@ class FrozenAnswerer:
             for i, s in best.items():
                 out[i] = s
                 self._cache[keys[i]] = s
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        for i, (question, key, _, _) in enumerate(requests):  # in-batch duplicates of a freshly scored context
+            if out[i] is None and (question, key) in first:
+                out[i] = out[first[(question, key)]]
         return [0.0 if v is None else v for v in out]
 
     @torch.no_grad()
