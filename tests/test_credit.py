@@ -107,3 +107,10 @@ def test_token_placement_and_normalisation():
     assert tiny.scale == 5e-4 and max(abs(v) for v in tiny.values[0]) <= 5.0  # floor and clip
     big = normalise_token_credits([[100.0] + [1.0] * 30])  # 100 is ~5.5 std away -> clipped
     assert max(big.values[0]) == 5.0 and big.values[0][1] == pytest.approx(1.0 / big.scale)
+
+
+def test_scale_can_come_from_the_whole_multi_process_batch():
+    local = [[0.6, 0.0, -0.3]]
+    pooled = normalise_token_credits(local, pool=[0.6, -0.3, 2.0, -2.0])  # other ranks' credits widen the std
+    assert pooled.scale > normalise_token_credits(local).scale
+    assert pooled.values[0][0] == pytest.approx(0.6 / pooled.scale)

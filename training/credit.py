@@ -147,10 +147,12 @@ def place_on_tokens(step_credits: Sequence[float], step_spans: Sequence[tuple[in
     return out
 
 
-def normalise_token_credits(sequences: Sequence[Sequence[float]], s_min: float = 5e-4, clip: float = 5.0) -> TokenCredit:
+def normalise_token_credits(sequences: Sequence[Sequence[float]], s_min: float = 5e-4, clip: float = 5.0,
+                            pool: Sequence[float] | None = None) -> TokenCredit:
     """Divide by the std of the nonzero token credits of the whole batch (floored at s_min; no mean
-    subtraction, so signs survive) and clip to [-clip, clip]."""
-    nonzero = [v for seq in sequences for v in seq if v != 0.0]
+    subtraction, so signs survive) and clip to [-clip, clip]. ``pool``: the nonzero credits the std is taken
+    over when the batch is larger than ``sequences`` (multi-process: every rank's credits)."""
+    nonzero = list(pool) if pool is not None else [v for seq in sequences for v in seq if v != 0.0]
     if len(nonzero) >= 2:
         mean = sum(nonzero) / len(nonzero)
         std = (sum((v - mean) ** 2 for v in nonzero) / len(nonzero)) ** 0.5

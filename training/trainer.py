@@ -91,9 +91,10 @@ class DataOrder:
 
 
 def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tensor, step_credits: list[list[float]], lam: float,
-                credit_cfg: Any) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+                credit_cfg: Any, gather: Any = None) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
     """Sequences + token advantages. Step sequences carry A_out + λ·A_SNC on their policy tokens; the answer
-    sequence carries A_out only; environment tokens carry nothing."""
+    sequence carries A_out only; environment tokens carry nothing. ``gather``: list -> the concatenation of that
+    list over all processes, so the SNC scale is global to the whole batch (None when single-process)."""
     seqs, owners, steps = [], [], []
     for r_i, ro in enumerate(rollouts):
         for seq, t in ro.sequences(tokenizer):
@@ -104,7 +105,9 @@ def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tens
     for seq, r_i, t in zip(seqs, owners, steps):
         value = step_credits[r_i][t] if t is not None and t < len(step_credits[r_i]) else 0.0
         raw_credit.append([value if m else 0.0 for m in seq.loss_mask])
-    norm = normalise_token_credits(raw_credit, s_min=credit_cfg.scale_floor, clip=credit_cfg.clip)
+    local = [v for vals in raw_credit for v in vals if v != 0.0]
+    norm = normalise_token_credits(raw_credit, s_min=credit_cfg.scale_floor, clip=credit_cfg.clip,
+                                   pool=gather(local) if gather is not None else None)
     batch = pad_batch(seqs, tokenizer.pad_token_id)
     length = batch["input_ids"].shape[1]
     snc = torch.zeros_like(batch["loss_mask"])
@@ -192,6 +195,11 @@ class Trainer:
         per_rank = gather_object([metrics])
         keys = sorted({k for m in per_rank for k in m})
         return {k: sum(float(m.get(k, 0.0)) for m in per_rank) / len(per_rank) for k in keys}
+
+    def _concat_over_ranks(self, values: list[float]) -> list[float]:
+        from accelerate.utils import gather_object
+
+        return [v for part in gather_object([values]) for v in part]
 
     def _make_generator(self, policy: Any) -> Any:
         """transformers: sample with the policy itself; vllm: a colocated engine synced after every update."""
@@ -295,7 +303,8 @@ class Trainer:
             keep = [i for i in keep if float(adv_out[i]) != 0.0] or keep
         kept = [rollouts[i] for i in keep]
         batch, bstats = build_batch(kept, self.tokenizer, adv_out[torch.tensor(keep)], [credits[i] for i in keep],
-                                    cfg.credit.lam, cfg.credit)
+                                    cfg.credit.lam, cfg.credit,
+                                    gather=self._concat_over_ranks if self.accelerator.num_processes > 1 else None)
         t2 = time.perf_counter()
         upd = self._update(batch)
         t_update = time.perf_counter() - t2
