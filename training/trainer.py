@@ -212,8 +212,13 @@ class Trainer:
             raise ConfigError("rollout.generator vllm runs single-process for now (one colocated engine); "
                               "launch with one process, or use rollout.generator transformers for multi-process runs")
         source = export_for_engine(policy, self.tokenizer, self.out / "vllm-init")
+        # the engine's context must fit the model: prompt budget + the longest reply <= max positions
+        new_tokens = max(r.max_action_tokens, r.max_answer_tokens)
+        limit = getattr(getattr(policy, "config", None), "max_position_embeddings", None) or r.max_prompt_tokens + new_tokens
+        prompt_budget = min(r.max_prompt_tokens, limit - new_tokens)
+        engine = {"max_model_len": prompt_budget + new_tokens, **r.vllm}
         return VLLMGenerator(source, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
-                             max_prompt_tokens=r.max_prompt_tokens, seed=self.config.seed, **r.vllm)
+                             max_prompt_tokens=prompt_budget, seed=self.config.seed, **engine)
 
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:

@@ -91,12 +91,13 @@ class VLLMGenerator:
         self.syncs = 0
         self.tokens = 0
         engine_kwargs.setdefault("seed", seed)
-        engine_kwargs.setdefault("max_model_len", max_prompt_tokens + 64)
+        engine_kwargs.setdefault("max_model_len", max_prompt_tokens + 64)  # the trainer passes the exact need
         try:
             self.llm = LLM(model=model_path, tokenizer=model_path, **engine_kwargs)
-        except Exception as exc:  # noqa: BLE001 - vLLM raises many types; report one line
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"vLLM cannot start an engine for {model_path}: {first}") from exc
+        except Exception as exc:  # noqa: BLE001 - vLLM raises many types; report the gist on one line
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            gist = " / ".join(lines[:3])[:400] if lines else type(exc).__name__  # pydantic puts the cause on line 2+
+            raise ConfigError(f"vLLM cannot start an engine for {model_path}: {gist}") from exc
 
     # -- generation -------------------------------------------------------------------------
     def __call__(self, user_texts: Sequence[str], max_new_tokens: int, greedy: bool = False,
