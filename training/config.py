@@ -66,6 +66,8 @@ class RolloutConfig:
                         "enforce_eager, ...); the engine's seed is the run's seed")
     env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap, lookup_cap, ...; max_turns comes from max_turns)")
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
+    interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: free-text replies resolved "
+                                "to the closest feasible move; logs D_query; give it max_action_tokens ~32)")
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,10 @@ def _validate(c: TrainConfig, where: str) -> None:
         raise ConfigError(f"{where}: group_size, questions_per_step and steps must be >= 1")
     if c.rollout.generator not in ("transformers", "vllm"):
         raise ConfigError(f"{where}: rollout.generator {c.rollout.generator!r} unknown; available: transformers, vllm")
+    if c.rollout.interface not in ("menu", "free-query"):
+        raise ConfigError(f"{where}: rollout.interface {c.rollout.interface!r} unknown; available: menu, free-query")
+    if c.rollout.interface == "free-query" and c.rollout.constrain_actions:
+        raise ConfigError(f"{where}: rollout.constrain_actions needs the menu interface (free-query replies have no ids)")
     if c.rollout.vllm and c.rollout.generator != "vllm":
         raise ConfigError(f"{where}: rollout.vllm settings are given but rollout.generator is {c.rollout.generator!r}")
     if not c.data.graph_dir:

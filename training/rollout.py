@@ -24,12 +24,18 @@ from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_sequence, render_prompt
 
 
-def policy_user_text(observation: str, error: str | None = None, first: bool = False) -> str:
-    """Markov prompt: the policy instruction + the event-conditioned current observation."""
+INTERFACES = ("menu", "free-query")
+
+
+def policy_user_text(observation: str, error: str | None = None, first: bool = False, interface: str = "menu") -> str:
+    """Markov prompt: the policy instruction (menu ids, or free text for the free-query arm) + the
+    event-conditioned current observation."""
     from harness_g.agent import prompts
+    from harness_g.agent.free_query import free_query_header
 
     event = "invalid" if error else ("start" if first else "ok")
-    return prompts.policy_instruction() + "\n\n" + prompts.environment_response(observation, event, error)
+    header = prompts.policy_instruction() if interface == "menu" else free_query_header()
+    return header + "\n\n" + prompts.environment_response(observation, event, error)
 
 
 def answer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
@@ -56,6 +62,11 @@ class Rollout:
     reward: float = 0.0  # max token F1 over aliases
     em: float = 0.0
     response_tokens: int = 0
+
+    @property
+    def queries(self) -> list[str]:
+        """The free-text strings the policy wrote (free-query arm; empty on the menu arm)."""
+        return list(self.trajectory.meta.get("queries", [])) if self.trajectory is not None else []
 
     def sequences(self, tokenizer: Any) -> list[tuple[TrainSequence, int | None]]:
         """(sequence, step index or None for the answer) for every policy generation of this rollout."""
@@ -106,20 +117,36 @@ class Generator:
 
 def collect_rollouts(view: GraphView, generator: Generator, items: Sequence[QAItem], group_size: int, env_config: EnvConfig,
                      *, max_action_tokens: int, max_answer_tokens: int, greedy: bool = False,
-                     constrain_actions: bool = False) -> tuple[list[Rollout], dict[str, float]]:
-    """Play ``group_size`` rollouts of every item through one BatchedMenuEnv; returns rollouts and timings."""
+                     constrain_actions: bool = False, interface: str = "menu") -> tuple[list[Rollout], dict[str, float]]:
+    """Play ``group_size`` rollouts of every item through one BatchedMenuEnv; returns rollouts and timings.
+
+    ``interface="free-query"``: the transition-matched free-query arm — each MenuEnv is seen through a
+    :class:`FreeQueryEnv` (no ids in the observation; the reply is free text resolved to the closest feasible
+    target), so transitions, previews and SNC are the menu arm's and only the naming of a move differs.
+    """
+    from harness_g.agent.free_query import FreeQueryEnv
+
+    if interface not in INTERFACES:
+        raise ValueError(f"unknown interface {interface!r}; expected one of {', '.join(INTERFACES)}")
+    free = interface == "free-query"
     expanded = [(item, g) for g, item in enumerate(items) for _ in range(group_size)]
     benv = BatchedMenuEnv(view, len(expanded), env_config, record_previews=True)
+    fenvs = [FreeQueryEnv(e) for e in benv.envs] if free else []
     t_env = time.perf_counter()
-    observations = benv.reset([it for it, _ in expanded])
+    if free:
+        view.encode(list(dict.fromkeys(it.question for it, _ in expanded)))  # one encoder call for the batch
+        observations = [fe.reset(it) for fe, (it, _) in zip(fenvs, expanded)]
+    else:
+        observations = benv.reset([it for it, _ in expanded])
     env_s = time.perf_counter() - t_env
     rollouts = [Rollout(item=it, group=g, trajectory=None) for it, g in expanded]  # type: ignore[arg-type]
     errors: list[str | None] = [None] * len(expanded)
     gen_s0 = generator.seconds
     while not benv.all_done:
         active = [i for i, e in enumerate(benv.envs) if not e.done]
-        texts = [policy_user_text(observations[i], errors[i], first=not rollouts[i].step_prompts) for i in active]
-        allowed = [list(benv.envs[i].menu.by_id) for i in active] if constrain_actions else None  # type: ignore[union-attr]
+        texts = [policy_user_text(observations[i], errors[i], first=not rollouts[i].step_prompts, interface=interface)
+                 for i in active]
+        allowed = [list(benv.envs[i].menu.by_id) for i in active] if constrain_actions and not free else None  # type: ignore[union-attr]
         replies = generator(texts, max_action_tokens, greedy=greedy, allowed=allowed)
         step_replies: list[str | None] = [None] * len(expanded)
         for i, text, reply in zip(active, texts, replies):
@@ -127,16 +154,20 @@ def collect_rollouts(view: GraphView, generator: Generator, items: Sequence[QAIt
             rollouts[i].step_replies.append(reply)
             step_replies[i] = reply
         t_env = time.perf_counter()
-        results = benv.step(step_replies)
+        if free:
+            results = [None if step_replies[i] is None else fenvs[i].step(step_replies[i] or "") for i in range(len(expanded))]
+        else:
+            results = benv.step(step_replies)
         env_s += time.perf_counter() - t_env
         for i in active:
             r = results[i]
             assert r is not None
             observations[i] = r.observation
             errors[i] = r.error
-    answer_texts = [answer_user_text(ro.item.question, env.committed_texts()) for ro, env in zip(rollouts, benv.envs)]
+    finals = fenvs if free else benv.envs
+    answer_texts = [answer_user_text(ro.item.question, env.committed_texts()) for ro, env in zip(rollouts, finals)]
     answers = generator(answer_texts, max_answer_tokens, greedy=greedy)
-    for ro, env, text, answer in zip(rollouts, benv.envs, answer_texts, answers):
+    for ro, env, text, answer in zip(rollouts, finals, answer_texts, answers):
         ro.answer_prompt, ro.answer = text, answer
         ro.trajectory = env.finish(answer)
         ro.reward = token_f1(answer, list(ro.item.answers)) if ro.item.answers else 0.0

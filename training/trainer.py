@@ -286,7 +286,7 @@ class Trainer:
         rollouts, r_times = collect_rollouts(view, generator, items, cfg.rollout.group_size, env_cfg,
                                              max_action_tokens=cfg.rollout.max_action_tokens,
                                              max_answer_tokens=cfg.rollout.max_answer_tokens,
-                                             constrain_actions=cfg.rollout.constrain_actions)
+                                             constrain_actions=cfg.rollout.constrain_actions, interface=cfg.rollout.interface)
         t_rollout = time.perf_counter() - t0
         rewards = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
         groups = torch.tensor([r.group for r in rollouts])
@@ -315,9 +315,12 @@ class Trainer:
         t_update = time.perf_counter() - t2
         t_sync = generator.sync(self.accelerator.unwrap_model(self.model)) if hasattr(generator, "sync") else 0.0
 
+        group_ids = sorted(set(int(x) for x in groups))
+        free = cfg.rollout.interface == "free-query"
         equiv = group_diagnostics([[frozenset(r.trajectory.steps[-1].observed_before + r.trajectory.committed) if r.trajectory.steps
                                     else frozenset(r.trajectory.initial_visible) for r in rollouts if r.group == g]
-                                   for g in sorted(set(int(x) for x in groups))], threshold=cfg.credit.equivalence_jaccard)
+                                   for g in group_ids], threshold=cfg.credit.equivalence_jaccard,
+                                  queries=[[q for r in rollouts if r.group == g for q in r.queries] for g in group_ids] if free else None)
         steps_taken = [len(r.trajectory.steps) for r in rollouts]
         invalid = sum(r.trajectory.invalid_turns for r in rollouts)
         action_counts: dict[str, int] = {}
@@ -332,7 +335,7 @@ class Trainer:
         return {
             "reward_f1": float(rewards.mean()), "em": float(sum(r.em for r in rollouts) / len(rollouts)),
             **upd, "zero_adv_frac": zstats.zero, "zero_adv_all_wrong": zstats.all_wrong, "zero_adv_all_correct": zstats.all_correct,
-            "d_ret": equiv.d_ret, "mean_n_eq": equiv.mean_n_eq,
+            "d_ret": equiv.d_ret, "mean_n_eq": equiv.mean_n_eq, **({"d_query": equiv.d_query} if free else {}),
             "turns": sum(steps_taken) / len(steps_taken), "invalid_action_frac": invalid / total_steps,
             **{f"action_frac_{k}": v / total_steps for k, v in sorted(action_counts.items())},
             "response_tokens": response_tokens,
@@ -441,7 +444,7 @@ class Trainer:
                 continue
             rollouts, _ = collect_rollouts(view, generator, items, 1, env_cfg, max_action_tokens=cfg.rollout.max_action_tokens,
                                            max_answer_tokens=cfg.rollout.max_answer_tokens, greedy=True,
-                                           constrain_actions=cfg.rollout.constrain_actions)
+                                           constrain_actions=cfg.rollout.constrain_actions, interface=cfg.rollout.interface)
             row = {"tag": tag, "step": self.step, "split": split, "questions": len(items),
                    "f1": sum(r.reward for r in rollouts) / len(rollouts), "em": sum(r.em for r in rollouts) / len(rollouts),
                    "turns": sum(len(r.trajectory.steps) for r in rollouts) / len(rollouts),
@@ -458,7 +461,8 @@ class Trainer:
             for r in rollouts:
                 fh.write(json.dumps({"step": self.step + 1, "question": r.item.question, "answers": list(r.item.answers),
                                      "answer": r.answer, "reward": r.reward,
-                                     "actions": [(s.reply, s.action_type, s.error) for s in r.trajectory.steps]}) + "\n")
+                                     "actions": [(s.reply, s.action_type, s.error) for s in r.trajectory.steps],
+                                     **({"queries": r.queries} if r.queries else {})}) + "\n")
 
 
 def train(config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
