@@ -16,12 +16,12 @@ PANELS: list[tuple[str, list[str]]] = [
     ("KL to the reference (k3)", ["kl"]),
     ("Gradient norm", ["grad_norm"]),
     ("Zero-advantage groups", ["zero_adv_frac", "zero_adv_all_wrong", "zero_adv_all_correct"]),
-    ("Retrieval-equivalence: D_ret and mean N_eq", ["d_ret", "mean_n_eq"]),
+    ("Retrieval-equivalence: D_query (free-query arm), D_ret, mean N_eq", ["d_query", "d_ret", "mean_n_eq"]),
     ("Clip fractions", ["clip_frac", "dual_clip_frac"]),
     ("SNC credit: nonzero step fraction, mean", ["snc_credit_nonzero_frac", "snc_credit_mean"]),
     ("Turns and invalid-action fraction", ["turns", "invalid_action_frac"]),
     ("Response tokens per rollout", ["response_tokens"]),
-    ("Time per step (s)", ["time_generate_s", "time_env_s", "time_snc_s", "time_update_s", "time_total_s"]),
+    ("Time per step (s)", ["time_generate_s", "time_env_s", "time_snc_s", "time_update_s", "time_sync_s", "time_total_s"]),
     ("SNC share of step time", ["snc_share"]),
 ]
 
