@@ -114,6 +114,7 @@ def test_two_process_ddp_run_shards_questions(tmp_path):
                            "-m", "harness_g.training", "--config", str(cfg), "--output-dir", str(tmp_path / "run"), "-q"],
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("last step:") == 1  # one summary per run, from the main process
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and all(r["processes"] == 2.0 for r in rows)
     state = json.loads((tmp_path / "run" / "checkpoints" / "step-000001" / "trainer_state.json").read_text())

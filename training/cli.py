@@ -39,6 +39,10 @@ def run_train(args: argparse.Namespace) -> int:
     from harness_g.training.trainer import train
 
     result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
+    from accelerate import PartialState
+
+    if not PartialState().is_main_process:  # one summary per run, not one per rank
+        return 0
     print(json.dumps({k: v for k, v in result.items() if k != "last"}, indent=2))
     last = result.get("last", {})
     keys = ("reward_f1", "em", "loss", "kl", "grad_norm", "turns", "invalid_action_frac", "snc_share", "time_total_s")
