@@ -125,6 +125,23 @@ def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tens
     return batch, stats
 
 
+def _check_backend(accelerator: Any, config: TrainConfig) -> None:
+    """Refuse launch backends whose semantics the update loop does not honour (rather than fail mid-step)."""
+    from accelerate.utils import DistributedType
+
+    kind = accelerator.distributed_type
+    if kind == DistributedType.FSDP:
+        # rollouts, π_old and the reference/answerer run the policy outside the wrapped forward, which needs the
+        # full weights on every rank; gathering sharded weights for them is not wired yet
+        raise ConfigError("FSDP is not supported yet (rollouts need the full policy weights on every rank); launch with "
+                          "training/configs/accelerate/ddp.yaml or deepspeed_zero2.yaml")
+    mini, micro = config.optim.mini_batch_sequences, config.optim.micro_batch_sequences
+    if kind == DistributedType.DEEPSPEED and micro and micro < mini:
+        # DeepSpeed steps inside backward(), so accumulation across our micro-batches would step per micro-batch
+        raise ConfigError("with DeepSpeed set optim.micro_batch_sequences = 0 (DeepSpeed steps inside backward; "
+                          "use its own gradient accumulation for memory)")
+
+
 class Trainer:
     def __init__(self, config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True):
         from accelerate import Accelerator
@@ -137,6 +154,7 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         self.accelerator = Accelerator()
+        _check_backend(self.accelerator, config)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
         set_seed(config.seed, device_specific=True)  # rank r samples with seed + r (identical when single-process)
