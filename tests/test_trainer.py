@@ -120,6 +120,14 @@ def test_two_process_ddp_run_shards_questions(tmp_path):
     state = json.loads((tmp_path / "run" / "checkpoints" / "step-000001" / "trainer_state.json").read_text())
     assert state["epoch"] * 4 + state["index"] == 2  # 1 question per rank per step: the shared order moved by 2
 
+    # vLLM rollouts are single-process: a multi-process launch is refused before any engine starts
+    vllm_cfg = tmp_path / "ddp-vllm.yaml"
+    _config(tmp_path, steps=1, **{"rollout.generator": "vllm"}).save(vllm_cfg)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+                           "-m", "harness_g.training", "--config", str(vllm_cfg), "--output-dir", str(tmp_path / "run-vllm"), "-q"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode != 0 and "rollout.generator vllm runs single-process for now" in proc.stderr
+
 
 def test_malformed_config_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
@@ -130,6 +138,8 @@ def test_malformed_config_is_a_clear_error(tmp_path):
         load_config(None, {"data.graph_dir": "x", "credit.scheme": "nope"})
     with pytest.raises(ConfigError, match="rollout.generator 'sglang' unknown; available: transformers, vllm"):
         load_config(None, {"data.graph_dir": "x", "rollout.generator": "sglang"})
+    with pytest.raises(ConfigError, match="rollout.interface 'rag' unknown; available: menu, free-query"):
+        load_config(None, {"data.graph_dir": "x", "rollout.interface": "rag"})
     with pytest.raises(ConfigError, match="rollout.vllm settings are given but rollout.generator is 'transformers'"):
         load_config(None, {"data.graph_dir": "x", "rollout.vllm": {"gpu_memory_utilization": 0.3}})
     with pytest.raises(ConfigError, match="graph_dir is required"):

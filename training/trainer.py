@@ -13,7 +13,6 @@ import json
 import math
 import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +31,6 @@ from harness_g.training.rollout import Generator, Rollout, collect_rollouts
 from harness_g.training.snc_scoring import score_rollouts
 
 STATE_FILE = "trainer_state.json"
-
-
-@dataclass
-class Batch:
-    """Padded training tensors for every policy generation in the step."""
-
-    input_ids: torch.Tensor  # [N, L]
-    attention_mask: torch.Tensor  # [N, L]
-    loss_mask: torch.Tensor  # [N, L] 1 = policy token
-    advantages: torch.Tensor  # [N, L]
-    old_logp: torch.Tensor  # [N, L]
-    ref_logp: torch.Tensor  # [N, L]
 
 
 def _questions(config: TrainConfig, view: Any) -> tuple[list[QAItem], list[QAItem]]:
@@ -92,7 +79,8 @@ class DataOrder:
 
 def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tensor, step_credits: list[list[float]], lam: float,
                 credit_cfg: Any, gather: Any = None) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
-    """Sequences + token advantages. Step sequences carry A_out + λ·A_SNC on their policy tokens; the answer
+    """Sequences + token advantages: input_ids, attention_mask, position_ids, loss_mask (1 = policy token) and
+    advantages, all [N, L] left-padded, plus ``tail``. Step sequences carry A_out + λ·A_SNC on their policy tokens; the answer
     sequence carries A_out only; environment tokens carry nothing. ``gather``: list -> the concatenation of that
     list over all processes, so the SNC scale is global to the whole batch (None when single-process)."""
     seqs, owners, steps = [], [], []
