@@ -75,8 +75,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     store, report = load_graph(args.out, args.store, progress=progress)
     with store:
-        what = "already loaded (no-op)" if report.skipped else f"loaded in {sum(report.seconds.values()):.1f}s"
-        print(f"  store {args.store or 'embedded'}: {what}; indexes: {store.index_state()}")
+        what = "already loaded (no-op)" if report.skipped else f"loaded in {report.seconds.get('total', 0.0):.1f}s"
+        # the store actually used: --store, else the one remembered in GRAPH_DIR/store.json
+        print(f"  store {store.where}: {what}; indexes: {store.index_state()}")
     return 0
 
 
@@ -151,6 +152,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
     steps = " -> ".join(f"{s.action_type} {','.join(s.targets)[:24]}" for s in traj.steps)
     print(f"\n== 4. the LLM-free heuristic policy on it: {steps}\n   answer {traj.answer!r} (gold {item.answers[0]!r})")
     print(f"\nnext: harness-g menu {args.out} \"{item.question}\"   (play it yourself)")
+    return 0
+
+
+def cmd_neo4j(args: argparse.Namespace) -> int:
+    """Start a throwaway local Neo4j 5.26 (Maven Central, no Docker) in the foreground until Ctrl-C / SIGTERM."""
+    import signal
+    import threading
+
+    from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig
+
+    config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=args.password,
+                              heap_mb=args.heap_mb)
+    print("neo4j: starting (first time: Maven fetches Neo4j from Maven Central, ~1 min)", flush=True)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with LocalNeo4j(config, quiet=False) as server:
+            print(f"neo4j: Neo4j {server.version} ready (data is deleted when it stops)")
+            print(f"  bolt     {server.bolt_uri}")
+            print(f"  browser  {server.browser_url}   (connect with "
+                  f"{'user neo4j and your --password' if args.password else 'No authentication'})")
+            print(f"  use it   harness-g build ... --store {server.bolt_uri}"
+                  + ("   (export NEO4J_USER=neo4j NEO4J_PASSWORD=...)" if args.password else ""))
+            print("  stop     Ctrl-C", flush=True)
+            while not stop.wait(0.5):
+                if not server.running:
+                    raise ConfigError("the local Neo4j stopped unexpectedly")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print("neo4j: stopped")
     return 0
 
 
@@ -229,6 +260,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question-index", type=int, default=0, help="which slice question to show")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "neo4j",
+        help="start a local Neo4j 5.26 with Neo4j Browser (fetched from Maven Central; needs Java 17 and Maven)",
+        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI and Browser URL, "
+                    "and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
+                    "lives in a temporary directory deleted at stop (re-run `harness-g build --store ...`: the artifact is "
+                    "cached, the load takes seconds). For a database that keeps its data use a Neo4j server "
+                    "(docker/README.md).",
+    )
+    p.add_argument("--bolt-port", type=int, default=7687, help="Bolt port on 127.0.0.1 (0 = any free port; default 7687)")
+    p.add_argument("--http-port", type=int, default=7474, help="HTTP/Browser port on 127.0.0.1 (0 = any free port; default 7474)")
+    p.add_argument("--password", help="enable authentication: password of user neo4j (default: no authentication)")
+    p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB (default 1024)")
+    p.set_defaults(func=cmd_neo4j)
 
     _register_later_commands(sub)
     return parser

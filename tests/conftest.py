@@ -1,25 +1,60 @@
-"""Shared fixtures: a hand-built tiny artifact and one real embedded FalkorDB server per session.
+"""Shared fixtures: a hand-built tiny artifact and real graph databases, FalkorDB and Neo4j.
+
+Every fixture that hands out a store is parametrised over :data:`STORE_KINDS`, so each test that
+touches a store runs once on the embedded FalkorDB and once on a real Neo4j 5.26 (its test id ends
+in ``[falkordb]`` / ``[neo4j]``); the run ends with a line counting the tests per store.
 
 - ``tiny_artifact``   the :mod:`helpers.tiny_artifact` graph (3 paragraphs, 10 sentences, 8 entities),
                       built once per session; read-only.
 - ``falkordb_server`` an :class:`EmbeddedFalkorDB` started once per session (stopped at the end).
                       Give each test its own graph name (``FalkorDBStore.attach(server, graph=...)``)
                       instead of starting servers; tests that stop or kill a server start their own.
-- ``tiny_store``      a FalkorDBStore on ``falkordb_server`` with ``tiny_artifact`` loaded (graph
-                      ``tiny``), shared by the session: use it only for reads.
-- ``scratch_store``   a FalkorDBStore on an empty graph of its own, deleted after the test.
+- ``neo4j_server``    a real Neo4j 5.26 (:class:`LocalNeo4j`: Neo4j's in-process harness, fetched from
+                      Maven Central and cached) started on loopback once per session, on first use;
+                      authentication off.
+- ``neo4j_store``     one :class:`Neo4jStore` on ``neo4j_server``, shared by the session. Neo4j community
+                      has one user database, so the graph in it changes with the tests: fixtures that
+                      need a graph (re)load it on use (a no-op when it is already loaded).
+- ``tiny_store``      ``tiny_artifact`` loaded, per store kind (FalkorDB graph ``tiny``); reads only.
+- ``scratch_store``   an empty graph per store kind, cleared before and after the test.
 """
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from typing import Iterator
 
 import pytest
+from helpers.store_kinds import STORE_KINDS, tag_store
 from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores.base import GraphStore
 from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
 from harness_g.graph.stores.falkordb_store import FalkorDBStore
+from harness_g.graph.stores.local_neo4j import LocalNeo4j
+from harness_g.graph.stores.neo4j_store import Neo4jStore
+
+_STORE_OUTCOMES: Counter[tuple[str, str]] = Counter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    kinds = {value for key, value in report.user_properties if key == "store"}
+    if not kinds:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        for kind in kinds:
+            _STORE_OUTCOMES[(kind, report.outcome)] += 1
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's TerminalReporter
+    if not _STORE_OUTCOMES:
+        return
+    parts = []
+    for kind in STORE_KINDS:
+        counts = {outcome: n for (k, outcome), n in sorted(_STORE_OUTCOMES.items()) if k == kind}
+        parts.append(f"{kind}: " + (", ".join(f"{n} {outcome}" for outcome, n in counts.items()) or "none"))
+    terminalreporter.write_line("tests per graph store -- " + "; ".join(parts))
 
 
 @pytest.fixture(scope="session")
@@ -35,11 +70,42 @@ def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedd
 
 
 @pytest.fixture(scope="session")
-def tiny_store(falkordb_server: EmbeddedFalkorDB, tiny_artifact: Artifact) -> Iterator[FalkorDBStore]:
+def neo4j_server() -> Iterator[LocalNeo4j]:
+    server = LocalNeo4j().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def neo4j_store(neo4j_server: LocalNeo4j) -> Iterator[Neo4jStore]:
+    store = Neo4jStore(neo4j_server.bolt_uri)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def falkordb_tiny_store(falkordb_server: EmbeddedFalkorDB, tiny_artifact: Artifact) -> Iterator[FalkorDBStore]:
     store = FalkorDBStore.attach(falkordb_server, graph="tiny")
     store.load(tiny_artifact, progress=False)
     yield store
     store.close()
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """The store a test runs on; every store fixture depends on it, so a test taking several of them
+    (e.g. ``hotpot_view`` and ``hotpot_dir``) runs once per store, not once per combination."""
+    tag_store(request, request.param)
+    return str(request.param)
+
+
+@pytest.fixture
+def tiny_store(request: pytest.FixtureRequest, store_kind: str, tiny_artifact: Artifact) -> GraphStore:
+    if store_kind == "falkordb":
+        return request.getfixturevalue("falkordb_tiny_store")
+    store: Neo4jStore = request.getfixturevalue("neo4j_store")
+    store.load(tiny_artifact, progress=False)  # no-op unless another test left another graph
+    return store
 
 
 def graph_name_for(node_id: str) -> str:
@@ -48,14 +114,29 @@ def graph_name_for(node_id: str) -> str:
 
 
 @pytest.fixture
-def scratch_store(falkordb_server: EmbeddedFalkorDB, request: pytest.FixtureRequest) -> Iterator[FalkorDBStore]:
-    store = FalkorDBStore.attach(falkordb_server, graph=graph_name_for(request.node.nodeid))
+def scratch_store(request: pytest.FixtureRequest, store_kind: str) -> Iterator[GraphStore]:
+    if store_kind == "falkordb":
+        server = request.getfixturevalue("falkordb_server")
+        store: GraphStore = FalkorDBStore.attach(server, graph=graph_name_for(request.node.nodeid))
+        store.clear()
+        yield store
+        store.clear()
+        store.close()
+        return
+    store = request.getfixturevalue("neo4j_store")
     store.clear()
     yield store
     store.clear()
-    store.close()
-
 
 
 # Session fixtures over a real graph built with the real pipeline (see tests/graph_fixtures.py).
-from graph_fixtures import artifact_copy, hotpot_graph_dir, hotpot_questions, hotpot_view  # noqa: E402,F401
+from graph_fixtures import (  # noqa: E402,F401
+    artifact_copy,
+    falkordb_hotpot_view,
+    hotpot_dir,
+    hotpot_graph_dir,
+    hotpot_questions,
+    hotpot_view,
+    neo4j_hotpot_dir,
+    neo4j_hotpot_view,
+)

@@ -5,7 +5,13 @@ read-only. Set ``HARNESS_G_TEST_GRAPH=DIR`` to keep the graph between sessions w
 
 - ``hotpot_graph_dir``  GRAPH_DIR built from ``tests/data/hotpotqa`` (its embedded server is started
                         by ``hotpot_view`` and reused by in-process and subprocess CLI calls).
-- ``hotpot_view``       one :class:`GraphView` over the loaded graph, shared by the session.
+- ``hotpot_view``       a :class:`GraphView` over the loaded graph, parametrised over both stores
+                        (``[falkordb]``: the embedded store of ``hotpot_graph_dir``; ``[neo4j]``: the
+                        session's Neo4j, the graph re-loaded first if another test replaced it). One
+                        view per store is shared by the session (they share one encoder).
+- ``hotpot_dir``        a GRAPH_DIR for CLI tests, parametrised over both stores: ``[falkordb]`` is
+                        ``hotpot_graph_dir``; ``[neo4j]`` is a copy of its artifact whose ``store.json``
+                        names the session's Neo4j (so every command on it talks to Neo4j).
 - ``hotpot_questions``  the graph's QA items (6 questions with gold sentence ids).
 - ``artifact_copy``     a function copying the artifact (not its store) to a fresh dir, for tests
                         that need a server of their own (killing it, taking its port).
@@ -22,7 +28,7 @@ import pytest
 from harness_g.agent.graph_view import GraphView
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.build import CorpusSpec, build_graph
-from harness_g.graph.load import STORE_FILE, load_graph
+from harness_g.graph.load import STORE_FILE, load_graph, remember_store
 from harness_g.graph.types import QAItem
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -43,12 +49,40 @@ def hotpot_graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def hotpot_view(hotpot_graph_dir: Path) -> Iterator[GraphView]:
+def falkordb_hotpot_view(hotpot_graph_dir: Path) -> Iterator[GraphView]:
     store, _ = load_graph(hotpot_graph_dir, progress=False)
     try:
         yield GraphView(store, Artifact.open(hotpot_graph_dir))
     finally:
         store.close()
+
+
+@pytest.fixture(scope="session")
+def neo4j_hotpot_view(neo4j_store, hotpot_graph_dir: Path, falkordb_hotpot_view: GraphView) -> GraphView:
+    artifact = Artifact.open(hotpot_graph_dir)
+    neo4j_store.load(artifact, progress=False)
+    return GraphView(neo4j_store, artifact, embedder=falkordb_hotpot_view.embedder)
+
+
+@pytest.fixture
+def hotpot_view(request: pytest.FixtureRequest, store_kind: str) -> GraphView:
+    view: GraphView = request.getfixturevalue(f"{store_kind}_hotpot_view")
+    view.store.load(view.artifact, progress=False)  # no-op when loaded (Neo4j: another test may have swapped it)
+    return view
+
+
+@pytest.fixture(scope="session")
+def neo4j_hotpot_dir(neo4j_server, hotpot_graph_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    graph_dir = _copy_artifact(hotpot_graph_dir, tmp_path_factory.mktemp("hotpot-neo4j") / "graph")
+    remember_store(graph_dir, neo4j_server.bolt_uri)
+    return graph_dir
+
+
+@pytest.fixture
+def hotpot_dir(request: pytest.FixtureRequest, store_kind: str) -> Path:
+    view: GraphView = request.getfixturevalue(f"{store_kind}_hotpot_view")  # loaded, embedded server started
+    view.store.load(view.artifact, progress=False)
+    return request.getfixturevalue("hotpot_graph_dir" if store_kind == "falkordb" else "neo4j_hotpot_dir")
 
 
 @pytest.fixture(scope="session")

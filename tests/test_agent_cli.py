@@ -103,13 +103,13 @@ def _first_menus(view, question: str) -> tuple[str, str, str]:
     return select.id, env.menu.actions[-1].id, text
 
 
-def test_menu_command_scripted(hotpot_graph_dir, hotpot_view, hotpot_questions, monkeypatch, capsys, tmp_path: Path) -> None:
+def test_menu_command_scripted(hotpot_dir, hotpot_view, hotpot_questions, monkeypatch, capsys, tmp_path: Path) -> None:
     item = hotpot_questions[0]
     select_id, answer_id, selected_text = _first_menus(hotpot_view, item.question)
     assert answer_id != "A99"
     monkeypatch.setattr("sys.stdin", io.StringIO(f"{select_id}\nA99\n{answer_id}\n1974\n"))
     save = tmp_path / "menu.jsonl"
-    rc = main(["menu", str(hotpot_graph_dir), item.question, "--answer", "1974", "--save", str(save)])
+    rc = main(["menu", str(hotpot_dir), item.question, "--answer", "1974", "--save", str(save)])
     out = capsys.readouterr().out
     assert rc == 0
     assert "[Step 1/6]" in out and f"{select_id} = SELECT S0" in out
@@ -125,11 +125,11 @@ def test_menu_command_scripted(hotpot_graph_dir, hotpot_view, hotpot_questions, 
     assert traj.answer == "1974" and traj.turns == 3 and traj.invalid_turns == 1 and traj.question == item.question
 
 
-def test_menu_command_subprocess_pipe(hotpot_graph_dir, hotpot_view, hotpot_questions) -> None:
+def test_menu_command_subprocess_pipe(hotpot_dir, hotpot_view, hotpot_questions) -> None:
     """The real entry point with a piped stdin: one invalid id, then the input ends (EOF -> ANSWER, empty answer)."""
     item = hotpot_questions[0]
     select_id, _, _ = _first_menus(hotpot_view, item.question)
-    proc = subprocess.run([sys.executable, "-m", "harness_g", "menu", str(hotpot_graph_dir), item.question, "--max-turns", "4"],
+    proc = subprocess.run([sys.executable, "-m", "harness_g", "menu", str(hotpot_dir), item.question, "--max-turns", "4"],
                           input=f"{select_id}\nA99\n", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -139,17 +139,17 @@ def test_menu_command_subprocess_pipe(hotpot_graph_dir, hotpot_view, hotpot_ques
     assert "Traceback" not in proc.stderr
 
 
-def test_menu_command_eof(hotpot_graph_dir, hotpot_questions, monkeypatch, capsys) -> None:
+def test_menu_command_eof(hotpot_dir, hotpot_questions, monkeypatch, capsys) -> None:
     item = hotpot_questions[0]
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    rc = main(["menu", str(hotpot_graph_dir), item.question, "--max-turns", "3"])
+    rc = main(["menu", str(hotpot_dir), item.question, "--max-turns", "3"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "[Step 1/3]" in out and "Answer: ''  (ended by ANSWER, 1 turns)" in out
 
 
-def test_ask_command_json(hotpot_graph_dir, capsys) -> None:
-    rc = main(["ask", str(hotpot_graph_dir), ADHOC.question, "--json", "--max-turns", "2", "--answer", ADHOC.answers[1]])
+def test_ask_command_json(hotpot_dir, capsys) -> None:
+    rc = main(["ask", str(hotpot_dir), ADHOC.question, "--json", "--max-turns", "2", "--answer", ADHOC.answers[1]])
     out = capsys.readouterr().out
     assert rc == 0
     data = json.loads(out)
@@ -159,15 +159,15 @@ def test_ask_command_json(hotpot_graph_dir, capsys) -> None:
     assert data["answer"] in ("Peder Lauritz Sørensen", "S. P. L. Sørensen") and M.token_f1(data["answer"], ADHOC.answers) > 0
 
 
-def test_agent_commands_one_line_errors(hotpot_graph_dir, tmp_path: Path, capsys) -> None:
+def test_agent_commands_one_line_errors(hotpot_dir, tmp_path: Path, capsys) -> None:
     bad = tmp_path / "env.yaml"
     bad.write_text("max_turn: 3\n")
-    rc = main(["ask", str(hotpot_graph_dir), "q?", "--env-config", str(bad)])
+    rc = main(["ask", str(hotpot_dir), "q?", "--env-config", str(bad)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "unknown env config field(s): max_turn" in err
-    rc = main(["ask", str(hotpot_graph_dir), "q?", "--max-turns", "0"])
+    rc = main(["ask", str(hotpot_dir), "q?", "--max-turns", "0"])
     err = capsys.readouterr().err
     assert rc == 2 and "max_turns must be >= 1" in err
-    rc = main(["ask", str(hotpot_graph_dir), "q?", "--policy", "nope"])
+    rc = main(["ask", str(hotpot_dir), "q?", "--policy", "nope"])
     err = capsys.readouterr().err
     assert rc == 2 and "unknown policy 'nope'" in err

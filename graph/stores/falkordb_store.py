@@ -25,21 +25,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from harness_g.errors import StoreError
-from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
 from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
-from harness_g.graph.stores.loader import Rows, graph_stats, load_protocol
-from harness_g.graph.stores.queries import load_query, split_statements
-from harness_g.graph.stores.schema import (
-    LOAD_INDEX_TIMEOUT_S,
-    MISSING,
-    RANGE_INDEXES,
-    TIE_MARGIN,
-    VECTOR_INDEX,
-)
+from harness_g.graph.stores.queries import load_query
+from harness_g.graph.stores.schema import MISSING, RANGE_INDEXES, VECTOR_INDEX
 
 DEFAULT_GRAPH = "harness_g"
-READY = "OPERATIONAL"
 #: HNSW candidates per search. FalkorDB's default 10 finds ~half the true top-10 on 10k 384-d vectors;
 #: 400 finds >99.5% on clustered (sentence-like) data and ~91% on isotropic noise for ~1-2 ms more
 EF_RUNTIME = 400
@@ -110,6 +101,8 @@ class FalkorDBStore(GraphStore):
     """A graph named ``graph`` on a FalkorDB server (embedded or remote)."""
 
     dialect = "falkordb"
+    index_ready_state = "OPERATIONAL"
+    index_failed_states = ()  # FalkorDB reports no failed state: an index is OPERATIONAL or UNDER CONSTRUCTION
 
     def __init__(
         self,
@@ -128,7 +121,7 @@ class FalkorDBStore(GraphStore):
         self.address = address
         self.server = server
         self._owns_server = owns_server
-        self._vector_index_seen = False  # cached: db.indexes() on every vector query would double its cost
+        self._vector_index_seen = False
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -196,43 +189,19 @@ class FalkorDBStore(GraphStore):
     def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         return self._rows(self._execute(load_query(name, self.dialect), params, write=False, what=f"query {name!r}"))
 
-    def _write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         return self._rows(self._execute(load_query(name, self.dialect), params, write=True, what=f"write {name!r}"))
-
-    def _write_batch(self, name: str, rows: Rows) -> None:
-        self._write(name, {"rows": rows})
 
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
         result = self._execute(text, params, write=False, what="query")
         rows = [[_plain(v) for v in row] for row in (result.result_set if result is not None else [])]
         return CypherResult(columns=self._columns(result), rows=rows)
 
-    # -- vectors ---------------------------------------------------------------------------------
-    def vector_top_k(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        if k <= 0:
-            return []
-        if not self._vector_index_seen:
-            self._require_vector_index()
-        try:
-            rows = self.query("vector_top_k", {"vector": Float32List(vector), "k": int(k) + TIE_MARGIN})
-        except StoreError:
-            self._vector_index_seen = False
-            self._require_vector_index()  # a dropped index explains itself; anything else re-raises below
-            raise
-        # float32 rounding can put an identical vector a hair above 1: clamp to the cosine range
-        ranked = sorted(((str(r["id"]), max(-1.0, min(1.0, float(r["similarity"])))) for r in rows),
-                        key=lambda p: (-p[1], p[0]))
-        return ranked[:k]
+    @property
+    def where(self) -> str:
+        return f"FalkorDB graph {self.graph_name!r} at {self.address}"
 
-    def _require_vector_index(self) -> None:
-        if self.index_state().get(VECTOR_INDEX, MISSING) == MISSING:
-            raise StoreError(
-                f"vector index on :Sentence(embedding) is missing in FalkorDB graph {self.graph_name!r} at {self.address}; "
-                "load the graph first (harness-g build)"
-            )
-        self._vector_index_seen = True
-
-    # -- indexes ---------------------------------------------------------------------------------
+    # -- vectors and indexes ---------------------------------------------------------------------------------
     def index_state(self) -> dict[str, str]:
         """``paragraph_id``/``sentence_id``/``entity_id``/``entity_name``/``graphmeta_key``/``sentence_embedding``
         -> ``OPERATIONAL`` | ``UNDER CONSTRUCTION`` | ``MISSING``."""
@@ -247,30 +216,16 @@ class FalkorDBStore(GraphStore):
                         states[RANGE_INDEXES.get((label, prop), f"{label.lower()}_{prop}")] = status
         return states
 
-    def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.02
-        while True:
-            states = self.index_state()
-            if states[VECTOR_INDEX] == MISSING:
-                self._require_vector_index()
-            pending = sorted(name for name, state in states.items() if state not in (READY, MISSING))
-            if not pending:
-                self._vector_index_seen = True
-                return
-            if time.monotonic() >= deadline:
-                raise StoreError(f"FalkorDB indexes not ready after {timeout_s:.0f} s: {', '.join(pending)}")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+    def encode_vector(self, vector: np.ndarray) -> Float32List:
+        return Float32List(vector)
 
-    def _ensure_schema(self) -> None:
-        for statement in split_statements(load_query("schema", self.dialect)):
-            self._ddl(statement)
+    def ensure_vector_index(self, dim: int) -> None:
+        # FalkorDB's indexes have no names, so no foreign-named index can shadow ours; a graph of another
+        # dimension is never loaded over (load() clears another artifact's graph, indexes included)
+        self.run_schema(load_query("create_vector_index", self.dialect),
+                        {"dim": int(dim), "ef_construction": EF_CONSTRUCTION, "ef_runtime": EF_RUNTIME})
 
-    def _ensure_vector_index(self, dim: int) -> None:
-        self._ddl(load_query("create_vector_index", self.dialect), {"dim": int(dim), "ef_construction": EF_CONSTRUCTION, "ef_runtime": EF_RUNTIME})
-
-    def _ddl(self, text: str, params: Mapping[str, Any] | None = None) -> None:
+    def run_schema(self, text: str, params: Mapping[str, Any] | None = None) -> None:
         """Run an index statement; re-creating an existing index is fine (FalkorDB has no IF NOT EXISTS)."""
         try:
             self._execute(text, params, write=True, what="schema statement")
@@ -279,23 +234,11 @@ class FalkorDBStore(GraphStore):
                 raise
 
     # -- load ------------------------------------------------------------------------------------
-    def meta(self) -> dict[str, Any] | None:
-        """The GraphMeta row (content_hash, embedding_model, embedding_dim, complete, loaded_at) or None."""
-        rows = self.query("meta_get")
-        return rows[0] if rows else None
-
-    def loaded_hash(self) -> str | None:
-        meta = self.meta()
-        return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
-
-    def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True) -> LoadReport:
-        report = load_protocol(self, artifact, batch_size=batch_size, progress=progress, encode_vector=Float32List,
-                               index_timeout_s=LOAD_INDEX_TIMEOUT_S, where=f"graph {self.graph_name!r}")
-        if not report.skipped and self.server is not None:
+    def _after_load(self, report: LoadReport) -> None:
+        if self.server is not None:
             t = time.perf_counter()
             self.server.save()  # snapshot now, so a crash after the load loses nothing
             report.seconds["save"] = time.perf_counter() - t
-        return report
 
     def clear(self) -> None:
         """Delete the whole graph (nodes, edges, indexes)."""
@@ -309,8 +252,8 @@ class FalkorDBStore(GraphStore):
                 raise StoreError(f"cannot delete FalkorDB graph {self.graph_name!r}: {_one_line(exc)}") from exc
 
     # -- inspection ------------------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        return graph_stats(self, {"backend": "falkordb", "address": self.address, "graph": self.graph_name})
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "falkordb", "address": self.address, "graph": self.graph_name}
 
     def close(self) -> None:
         try:

@@ -1,6 +1,6 @@
 """Store-independent load plan: which named query loads which rows, in which order, in batches.
 
-Both stores feed the same stages through their own ``write(query_name, rows)``; a stage's rows
+Both stores feed the same stages through their own ``write_batch(query_name, rows)``; a stage's rows
 come straight from the artifact's Parquet tables, except NEXT pairs (derived from sentence
 order) and sentence embeddings (joined by row number with ``sentence_embeddings.npy``).
 """
@@ -19,9 +19,8 @@ from tqdm import tqdm
 
 from harness_g.errors import InputError
 from harness_g.graph.artifact import EMBEDDINGS, Artifact
-from harness_g.graph.stores.base import LoadReport
+from harness_g.graph.stores.base import LoadReport, Rows
 
-Rows = list[dict[str, Any]]
 #: at most this many embedding floats per sentence batch (682 rows at dim 384): the text of a larger
 #: batch is parsed more slowly per row (measured on FalkorDB: 500 rows ~1.5-2x the rows/s of 5000)
 SENTENCE_FLOATS_PER_BATCH = 262_144
@@ -67,6 +66,13 @@ def check_embeddings(artifact: Artifact) -> np.ndarray:
             f"embedding dimension {matrix.shape[1]} differs from the manifest's {artifact.embedding_dim}; rebuild the graph",
             where,
         )
+    # both databases' vector indexes silently leave out a NaN/inf vector: refuse the artifact instead
+    finite = np.isfinite(matrix).all(axis=1) if matrix.size else np.ones(0, dtype=bool)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        sid = artifact.table("sentences", columns=["id"]).column("id")[row].as_py()
+        raise InputError(f"row {row} (sentence {sid}) holds NaN or infinity, and {int((~finite).sum())} row(s) in all; "
+                         "rebuild the graph", where)
     return matrix
 
 
@@ -186,11 +192,15 @@ def run_stages(
     batch_size: int,
     progress: bool,
     encode_vector: VectorEncoder,
+    embeddings: np.ndarray | None = None,
 ) -> None:
-    """Send every stage's batches through ``write``; rows and seconds per stage go into ``report``."""
+    """Send every stage's batches through ``write``; rows and seconds per stage go into ``report``.
+
+    ``embeddings`` is the checked ``(n_sentences, dim)`` float32 matrix (read and checked here when None).
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    embeddings = check_embeddings(artifact)
+    embeddings = check_embeddings(artifact) if embeddings is None else embeddings
     pairs = next_pairs(artifact)
     for stage in STAGES:
         started = time.perf_counter()
@@ -230,73 +240,3 @@ def table_counts(artifact: Artifact) -> dict[str, int]:
 
 __all__ = ["STAGES", "Stage", "check_embeddings", "next_pairs", "run_stages", "stage_batches", "table_counts", "utc_now"]
 
-
-def load_protocol(store: Any, artifact: Any, *, batch_size: int, progress: bool, encode_vector: Any,
-                  index_timeout_s: float, where: str) -> Any:
-    """The idempotent load both stores share (FalkorDB and Neo4j differ only in the primitives they pass in).
-
-    skip when this artifact is completely loaded -> clear another artifact's graph -> schema (so every MERGE
-    is an index seek) -> GraphMeta complete=false -> every table stage (MERGE) -> vector index, waited for ->
-    GraphMeta complete=true. An unfinished load of the same artifact is simply resumed: MERGEs converge.
-    ``store`` provides meta(), clear(), _ensure_schema(), _write(name, params), _write_batch,
-    _ensure_vector_index(dim) and wait_for_indexes(timeout).
-    """
-    from harness_g.errors import StoreError
-    from harness_g.graph.stores.base import LoadReport
-
-    report = LoadReport()
-    started = time.perf_counter()
-    meta = store.meta()
-    if meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
-        report.skipped = True
-        return report
-    if meta and meta.get("content_hash") != artifact.content_hash:
-        # a graph holds exactly one artifact: another artifact's nodes (complete or not) go first
-        t = time.perf_counter()
-        store.clear()
-        report.seconds["clear"] = time.perf_counter() - t
-    t = time.perf_counter()
-    store._ensure_schema()
-    report.seconds["schema"] = time.perf_counter() - t
-    store._write("meta_begin", {
-        "content_hash": artifact.content_hash,
-        "embedding_model": artifact.embedding_model,
-        "embedding_dim": artifact.embedding_dim,
-        "loaded_at": utc_now(),
-    })
-    run_stages(artifact, store._write_batch, report, batch_size=batch_size, progress=progress, encode_vector=encode_vector)
-    t = time.perf_counter()
-    # created last: building HNSW over all vectors at once is no slower than inserting into it, and
-    # it keeps the table stages' timings clean (an index building in the background slows every write)
-    store._ensure_vector_index(artifact.embedding_dim)
-    store.wait_for_indexes(index_timeout_s)
-    report.seconds["indexes"] = time.perf_counter() - t
-    if not store._write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": utc_now()}):
-        raise StoreError(f"load of {artifact.content_hash} was superseded by another load of {where}")
-    report.seconds["total"] = time.perf_counter() - started
-    return report
-
-
-def graph_stats(store: Any, identity: dict[str, Any]) -> dict[str, Any]:
-    """Stats both stores report: ``identity`` (backend, address, ...) + node/relationship counts by type,
-    lookup-able entities, index states and the loaded artifact's GraphMeta."""
-    from harness_g.graph.stores.schema import LABELS, REL_TYPES
-
-    nodes = dict.fromkeys(LABELS, 0)
-    nodes.update({str(r["label"]): int(r["count"]) for r in store.query("count_nodes_by_label")})
-    rels = dict.fromkeys(REL_TYPES, 0)
-    rels.update({str(r["type"]): int(r["count"]) for r in store.query("count_relationships_by_type")})
-    lookupable = store.query("count_lookupable_entities")
-    meta = store.meta() or {}
-    return {
-        **identity,
-        "nodes": nodes,
-        "relationships": rels,
-        "lookupable_entities": int(lookupable[0]["count"]) if lookupable else 0,
-        "indexes": store.index_state(),
-        "content_hash": meta.get("content_hash"),
-        "complete": bool(meta.get("complete", False)),
-        "embedding_model": meta.get("embedding_model"),
-        "embedding_dim": meta.get("embedding_dim"),
-        "loaded_at": meta.get("loaded_at"),
-    }

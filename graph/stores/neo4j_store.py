@@ -1,13 +1,15 @@
-"""Neo4j 5 implementation of :class:`GraphStore` (official driver, optional backend).
+"""Neo4j 5 implementation of :class:`GraphStore` (official driver 5.x or 6.x; server 5.23 or newer).
 
-Traversal queries are the same files FalkorDB runs; ``cypher/neo4j/`` overrides schema,
-vector index, ``vector_top_k``, ``load_sentences`` and ``list_indexes``. Named queries and
-free-form ``run_cypher`` run in managed *read* transactions, so Neo4j itself refuses writes;
-loads run batched ``UNWIND $rows`` MERGEs in write transactions.
+Traversal queries are the same files FalkorDB runs; ``cypher/neo4j/`` overrides schema, vector index,
+``vector_top_k``, ``load_sentences``, ``list_indexes`` and the queries whose subqueries need Neo4j's
+variable-scope ``CALL (x) { … }`` (the importing ``WITH`` form is deprecated since 5.23, and FalkorDB
+does not parse the new one). Named queries and free-form ``run_cypher`` run in managed *read*
+transactions, so Neo4j itself refuses writes; loads run batched ``UNWIND $rows`` MERGEs in write
+transactions. Every session shares one bookmark manager, so on a ``neo4j://`` cluster a read always
+sees this store's earlier writes (a freshly created index is never reported missing by a lagging member).
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -16,34 +18,44 @@ from neo4j import exceptions as neo4j_errors
 from neo4j.graph import Node, Path, Relationship
 
 from harness_g.errors import StoreError
-from harness_g.graph.artifact import Artifact
-from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
-from harness_g.graph.stores.loader import Rows, graph_stats, load_protocol, utc_now
-from harness_g.graph.stores.queries import load_query, split_statements
-from harness_g.graph.stores.schema import (
-    LOAD_INDEX_TIMEOUT_S,
-    MISSING,
-    RANGE_INDEXES,
-    TIE_MARGIN,
-    VECTOR_INDEX,
-)
+from harness_g.graph.stores.base import CypherResult, GraphStore
+from harness_g.graph.stores.queries import load_query
+from harness_g.graph.stores.schema import MISSING, RANGE_INDEXES, VECTOR_INDEX
 
-READY = "ONLINE"
 CLEAR_BATCH = 10_000  # nodes per delete transaction
+#: oldest server this store runs on: ``CALL (x) { … }`` subqueries appeared in 5.23 (vector indexes in 5.15)
+MIN_SERVER_VERSION = (5, 23)
 
 #: every named query this store runs (checked against the registry by the dialect test)
 NAMED_QUERIES: tuple[str, ...] = (
-    "schema", "create_vector_index", "drop_vector_index", "list_indexes", "vector_top_k",
+    "schema", "create_vector_index", "drop_index", "list_indexes", "vector_top_k",
     "meta_begin", "meta_complete", "meta_get", "clear_batch",
     "count_nodes_by_label", "count_relationships_by_type", "count_lookupable_entities",
 )
 
-_UNREACHABLE = (
-    neo4j_errors.ServiceUnavailable,
-    neo4j_errors.SessionExpired,
-    neo4j_errors.ConnectionAcquisitionTimeoutError,
-    OSError,
-)
+#: errors meaning "no server to talk to". ConnectionAcquisitionTimeoutError exists only from driver 6.0,
+#: so it is looked up by name: with a 5.x driver the same timeout arrives as a ClientError/DriverError
+_UNREACHABLE: tuple[type[BaseException], ...] = tuple(
+    getattr(neo4j_errors, name)
+    for name in ("ServiceUnavailable", "SessionExpired", "ConnectionAcquisitionTimeoutError")
+    if hasattr(neo4j_errors, name)
+) + (OSError,)
+
+
+#: server notifications the driver would log on every run but that mean nothing here: UNRECOGNIZED is
+#: "label/property does not exist yet" (every query on an empty database, e.g. the first GraphMeta read),
+#: SCHEMA is "index already exists" (each idempotent CREATE … IF NOT EXISTS). DEPRECATION and the rest stay
+#: on, so a query Neo4j deprecates is seen (and failed by the tests) rather than hidden.
+QUIET_NOTIFICATIONS = ("UNRECOGNIZED", "SCHEMA")
+
+
+def _notification_filter() -> dict[str, Any]:
+    """Driver option silencing :data:`QUIET_NOTIFICATIONS` (named "classifications" from driver 6.0, "categories" before)."""
+    import neo4j
+
+    if hasattr(neo4j, "NotificationDisabledClassification"):
+        return {"notifications_disabled_classifications": list(QUIET_NOTIFICATIONS)}
+    return {"notifications_disabled_categories": list(QUIET_NOTIFICATIONS)}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -51,8 +63,20 @@ def _one_line(exc: BaseException) -> str:
 
 
 def f64_param(vec: np.ndarray) -> list[float]:
-    """Embedding as Python floats (the driver packs them as 64-bit floats)."""
-    return np.asarray(vec, dtype=np.float32).astype(np.float64).ravel().tolist()
+    """Embedding as Python floats (the driver packs them as 64-bit floats); NaN/inf refused, as on FalkorDB."""
+    v = np.asarray(vec, dtype=np.float32).astype(np.float64).ravel()
+    if not np.isfinite(v).all():
+        raise StoreError("an embedding contains NaN or infinity")
+    return v.tolist()
+
+
+def parse_server_version(agent: str) -> tuple[int, int]:
+    """``"Neo4j/5.26.30"`` -> ``(5, 26)``; calendar versions (``"Neo4j/2025.06.0"``) -> ``(2025, 6)``."""
+    version = agent.split("/", 1)[-1]
+    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    if len(parts) < 2:
+        raise StoreError(f"cannot read the Neo4j server version from {agent!r}")
+    return parts[0], parts[1]
 
 
 def _plain(value: Any) -> Any:
@@ -77,15 +101,21 @@ class Neo4jStore(GraphStore):
     """A graph in one Neo4j 5 database (``database`` None = the server's default database)."""
 
     dialect = "neo4j"
+    index_ready_state = "ONLINE"
+    _POLL_START_S = 0.05
+    _POLL_MAX_S = 1.0
 
     def __init__(self, uri: str, user: str | None = None, password: str | None = None, database: str | None = None,
                  *, connect_timeout_s: float = 10.0):
         self.uri = uri
         self.database = database
+        self.address = uri if database is None else f"{uri} (database {database})"
         self._vector_index_seen = False
+        self._bookmarks = GraphDatabase.bookmark_manager()
         auth = (user or "neo4j", password or "") if (user or password) else None
         try:
-            self._driver: Driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=connect_timeout_s)
+            self._driver: Driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=connect_timeout_s,
+                                                        **_notification_filter())
         except (neo4j_errors.ConfigurationError, ValueError) as exc:
             raise StoreError(f"invalid Neo4j URI {uri}: {_one_line(exc)}") from exc
         try:
@@ -96,10 +126,21 @@ class Neo4jStore(GraphStore):
         except (*_UNREACHABLE, neo4j_errors.DriverError, neo4j_errors.Neo4jError) as exc:
             self._driver.close()
             raise StoreError(f"cannot reach Neo4j at {uri}: {_one_line(exc)}") from exc
+        self.server_agent = str(self._driver.get_server_info().agent)
+        if parse_server_version(self.server_agent) < MIN_SERVER_VERSION:
+            self._driver.close()
+            raise StoreError(f"harness-g needs Neo4j {'.'.join(map(str, MIN_SERVER_VERSION))} or newer; "
+                             f"{uri} runs {self.server_agent}")
 
     @property
-    def address(self) -> str:
-        return self.uri if self.database is None else f"{self.uri} (database {self.database})"
+    def where(self) -> str:
+        return f"Neo4j at {self.address}"
+
+    def _session(self, access_mode: str | None = None) -> Any:
+        kwargs: dict[str, Any] = {"database": self.database, "bookmark_manager": self._bookmarks}
+        if access_mode is not None:
+            kwargs["default_access_mode"] = access_mode
+        return self._driver.session(**kwargs)
 
     # -- execution -------------------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
@@ -122,7 +163,7 @@ class Neo4jStore(GraphStore):
             return list(result.keys()), [list(record.values()) for record in result]
 
         def run() -> tuple[list[str], list[list[Any]]]:
-            with self._driver.session(database=self.database, default_access_mode=READ_ACCESS) as session:
+            with self._session(READ_ACCESS) as session:
                 if managed:
                     return session.execute_read(work)
                 result = session.run(text, dict(params or {}))
@@ -130,29 +171,26 @@ class Neo4jStore(GraphStore):
 
         return self._call(what, run)
 
-    def _write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         text = load_query(name, self.dialect)
 
         def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(text, dict(params or {}))]
 
         def run() -> list[dict[str, Any]]:
-            with self._driver.session(database=self.database) as session:
+            with self._session() as session:
                 return session.execute_write(work)
 
         return self._call(f"write {name!r}", run)
 
-    def _write_batch(self, name: str, rows: Rows) -> None:
-        self._write(name, {"rows": rows})
-
-    def _auto_commit(self, text: str, params: Mapping[str, Any] | None, what: str) -> None:
+    def run_schema(self, text: str, params: Mapping[str, Any] | None = None) -> None:
         """Schema commands run in their own auto-commit transaction (they cannot share one with writes)."""
 
         def run() -> None:
-            with self._driver.session(database=self.database) as session:
+            with self._session() as session:
                 session.run(text, dict(params or {})).consume()
 
-        self._call(what, run)
+        self._call("schema statement", run)
 
     def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         columns, rows = self._read(load_query(name, self.dialect), params, f"query {name!r}")
@@ -162,88 +200,51 @@ class Neo4jStore(GraphStore):
         columns, rows = self._read(text, params, "query")
         return CypherResult(columns=columns, rows=[[_plain(v) for v in row] for row in rows])
 
-    # -- vectors ---------------------------------------------------------------------------------
-    def vector_top_k(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        if k <= 0:
-            return []
-        if not self._vector_index_seen:
-            self._require_vector_index()
-        try:
-            rows = self.query("vector_top_k", {"vector": f64_param(np.asarray(vector)), "k": int(k) + TIE_MARGIN})
-        except StoreError:
-            self._vector_index_seen = False
-            self._require_vector_index()
-            raise
-        ranked = sorted(((str(r["id"]), max(-1.0, min(1.0, float(r["similarity"])))) for r in rows),
-                        key=lambda p: (-p[1], p[0]))
-        return ranked[:k]
-
-    def _require_vector_index(self) -> None:
-        if self.index_state().get(VECTOR_INDEX, MISSING) == MISSING:
-            raise StoreError(f"vector index {VECTOR_INDEX} is missing in Neo4j at {self.address}; load the graph first (harness-g build)")
-        self._vector_index_seen = True
-
     # -- indexes ---------------------------------------------------------------------------------
+    def _indexes(self) -> list[dict[str, Any]]:
+        columns, rows = self._read(load_query("list_indexes", self.dialect), None, "list_indexes", managed=False)
+        return [dict(zip(columns, values)) for values in rows]
+
     def index_state(self) -> dict[str, str]:
         """Our index names -> ``ONLINE`` | ``POPULATING`` | ``FAILED`` | ``MISSING`` (other indexes are ignored)."""
         states = {name: MISSING for name in sorted([*RANGE_INDEXES.values(), VECTOR_INDEX])}
-        columns, rows = self._read(load_query("list_indexes", self.dialect), None, "list_indexes", managed=False)
-        for row in (dict(zip(columns, values)) for values in rows):
+        for row in self._indexes():
             if row["name"] in states:
                 states[str(row["name"])] = str(row["state"])
         return states
 
-    def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.05
-        while True:
-            states = self.index_state()
-            if states[VECTOR_INDEX] == MISSING:
-                self._require_vector_index()
-            failed = sorted(name for name, state in states.items() if state == "FAILED")
-            if failed:
-                raise StoreError(f"Neo4j index population failed at {self.address}: {', '.join(failed)} (see SHOW INDEXES)")
-            pending = sorted(name for name, state in states.items() if state not in (READY, MISSING))
-            if not pending:
-                self._vector_index_seen = True
-                return
-            if time.monotonic() >= deadline:
-                raise StoreError(f"Neo4j indexes not ONLINE after {timeout_s:.0f} s: {', '.join(pending)}")
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+    def encode_vector(self, vector: np.ndarray) -> list[float]:
+        return f64_param(vector)
 
-    def _ensure_schema(self) -> None:
-        for statement in split_statements(load_query("schema", self.dialect)):
-            self._auto_commit(statement, None, "schema statement")
-
-    def _ensure_vector_index(self, dim: int) -> None:
-        self._auto_commit(load_query("create_vector_index", self.dialect), {"dim": int(dim)}, "create_vector_index")
+    def ensure_vector_index(self, dim: int) -> None:
+        """Create ``sentence_embedding`` (cosine, ``dim``, not quantized); first drop any vector index on
+        Sentence.embedding under another name or with other settings. With one of those in place ``CREATE … IF NOT EXISTS``
+        is a silent no-op (Neo4j allows one vector index per label/property) and ours would never exist."""
+        for row in self._indexes():
+            if row["type"] != "VECTOR" or row["labels"] != ["Sentence"] or row["properties"] != ["embedding"]:
+                continue
+            config = dict((row.get("options") or {}).get("indexConfig") or {})
+            ours = (row["name"] == VECTOR_INDEX and int(config.get("vector.dimensions", -1)) == int(dim)
+                    and config.get("vector.quantization.enabled") is not True
+                    and str(config.get("vector.similarity_function", "")).upper() == "COSINE")
+            if not ours:
+                self.run_schema(load_query("drop_index", self.dialect), {"name": row["name"]})
+        self._vector_index_seen = False
+        self.run_schema(load_query("create_vector_index", self.dialect), {"dim": int(dim)})
 
     # -- load ------------------------------------------------------------------------------------
-    def meta(self) -> dict[str, Any] | None:
-        rows = self.query("meta_get")
-        return rows[0] if rows else None
-
-    def loaded_hash(self) -> str | None:
-        meta = self.meta()
-        return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
-
-    def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True) -> LoadReport:
-        return load_protocol(self, artifact, batch_size=batch_size, progress=progress, encode_vector=f64_param,
-                             index_timeout_s=LOAD_INDEX_TIMEOUT_S, where=self.address)
-
     def clear(self) -> None:
         """Delete every node (in batches) and the vector index (the next artifact may have another dimension)."""
         self._vector_index_seen = False
         while True:
-            rows = self._write("clear_batch", {"limit": CLEAR_BATCH})
+            rows = self.write("clear_batch", {"limit": CLEAR_BATCH})
             if not rows or int(rows[0]["deleted"]) == 0:
                 break
-        self._auto_commit(load_query("drop_vector_index", self.dialect), None, "drop_vector_index")
+        self.run_schema(load_query("drop_index", self.dialect), {"name": VECTOR_INDEX})
 
     # -- inspection ------------------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        return graph_stats(self, {"backend": "neo4j", "address": self.uri, "database": self.database})
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "neo4j", "address": self.uri, "database": self.database, "server": self.server_agent}
 
     def close(self) -> None:
         self._driver.close()

@@ -1,0 +1,230 @@
+"""A real Neo4j 5.26 (the LTS) on loopback, started by harness-g itself: no Docker, no installer.
+
+The server is Neo4j's own in-process test harness (``org.neo4j.test:neo4j-harness``) with the Bolt
+connector and the HTTP server (Neo4j Browser at ``/browser``), launched by the small Maven project in
+``neo4j_launcher/`` (shipped as package data). The first start builds that project with Maven, which
+fetches Neo4j from Maven Central into ``~/.m2`` (about 200 MB, a minute); later starts reuse the
+build cached under ``$HARNESS_G_CACHE/neo4j-launcher/<hash>`` (default ``~/.cache/harness-g``) and take
+10-15 s (JVM start plus database creation).
+
+The database lives in a temporary directory that is deleted when the server stops: it is for tests,
+benchmarks and trying harness-g against Neo4j (``harness-g neo4j``), not for keeping data. Loads are
+idempotent and artifacts are cached in GRAPH_DIR, so re-loading a graph into a fresh server takes
+seconds. The JVM is started with ``--stop-on-stdin-eof``: if the Python process that started it dies,
+its stdin closes and the server stops, so nothing is left behind.
+
+Needs Java 17+ (``java``) and Maven (``mvn``) on PATH; without them :class:`LocalNeo4jError` says what is
+missing and how to install it.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import IO
+
+from harness_g.errors import HarnessError
+
+#: the Neo4j version the launcher's pom pins (checked against what the server reports)
+NEO4J_VERSION = "5.26.30"
+READY_PREFIX = "HARNESS_G_NEO4J_READY "
+_LAUNCHER_FILES = ("pom.xml", "src/main/java/dev/harnessg/LocalNeo4j.java")
+_MAIN_CLASS = "dev.harnessg.LocalNeo4j"
+
+
+class LocalNeo4jError(HarnessError):
+    """Java or Maven is missing, the launcher did not build, or the server did not start."""
+
+
+@dataclass(frozen=True)
+class LocalNeo4jConfig:
+    """How to run the local server.
+
+    Attributes:
+        bolt_port: Bolt port on 127.0.0.1; 0 = any free port.
+        http_port: HTTP port on 127.0.0.1 (Neo4j Browser at ``/browser``); 0 = any free port.
+        password: password of user ``neo4j``; None turns authentication off (the tests' default).
+        heap_mb: JVM maximum heap in MiB.
+        page_cache_mb: Neo4j page cache in MiB.
+        start_timeout_s: how long to wait for the server to report ready (seconds).
+    """
+
+    bolt_port: int = 0
+    http_port: int = 0
+    password: str | None = None
+    heap_mb: int = 1024
+    page_cache_mb: int = 256
+    start_timeout_s: float = 180.0
+
+
+def cache_root() -> Path:
+    root = os.environ.get("HARNESS_G_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "harness-g"
+
+
+def _require_tool(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise LocalNeo4jError(f"starting a local Neo4j needs `{name}` on PATH ({hint})")
+    return path
+
+
+def _launcher_sources() -> dict[str, bytes]:
+    root = resources.files("harness_g.graph.stores").joinpath("neo4j_launcher")
+    sources = {}
+    for rel in _LAUNCHER_FILES:
+        node = root
+        for part in rel.split("/"):
+            node = node.joinpath(part)
+        sources[rel] = node.read_bytes()
+    return sources
+
+
+def launcher_dir() -> Path:
+    """Where the launcher for these sources is (or will be) built: one directory per source hash."""
+    sources = _launcher_sources()
+    digest = hashlib.sha256(b"".join(k.encode() + b"\0" + v for k, v in sorted(sources.items()))).hexdigest()[:16]
+    return cache_root() / "neo4j-launcher" / digest
+
+
+def build_launcher(*, quiet: bool = True) -> tuple[Path, str]:
+    """Build the launcher once (Maven fetches Neo4j from Maven Central); returns (classes dir, classpath).
+
+    Concurrent callers wait on a file lock, so two test sessions never build into one directory at once.
+    """
+    _require_tool("java", "install a Java 17+ runtime, e.g. `apt-get install openjdk-17-jre-headless`")
+    directory = launcher_dir()
+    classes, classpath_file = directory / "target" / "classes", directory / "target" / "classpath.txt"
+    done = directory / "BUILT"
+    if not done.exists():
+        mvn = _require_tool("mvn", "install Maven, e.g. `apt-get install maven`")
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory.parent / f"{directory.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                for rel, data in _launcher_sources().items():
+                    target = directory / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                if not quiet:
+                    print(f"neo4j: fetching Neo4j {NEO4J_VERSION} from Maven Central and building the launcher "
+                          f"(first time only, ~1 min) in {directory}", flush=True)
+                cmd = [mvn, "-B", "-q", "-f", str(directory / "pom.xml"), "package", "-DskipTests"]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
+                    raise LocalNeo4jError(f"Maven could not build the Neo4j launcher in {directory} "
+                                          f"(exit {proc.returncode}; is Maven Central reachable?): {tail}")
+                done.write_text(NEO4J_VERSION + "\n", encoding="utf-8")
+    return classes, classpath_file.read_text(encoding="utf-8").strip()
+
+
+class LocalNeo4j:
+    """One running local Neo4j server. Use as a context manager, or call :meth:`start` / :meth:`stop`.
+
+    >>> with LocalNeo4j() as neo4j:          # doctest: +SKIP
+    ...     store = Neo4jStore(neo4j.bolt_uri)
+    """
+
+    def __init__(self, config: LocalNeo4jConfig | None = None, *, quiet: bool = True):
+        self.config = config or LocalNeo4jConfig()
+        self.quiet = quiet
+        self.bolt_uri: str = ""
+        self.http_uri: str = ""
+        self.version: str = ""
+        self._proc: subprocess.Popen[str] | None = None
+        self._workdir: Path | None = None
+        self._log_tail: list[str] = []
+
+    @property
+    def browser_url(self) -> str:
+        return f"{self.http_uri}/browser/"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> "LocalNeo4j":
+        if self.running:
+            return self
+        classes, classpath = build_launcher(quiet=self.quiet)
+        java = _require_tool("java", "install a Java 17+ runtime")
+        self._workdir = Path(tempfile.mkdtemp(prefix="harness-g-neo4j-"))
+        cfg = self.config
+        cmd = [java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", "-cp", f"{classes}{os.pathsep}{classpath}", _MAIN_CLASS,
+               "--dir", str(self._workdir), "--bolt-port", str(cfg.bolt_port), "--http-port", str(cfg.http_port),
+               "--page-cache-mb", str(cfg.page_cache_mb), "--stop-on-stdin-eof"]
+        if cfg.password is not None:
+            cmd += ["--password", cfg.password]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, encoding="utf-8", errors="replace", start_new_session=True)
+        ready = self._wait_ready(self._proc.stdout, cfg.start_timeout_s)
+        self.bolt_uri, self.http_uri, self.version = ready["bolt"], ready["http"], ready["version"]
+        # keep draining the server's output so a chatty log never blocks it on a full pipe
+        threading.Thread(target=self._drain, args=(self._proc.stdout,), daemon=True, name="neo4j-log").start()
+        return self
+
+    def _wait_ready(self, stream: IO[str] | None, timeout_s: float) -> dict[str, str]:
+        assert stream is not None and self._proc is not None
+        found: dict[str, str] = {}
+
+        def read() -> None:
+            for line in stream:
+                if line.startswith(READY_PREFIX):
+                    found.update(json.loads(line[len(READY_PREFIX):]))
+                    return
+                self._log_tail = (self._log_tail + [line.rstrip()])[-20:]
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        if not found:
+            code = self._proc.poll()
+            self.stop()
+            tail = " | ".join(line for line in self._log_tail[-6:] if line.strip())
+            why = f"exited with code {code}" if code is not None else f"not ready after {timeout_s:.0f} s"
+            raise LocalNeo4jError(f"local Neo4j {why}: {tail or 'no output'}")
+        return found
+
+    def _drain(self, stream: IO[str] | None) -> None:
+        if stream is None:
+            return
+        for line in stream:
+            self._log_tail = (self._log_tail + [line.rstrip()])[-20:]
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the server (closing its stdin, then SIGTERM, then SIGKILL) and delete its database."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.close()
+                proc.wait(timeout=timeout_s)
+            except (subprocess.TimeoutExpired, OSError):
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def __enter__(self) -> "LocalNeo4j":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"LocalNeo4j(bolt={self.bolt_uri!r}, http={self.http_uri!r}, running={self.running})"
+
