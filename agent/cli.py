@@ -161,7 +161,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     config = EvalConfig(policy=args.policy, interface=args.interface, limit=args.limit, reachability=args.reachability)
     judge = make_judge(args.judge_base_url, args.judge_model, api_key=args.judge_api_key)
-    with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+    from harness_g.graph.locks import exclusive_lock
+
+    # the run directory's lock first: a second eval into the same --out is refused before any model loads
+    with exclusive_lock(args.out, "--out directory"), \
+            open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
         summary = run_eval(view, _make_policy(args), questions, args.out, env_config=_env_config(args), config=config,
                            progress=not args.quiet, judge=judge)
     keys = ["questions", "scored", "errors", "em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence",

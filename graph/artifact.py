@@ -14,14 +14,31 @@ A GRAPH_DIR is the handle every command takes. Layout::
       synonyms.parquet         src, dst, kind ('canonical'|'title'|'abbreviation'|'embedding'), score
       questions.jsonl          QA items read with the corpus (may be empty)
       store/                   the embedded FalkorDB's data (created on first load)
+      store.json               the store spec the last build/load used
+      .lock                    held by the build/load writing this directory (see graph/locks.py)
 
-Files are written to a temporary name then renamed, and the manifest is written last,
-so a crash mid-build never leaves a directory that looks complete.
+A build writes the whole new artifact into a fresh ``GRAPH_DIR/.staging-<pid>/`` (manifest
+last), then publishes it (:func:`publish`): the old manifest is removed first, the new files
+are renamed into GRAPH_DIR, the new manifest is renamed in last. ``store/`` and ``store.json``
+stay in place (the idempotent store load replaces the old graph when the content hash changed).
+So a crash (even SIGKILL) while the tables are written leaves the old artifact untouched, and a
+crash during the publish's few renames leaves no manifest: a directory that does not open and
+is rebuilt. A later build removes leftover staging directories.
+
+The manifest records each file's size and sha256 (``files``). :meth:`Artifact.open` always
+checks that every listed file exists with its recorded size (a few stat calls) and, with
+``verify=True``, its sha256 too (about 1 s per few hundred MB) -- the build's cache-hit check and
+the store load open that way -- so files from two builds never pass for one artifact: such a
+directory is refused with an error saying to rebuild it (``harness-g build ... --force``).
+Manifests without ``files`` (hand-made ones, graphs built before the field existed) are opened
+without these checks.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -68,6 +85,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "synonyms": pa.schema([("src", pa.string()), ("dst", pa.string()), ("kind", pa.string()), ("score", pa.float32())]),
 }
 TABLES = tuple(SCHEMAS)
+#: every data file of an artifact (the manifest aside); their sizes and sha256 go into the manifest
+ARTIFACT_FILES = (*(f"{name}.parquet" for name in TABLES), EMBEDDINGS, ENTITY_EMBEDDINGS, QUESTIONS)
+STAGING_PREFIX = ".staging-"
 
 
 def _atomic_path(path: Path) -> Path:
@@ -108,6 +128,81 @@ def write_manifest(graph_dir: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, target)
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digests(graph_dir: Path) -> dict[str, dict[str, Any]]:
+    """``{file name: {"bytes", "sha256"}}`` of the artifact files present in ``graph_dir`` (for the manifest)."""
+    out = {}
+    for name in ARTIFACT_FILES:
+        path = graph_dir / name
+        if path.is_file():
+            out[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+    return out
+
+
+def staging_dir(graph_dir: Path) -> Path:
+    """A fresh, empty directory inside ``graph_dir`` for the next artifact (see :func:`publish`)."""
+    path = Path(graph_dir) / f"{STAGING_PREFIX}{os.getpid()}"
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def remove_staging(graph_dir: Path) -> None:
+    """Delete staging directories left by builds that died (call it holding the GRAPH_DIR lock)."""
+    graph_dir = Path(graph_dir)
+    if graph_dir.is_dir():
+        for path in graph_dir.glob(STAGING_PREFIX + "*"):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def publish(staging: Path, graph_dir: Path) -> None:
+    """Move the complete artifact in ``staging`` (manifest included) into ``graph_dir``, manifest last.
+
+    The old manifest goes first, so until the new one is in place the directory does not open as
+    an artifact; files of the old artifact that the new one lacks are removed. ``store/``,
+    ``store.json`` and ``.lock`` are not touched.
+    """
+    staging, graph_dir = Path(staging), Path(graph_dir)
+    if not (staging / MANIFEST).is_file():
+        raise RuntimeError(f"{staging} holds no manifest: not a complete artifact")
+    (graph_dir / MANIFEST).unlink(missing_ok=True)
+    for name in ARTIFACT_FILES:
+        src = staging / name
+        if src.exists():
+            os.replace(src, graph_dir / name)
+        else:
+            (graph_dir / name).unlink(missing_ok=True)
+    os.replace(staging / MANIFEST, graph_dir / MANIFEST)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _files_problem(path: Path, files: Any, verify: bool) -> str | None:
+    """What is wrong with the files a manifest lists (missing, other size, other sha256), or None."""
+    if not isinstance(files, dict):
+        return None  # a manifest without per-file digests: nothing to check against
+    for name, want in sorted(files.items()):
+        fpath = path / name
+        if not fpath.is_file():
+            return f"{name} is missing"
+        size = fpath.stat().st_size
+        if size != want.get("bytes"):
+            return f"{name} has {size} bytes, the manifest says {want.get('bytes')}"
+    if verify:
+        for name, want in sorted(files.items()):
+            if _sha256(path / name) != want.get("sha256"):
+                return f"{name} does not match its sha256 in the manifest"
+    return None
+
+
 @dataclass
 class Artifact:
     """Read access to a built GRAPH_DIR. Cheap to open: tables are read lazily."""
@@ -116,7 +211,9 @@ class Artifact:
     manifest: dict[str, Any]
 
     @classmethod
-    def open(cls, graph_dir: str | Path) -> "Artifact":
+    def open(cls, graph_dir: str | Path, *, verify: bool = False) -> "Artifact":
+        """Open a GRAPH_DIR; sizes of the files the manifest lists are always checked, their sha256
+        only with ``verify`` (see the module docstring)."""
         path = Path(graph_dir)
         if not path.exists():
             raise InputError("graph directory does not exist (build it with `harness-g build`)", str(path))
@@ -137,6 +234,11 @@ class Artifact:
         for name in TABLES:
             if not (path / f"{name}.parquet").exists():
                 raise InputError(f"missing table {name}.parquet; rebuild the graph", str(path))
+        problem = _files_problem(path, manifest.get("files"), verify)
+        if problem:
+            raise InputError(
+                f"{problem}: the files are not the ones this manifest.json describes (an interrupted or concurrent "
+                f"build?); rebuild the graph with `harness-g build ... --force`", str(path))
         return cls(path=path, manifest=manifest)
 
     # -- identity -------------------------------------------------------------------------

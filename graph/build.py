@@ -7,11 +7,14 @@ Stages (each timed; see ``BuildResult.seconds``):
   embed     sentence embeddings                 } worker thread (torch releases the GIL)
   entities  canonicalise, group, junk-filter, title anchors
   link      SYNONYM edges (canonical / title / abbreviation / embedding >= 0.80)
-  write     Parquet tables + embeddings + manifest (manifest last)
+  write     Parquet tables + embeddings + manifest (manifest last) into GRAPH_DIR/.staging-<pid>/,
+            then published into GRAPH_DIR (see :mod:`harness_g.graph.artifact`)
   load      idempotent load into the graph store + wait for the vector index
 
 Re-building the same inputs with the same config is a cache hit: the content hash in
-``manifest.json`` matches and nothing is recomputed.
+``manifest.json`` matches, the files match the manifest's sha256s, and nothing is recomputed.
+The whole build holds ``GRAPH_DIR/.lock`` (:mod:`harness_g.graph.locks`): a second build into
+the same directory is refused at once, naming the first.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import json
 import logging
 import os
 import resource
+import shutil
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +40,7 @@ from harness_g.errors import InputError
 from harness_g.graph import artifact as art
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
+from harness_g.graph.locks import exclusive_lock
 from harness_g.graph.readers import read_dataset
 from harness_g.graph.text.canonical import canonicalize, display_form
 from harness_g.graph.text.filters import lookup_rejection
@@ -248,9 +253,27 @@ def build_graph(
     progress: bool = True,
     on_stage: Callable[[str], None] | None = None,
 ) -> BuildResult:
-    """Build (or reuse) the artifact in ``graph_dir``. Loading into a store is separate (see ``load_graph``)."""
-    config = config or BuildConfig()
+    """Build (or reuse) the artifact in ``graph_dir``. Loading into a store is separate (see ``load_graph``).
+
+    Holds ``graph_dir/.lock`` throughout (BusyError when another process holds it)."""
     graph_dir = Path(graph_dir)
+    # a failed build into a new directory leaves nothing behind (the lock removes the directory it created)
+    with exclusive_lock(graph_dir, "--out directory"):
+        return _build_locked(inputs, graph_dir, config, limit=limit, force=force, progress=progress, on_stage=on_stage)
+
+
+def _build_locked(
+    inputs: Sequence[CorpusSpec],
+    graph_dir: Path,
+    config: BuildConfig | None,
+    *,
+    limit: int | None,
+    force: bool,
+    progress: bool,
+    on_stage: Callable[[str], None] | None,
+) -> BuildResult:
+    config = config or BuildConfig()
+    art.remove_staging(graph_dir)  # left by a build that died; we hold the lock, so no build is using it
     seconds: dict[str, float] = {}
     stage = on_stage or (lambda name: None)
 
@@ -261,8 +284,6 @@ def build_graph(
     corpus_tokens = sum(len(p.text.split()) for p in dataset.paragraphs)
     seconds["read"] = time.perf_counter() - t0
 
-    if graph_dir.exists() and not graph_dir.is_dir():
-        raise InputError("exists and is not a directory", str(graph_dir))
     manifest_path = graph_dir / art.MANIFEST
     if not force and manifest_path.exists():
         try:
@@ -270,8 +291,12 @@ def build_graph(
         except json.JSONDecodeError:
             old = {}
         if old.get("content_hash") == chash and old.get("format_version") == art.FORMAT_VERSION:
-            return BuildResult(graph_dir, True, dict(old.get("counts", {})), seconds, corpus_tokens, _peak_rss_mb())
-    graph_dir.mkdir(parents=True, exist_ok=True)
+            try:  # a cache hit only on files that are the ones the manifest describes
+                art.Artifact.open(graph_dir, verify=True)
+            except InputError as exc:
+                log.warning("%s -- rebuilding", exc)
+            else:
+                return BuildResult(graph_dir, True, dict(old.get("counts", {})), seconds, corpus_tokens, _peak_rss_mb())
 
     t = time.perf_counter()
     stage("split")
@@ -306,6 +331,22 @@ def build_graph(
 
     t = time.perf_counter()
     stage("write")
+    staging = art.staging_dir(graph_dir)  # the old artifact stays whole until publish() below
+    try:
+        counts, manifest = _write_artifact(staging, inputs, dataset, sentences, ent, edges, embeddings, name_vecs, config, chash,
+                                           limit, corpus_tokens, spacy_name, dim, seconds, t)
+        art.publish(staging, graph_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())
+
+
+def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Dataset, sentences: _SentenceRows,
+                    ent: _EntityTables, edges: list[Any], embeddings: np.ndarray, name_vecs: np.ndarray,
+                    config: BuildConfig, chash: str, limit: int | None, corpus_tokens: int, spacy_name: str, dim: int,
+                    seconds: dict[str, float], t: float) -> tuple[dict[str, int], dict[str, Any]]:
+    """Every artifact file into ``graph_dir`` (a staging directory), the manifest with their digests last."""
     counts = {
         "paragraphs": art.write_table(
             graph_dir,
@@ -365,6 +406,7 @@ def build_graph(
         "synonym_kinds": dict(Counter(e.kind for e in edges)),
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "files": art.file_digests(graph_dir),
     }
     art.write_manifest(graph_dir, manifest)
-    return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())
+    return counts, manifest

@@ -41,9 +41,8 @@ def _corpus_spec(text: str):
 # commands
 # --------------------------------------------------------------------------------------------
 def cmd_build(args: argparse.Namespace) -> int:
-    from harness_g.graph.build import CorpusSpec, build_graph
+    from harness_g.graph.build import CorpusSpec
     from harness_g.graph.config import BuildConfig
-    from harness_g.graph.load import load_graph
     from harness_g.graph.stores import parse_store_spec
 
     if not args.no_load:
@@ -58,6 +57,17 @@ def cmd_build(args: argparse.Namespace) -> int:
             raise ConfigError("--input needs --format (see `harness-g build --help` for the formats)")
         inputs.append(CorpusSpec(args.format, Path(args.input)))
     inputs.extend(_corpus_spec(c) for c in args.corpus or [])
+    from harness_g.graph.locks import exclusive_lock
+
+    # one lock over build and load: no other build can publish a different artifact in between
+    with exclusive_lock(args.out, "--out directory"):
+        return _build_and_load(args, inputs, config)
+
+
+def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
+    from harness_g.graph.build import build_graph
+    from harness_g.graph.load import load_graph
+
     progress = not args.quiet
     result = build_graph(inputs, args.out, config, limit=args.limit, force=args.force, progress=progress)
     status = "cache hit (same inputs and config): artifact reused" if result.cache_hit else "built"

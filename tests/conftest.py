@@ -25,7 +25,7 @@ from collections import Counter
 from typing import Iterator
 
 import pytest
-from helpers.store_kinds import STORE_KINDS, tag_store
+from helpers.store_kinds import STORE_KINDS
 from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.graph.artifact import Artifact
@@ -36,6 +36,21 @@ from harness_g.graph.stores.local_neo4j import LocalNeo4j
 from harness_g.graph.stores.neo4j_store import Neo4jStore
 
 _STORE_OUTCOMES: Counter[tuple[str, str]] = Counter()
+
+
+#: fixture parameters whose value names the store a test runs on
+STORE_PARAMS = ("store_kind", "report_store")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tag each test with the store(s) it runs on: a store parameter, or the ``neo4j`` marker (Neo4j-only tests)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        kinds = {params[name] for name in STORE_PARAMS if params.get(name) in STORE_KINDS}
+        if item.get_closest_marker("neo4j") is not None:
+            kinds.add("neo4j")
+        for kind in sorted(kinds):
+            item.user_properties.append(("store", kind))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -95,7 +110,6 @@ def falkordb_tiny_store(falkordb_server: EmbeddedFalkorDB, tiny_artifact: Artifa
 def store_kind(request: pytest.FixtureRequest) -> str:
     """The store a test runs on; every store fixture depends on it, so a test taking several of them
     (e.g. ``hotpot_view`` and ``hotpot_dir``) runs once per store, not once per combination."""
-    tag_store(request, request.param)
     return str(request.param)
 
 

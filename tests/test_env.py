@@ -29,8 +29,10 @@ ORDER = {ActionType.SELECT: 0, ActionType.LOOKUP: 1, ActionType.ANSWER_WITH: 2, 
 
 
 @pytest.fixture(scope="module")
-def lookupable(hotpot_view: GraphView) -> dict[str, bool]:
-    table = hotpot_view.artifact.table("entities", columns=["id", "lookupable"]).to_pydict()
+def lookupable(hotpot_graph_dir) -> dict[str, bool]:
+    from harness_g.graph.artifact import Artifact
+
+    table = Artifact.open(hotpot_graph_dir).table("entities", columns=["id", "lookupable"]).to_pydict()
     return dict(zip(table["id"], table["lookupable"]))
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.store_kinds import STORE_KINDS
 
 from harness_g.agent.evaluate import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
@@ -72,8 +73,16 @@ class Page(HTMLParser):
             self._text.append(data)
 
 
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def report_store(request) -> str:
+    """The store the report's evaluation runs use (module-scoped, so each store's runs are made once)."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def runs(hotpot_view, hotpot_questions, tmp_path_factory) -> list[Path]:
+def runs(request, report_store, hotpot_questions, tmp_path_factory) -> list[Path]:
+    hotpot_view = request.getfixturevalue(f"{report_store}_hotpot_view")
+    hotpot_view.store.load(hotpot_view.artifact, progress=False)  # Neo4j: another test may have swapped the graph
     base = tmp_path_factory.mktemp("report-runs")
     policy = make_policy("heuristic")
     run_eval(hotpot_view, policy, hotpot_questions, base / "menu", config=EvalConfig(limit=2, reachability=True, reach_budget=30), progress=False)

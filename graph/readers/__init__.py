@@ -11,7 +11,10 @@ Public API:
 
 Every reader deduplicates paragraphs (identical title + text → one :class:`Paragraph`, id from
 :func:`~harness_g.graph.types.paragraph_id`) and raises :class:`~harness_g.errors.InputError`
-with a one-line message naming the file and line / record for bad input.
+with a one-line message naming the file and line / record for bad input. Text no graph store can
+hold (NUL and other C0 controls but tab/newline/CR, lone surrogates, U+FFFE/U+FFFF) and paragraphs
+over ``MAX_PARAGRAPH_CHARS`` characters after chunking are rejected that way, by every reader
+(the rules live in :mod:`.common`).
 """
 from __future__ import annotations
 

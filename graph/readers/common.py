@@ -6,13 +6,29 @@ Error messages name the file and where inside it the problem is:
 - JSON Lines: ``path:LINE: msg`` (LINE is the 1-based physical line);
 - JSON arrays: ``path: record N: msg`` (N is the 0-based index in the array), and for
   syntax errors also the 1-based line and column of the JSON decoder.
+
+Text rules, the same for every reader (checked while reading, before anything is built or
+any old graph is touched):
+
+- **Characters a graph store cannot hold are rejected, not stripped**: C0 control characters
+  other than tab, newline and carriage return (U+0000-U+0008, U+000B, U+000C, U+000E-U+001F),
+  lone surrogates (U+D800-U+DFFF, e.g. from a JSON ``"\ud800"`` escape) and the non-characters
+  U+FFFE / U+FFFF. Any string field of a JSON record (:meth:`Record.check`, so ids, titles,
+  texts, sentences, questions, answers) and the text of a folder file is checked; the error
+  names the file, the line (record for JSON arrays), the field, the character and its position.
+  Rejecting keeps the text, its ids and gold pointers exactly as given; fix the input instead.
+- **A paragraph may hold at most** :data:`MAX_PARAGRAPH_CHARS` **characters after chunking**
+  (chunking cuts at whitespace every ``chunk_tokens`` tokens, so only a run of text with too
+  little whitespace can exceed it). spaCy refuses texts over 1,000,000 characters and needs
+  about 1 GB per 100,000; such a paragraph is rejected naming file and line.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +54,64 @@ _JSON_TYPE_NAMES: dict[type, str] = {
 def json_type_name(value: Any) -> str:
     """JSON-ish name of ``value``'s type (``object``, ``list``, ``string``, ...)."""
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------- text rules
+
+#: characters no graph store takes: C0 controls but \t \n \r, lone surrogates, U+FFFE and U+FFFF
+_UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_CONTROL_NAMES = {0: "NUL", 7: "BEL", 8: "BACKSPACE", 0x0B: "VERTICAL TAB", 0x0C: "FORM FEED", 0x1B: "ESC"}
+
+#: the most characters one paragraph (chunk) may hold; see the module docstring
+MAX_PARAGRAPH_CHARS = 100_000
+
+
+def unstorable_char(text: str) -> tuple[int, str] | None:
+    """``(position, description)`` of the first character of ``text`` a graph store cannot hold, else None."""
+    m = _UNSTORABLE.search(text)
+    if m is None:
+        return None
+    code = ord(m.group())
+    if code < 0x20:
+        kind = f"control character {_CONTROL_NAMES.get(code, 'U+%04X' % code)}"
+        kind += f" (U+{code:04X})" if code in _CONTROL_NAMES else ""
+    elif 0xD800 <= code <= 0xDFFF:
+        kind = f"lone surrogate U+{code:04X}"
+    else:
+        kind = f"non-character U+{code:04X}"
+    return m.start(), kind
+
+
+def text_problem(text: str, where: str | None = None) -> str | None:
+    """One-line reason why ``text`` cannot be stored (see the module docstring), else None.
+    ``where`` replaces the default ``at character N`` (0-based offset in ``text``)."""
+    found = unstorable_char(text)
+    if found is None:
+        return None
+    pos, kind = found
+    return (f"holds {kind} {where or f'at character {pos}'}, which a graph store cannot hold "
+            "(control characters other than tab/newline/CR, lone surrogates, U+FFFE/U+FFFF are refused); remove it")
+
+
+def check_text_file(path: Path, text: str) -> str:
+    """``text`` (a whole file) unchanged, or InputError at the line of its first unstorable character."""
+    found = unstorable_char(text)
+    if found is not None:
+        pos = found[0]
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise InputError(text_problem(text, f"at column {col}") or "", str(path), text.count("\n", 0, pos) + 1)
+    return text
+
+
+def check_paragraph_length(title: str, text: str, error: Callable[[str], InputError] | None = None) -> None:
+    """InputError (made by ``error``, which locates it) when a paragraph exceeds :data:`MAX_PARAGRAPH_CHARS`."""
+    if len(text) <= MAX_PARAGRAPH_CHARS:
+        return
+    longest = max((len(t) for t in text.split()), default=0)
+    name = title if len(title) <= 40 else title[:37] + "..."
+    message = (f"paragraph {name!r} has {len(text)} characters after chunking (limit {MAX_PARAGRAPH_CHARS}; its longest "
+               f"run without whitespace has {longest}): break the text up with whitespace or remove it")
+    raise (error or InputError)(message)
 
 
 # ---------------------------------------------------------------------------- paths
@@ -135,6 +209,15 @@ class Record:
         if not ok:
             want = " or ".join(_JSON_TYPE_NAMES.get(k, k.__name__) for k in kinds)
             raise self.error(f"field {self.prefix + label!r} must be {want}, got {json_type_name(value)}")
+        if isinstance(value, str):
+            self.check_text(label, value)
+        return value
+
+    def check_text(self, label: str, value: str) -> str:
+        """``value`` unchanged, or InputError when it holds a character a graph store cannot hold."""
+        problem = text_problem(value)
+        if problem:
+            raise self.error(f"field {self.prefix + label!r} {problem}")
         return value
 
     def objects(self, name: str, *, required: bool = True) -> list["Record"]:
@@ -293,7 +376,10 @@ class ParagraphPool:
     def __init__(self) -> None:
         self._by_id: dict[str, Paragraph] = {}
 
-    def add(self, title: str, text: str, *, sentences: tuple[str, ...] | None = None, source: str = "") -> str:
+    def add(self, title: str, text: str, *, sentences: tuple[str, ...] | None = None, source: str = "",
+            error: Callable[[str], InputError] | None = None) -> str:
+        """Add one paragraph (``error`` locates an InputError for a paragraph over :data:`MAX_PARAGRAPH_CHARS`)."""
+        check_paragraph_length(title, text, error)
         pid = paragraph_id(title, text)
         if pid not in self._by_id:
             self._by_id[pid] = Paragraph(id=pid, title=title, text=text, sentences=sentences, source=source)
@@ -307,11 +393,14 @@ class ParagraphPool:
 
 
 def add_document(
-    pool: ParagraphPool, title: str, text: str, source: str, chunk_tokens: int, chunk_overlap: int
+    pool: ParagraphPool, title: str, text: str, source: str, chunk_tokens: int, chunk_overlap: int,
+    error: Callable[[str], InputError] | None = None,
 ) -> list[str]:
     """Add one passage without preset sentences, chunked when longer than ``chunk_tokens``
-    whitespace tokens; returns the paragraph ids (one per chunk, none for blank text)."""
-    return [pool.add(title, c.text, source=c.source) for c in chunk_document(text, source, chunk_tokens, chunk_overlap)]
+    whitespace tokens; returns the paragraph ids (one per chunk, none for blank text).
+    ``error`` (e.g. ``rec.error``) locates the InputError for a chunk over :data:`MAX_PARAGRAPH_CHARS`."""
+    return [pool.add(title, c.text, source=c.source, error=error)
+            for c in chunk_document(text, source, chunk_tokens, chunk_overlap)]
 
 
 class QuestionIds:

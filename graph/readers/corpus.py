@@ -1,7 +1,15 @@
 """Readers for plain corpora without questions: a JSON Lines file of documents and a folder
-of ``.txt`` / ``.md`` files. Long texts are chunked (see :mod:`.chunking`)."""
+of ``.txt`` / ``.md`` files. Long texts are chunked (see :mod:`.chunking`).
+
+Text rules (see :mod:`.common`): a character a graph store cannot hold (NUL and other C0
+controls but tab/newline/CR, lone surrogates, U+FFFE/U+FFFF) is rejected with an error naming
+file and line, and so is a paragraph over ``MAX_PARAGRAPH_CHARS`` characters after chunking.
+A document id repeated in a JSONL corpus keeps its first document; later ones are skipped,
+with one warning line per file counting them (and how many had a different title or text).
+"""
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -9,6 +17,7 @@ from harness_g.errors import InputError
 from harness_g.graph.readers.common import (
     ParagraphPool,
     add_document,
+    check_text_file,
     file_stem,
     finish,
     iter_jsonl,
@@ -17,6 +26,8 @@ from harness_g.graph.readers.common import (
     take,
 )
 from harness_g.graph.types import Dataset
+
+log = logging.getLogger(__name__)
 
 FOLDER_SUFFIXES = (".txt", ".md")
 
@@ -32,15 +43,31 @@ def read_jsonl_corpus(
     ``text`` is required. ``id`` (string or integer) defaults to ``<file stem>:<line>``;
     ``title`` defaults to the id. Each document is one paragraph, or several chunks
     (``source`` = ``<id>#chunk k``) when longer than ``chunk_tokens`` whitespace tokens.
-    ``limit`` = first N documents. The dataset name is the file stem.
+    ``limit`` = first N documents. The dataset name is the file stem. A repeated ``id`` keeps
+    the first document with it (later ones are skipped; one warning for the file counts them).
     """
     name = file_stem(path)
     pool = ParagraphPool()
+    first: dict[str, tuple[int | None, str, str]] = {}  # doc id -> (line, title, text) of the kept document
+    duplicates: list[tuple[str, int | None, int | None, bool]] = []  # (id, kept line, skipped line, differs)
     for rec in take(iter_jsonl(path), limit):
         text = rec.require("text", str)
         doc_id = str(rec.get("id", (str, int), f"{name}:{rec.line}"))
         title = rec.get("title", str, None) or doc_id
-        add_document(pool, title, text, doc_id, chunk_tokens, chunk_overlap)
+        if doc_id in first:
+            kept_line, kept_title, kept_text = first[doc_id]
+            duplicates.append((doc_id, kept_line, rec.line, (kept_title, kept_text) != (title, text)))
+            continue
+        first[doc_id] = (rec.line, title, text)
+        add_document(pool, title, text, doc_id, chunk_tokens, chunk_overlap, rec.error)
+    if duplicates:
+        differing = [d for d in duplicates if d[3]]
+        example = (differing or duplicates)[0]
+        log.warning(
+            "%s: %d document(s) repeat an earlier id (%d distinct id(s)), %d of them with a different title or text; "
+            "the first document with each id is kept, the later ones are skipped (e.g. id %r: line %s kept, line %s skipped)",
+            path, len(duplicates), len({d[0] for d in duplicates}), len(differing), example[0], example[1], example[2],
+        )
     return finish(name, path, pool, [], needs_paragraphs=True, needs_questions=False)
 
 
@@ -62,10 +89,18 @@ def read_folder(
         raise InputError(f"no paragraphs found (no {' or '.join(FOLDER_SUFFIXES)} files)", str(root))
     pool = ParagraphPool()
     for file in take(files, limit):
-        title, body = split_title(file, read_text(file).replace("\r\n", "\n"))
+        text = check_text_file(file, read_text(file).replace("\r\n", "\n"))
+        title, body = split_title(file, text)
         rel = file.relative_to(root).as_posix()
-        for para in _BLANK_LINES.split(body):
-            add_document(pool, title, para, rel, chunk_tokens, chunk_overlap)
+        first_line = text.count("\n", 0, len(text) - len(body)) + 1  # file line of the body's first line
+        start = 0
+        for sep in [*_BLANK_LINES.finditer(body), None]:
+            end = sep.start() if sep else len(body)
+            para = body[start:end]
+            line = first_line + body.count("\n", 0, start + len(para) - len(para.lstrip()))  # its first non-blank line
+            add_document(pool, title, para, rel, chunk_tokens, chunk_overlap,
+                         lambda msg, line=line: InputError(msg, str(file), line))
+            start = sep.end() if sep else start
     return finish(root.name or "folder", root, pool, [], needs_paragraphs=True, needs_questions=False)
 
 

@@ -75,7 +75,7 @@ def _question(
         text = " ".join(s for s in stripped if s)
         if not text:  # nothing to index; a supporting fact on it is counted as skipped
             continue
-        pid = pool.add(title, text, sentences=stripped, source=title)
+        pid = pool.add(title, text, sentences=stripped, source=title, error=rec.error)
         by_title.setdefault(title, (pid, len(stripped)))
 
     gold_sents: list[str] = []

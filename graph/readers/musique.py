@@ -41,7 +41,7 @@ def _question(rec: Record, pool: ParagraphPool, ids: QuestionIds, chunk_tokens: 
     gold: list[str] = []
     for para in rec.objects("paragraphs"):
         title = para.require("title", str)
-        pids = add_document(pool, title, para.require("paragraph_text", str), title, chunk_tokens, chunk_overlap)
+        pids = add_document(pool, title, para.require("paragraph_text", str), title, chunk_tokens, chunk_overlap, para.error)
         if para.get("is_supporting", bool, False):
             gold.extend(p for p in pids if p not in gold)
     meta: dict[str, object] = {"hops": qid.split("__", 1)[0] if "__" in qid else ""}

@@ -44,7 +44,7 @@ def read_nq(
 
 def _nq_question(rec: Record, pool: ParagraphPool, ids: QuestionIds, chunk_tokens: int, chunk_overlap: int) -> QAItem:
     question = rec.require("question", str)
-    qid = ids.explicit(str(rec.data["id"]), rec) if rec.has("id") else ids.derived("nq_" + short_hash(question), rec)
+    qid = ids.explicit(rec.check_text("id", str(rec.data["id"])), rec) if rec.has("id") else ids.derived("nq_" + short_hash(question), rec)
     answers = dedup_strings(rec.string_list("answers"))
     ctxs = rec.objects("ctxs", required=False)
     # isgold is the annotated passage; hasanswer is only a string match, so it decides
@@ -53,8 +53,8 @@ def _nq_question(rec: Record, pool: ParagraphPool, ids: QuestionIds, chunk_token
     gold: list[str] = []
     for ctx in ctxs:
         title = ctx.get("title", str, "")
-        source = str(ctx.data["id"]) if ctx.has("id") else title
-        pids = add_document(pool, title, ctx.require("text", str), source, chunk_tokens, chunk_overlap)
+        source = ctx.check_text("id", str(ctx.data["id"])) if ctx.has("id") else title
+        pids = add_document(pool, title, ctx.require("text", str), source, chunk_tokens, chunk_overlap, ctx.error)
         if gold_key:
             is_gold = ctx.get(gold_key, bool, False)
         else:
@@ -98,7 +98,7 @@ def _popqa_question(
     gold: list[str] = []
     for para in rec.objects("paragraphs"):
         title = para.require("title", str)
-        pids = add_document(pool, title, para.require("text", str), title, chunk_tokens, chunk_overlap)
+        pids = add_document(pool, title, para.require("text", str), title, chunk_tokens, chunk_overlap, para.error)
         if para.get("is_supporting", bool, False):
             gold.extend(p for p in pids if p not in gold)
     meta = {f: rec.data[f] for f in _POPQA_META if f in rec.data}
