@@ -182,6 +182,12 @@ class GraphStore(ABC):
         self._vector_index_seen = True
 
     # -- shared: vectors ----------------------------------------------------------------------------
+    def vector_candidates(self, k: int) -> int:
+        """How many neighbours to ask the index for when ``k`` are wanted: ``TIE_MARGIN`` extra, so ties at the
+        k-th place are broken by id, not by index order. A backend whose index search cannot be widened
+        otherwise asks for more (see Neo4jStore)."""
+        return int(k) + TIE_MARGIN
+
     def vector_top_k(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Top-k sentences by cosine similarity to ``vector`` (dim = graph's embedding dim).
 
@@ -193,7 +199,7 @@ class GraphStore(ABC):
         if not self._vector_index_seen:
             self._require_vector_index()
         try:
-            rows = self.query("vector_top_k", {"vector": self.encode_vector(np.asarray(vector)), "k": int(k) + TIE_MARGIN})
+            rows = self.query("vector_top_k", {"vector": self.encode_vector(np.asarray(vector)), "k": self.vector_candidates(k)})
         except StoreError:
             self._vector_index_seen = False
             self._require_vector_index()  # a dropped index explains itself; anything else re-raises below
