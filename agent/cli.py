@@ -129,6 +129,10 @@ def cmd_menu(args: argparse.Namespace) -> int:
     from harness_g.graph.types import QAItem
 
     item = QAItem(id="menu", question=args.question, answers=tuple(args.answer or ()), dataset="")
+    if callable(getattr(sys.stdin, "reconfigure", None)):
+        # whatever the locale, an undecodable input byte becomes a surrogate escape (b"\xff" -> "\udcff"), never
+        # a crash mid-episode; the reply is kept exactly and saved recoverably (see agent/trajectory.py)
+        sys.stdin.reconfigure(errors="surrogateescape")
     with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
         env = MenuEnv(view, _env_config(args))
         traj = run_episode(env, HumanPolicy(), item)

@@ -177,14 +177,27 @@ class MenuEnv:
 
     # -- preview --------------------------------------------------------------------------
     def preview(self, action: Action | str) -> Preview:
-        """Read-only expansion of a menu action (by Action or id). Never mutates state."""
+        """Read-only expansion of an action of the *current* menu (by Action or id). Never mutates state.
+
+        Action ids are per-menu: every turn's menu binds ``A0``, ``A1``, ... afresh, so an id string
+        means what it means on the current menu (a stale id that exists there names the current
+        action). An :class:`Action` object must be the current menu's binding of its id (same type and
+        targets). Anything else -- an id not on the menu, or an Action the current menu does not offer
+        under its id (e.g. kept from an earlier turn) -- raises :class:`HarnessError` naming the id and
+        the available ids.
+        """
         st = self._require_state()
         assert self.menu is not None
-        if isinstance(action, str):
-            found = self.menu.by_id.get(action)
-            if found is None:
-                raise HarnessError(f"unknown action id {action}; available: {', '.join(self.menu.by_id)}")
-            action = found
+        aid = action if isinstance(action, str) else action.id
+        found = self.menu.by_id.get(aid)
+        if found is None or (not isinstance(action, str) and found != action):
+            why = ""
+            if not isinstance(action, str):
+                now = f"; {aid} is now {' '.join((found.type.value, *found.targets))}" if found else ""
+                why = (f" ({' '.join((action.type.value, *action.targets))} is not offered by the current menu{now}; "
+                       "action ids are re-bound every turn)")
+            raise HarnessError(f"unknown action id {aid}{why}; available: {', '.join(self.menu.by_id)}")
+        action = found
         committed = tuple(st.committed)
         visible = tuple(st.visible)
         if action.type is ActionType.SELECT:
@@ -204,6 +217,8 @@ class MenuEnv:
 
     # -- step -----------------------------------------------------------------------------
     def step(self, reply: str) -> StepResult:
+        """Parse ``reply`` strictly against the *current* menu and execute it. Action ids are per-menu
+        (re-bound every turn): a stale id that exists on the current menu means what it means now."""
         st = self._require_state()
         if st.done:
             raise EpisodeOver("the episode is over; call reset() for a new question")

@@ -22,7 +22,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.runner import run_episode
-from harness_g.agent.trajectory import Trajectory
+from harness_g.agent.trajectory import Trajectory, json_line
 from harness_g.errors import HarnessError, StoreError
 from harness_g.graph.types import QAItem
 
@@ -141,6 +141,23 @@ def _done_ids(path: Path) -> dict[str, dict[str, Any]]:
     return read_records(path, include_errors=False)
 
 
+def _holding_run_dir_lock(func: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """Hold ``RUN_DIR/.lock`` (:mod:`harness_g.graph.locks`) for the whole run: a second eval into the
+    same ``--out`` is refused at once with a one-line error naming the first (pid, start, command)."""
+    from functools import wraps
+
+    @wraps(func)
+    def locked(view: GraphView, policy: Policy, questions: Sequence[QAItem], out_dir: str | Path, *args: Any,
+               **kwargs: Any) -> dict[str, Any]:
+        from harness_g.graph.locks import exclusive_lock
+
+        with exclusive_lock(out_dir, "--out directory"):
+            return func(view, policy, questions, out_dir, *args, **kwargs)
+
+    return locked
+
+
+@_holding_run_dir_lock
 def run_eval(
     view: GraphView,
     policy: Policy,
@@ -182,7 +199,7 @@ def run_eval(
     # rewrite the file without failed/cut lines so the resumed file holds each id once
     with open(records_path, "w", encoding="utf-8") as fh:
         for rec in done.values():
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.write(json_line(rec) + "\n")
     todo = [q for q in questions if q.id not in done]
     runner = make_interface(config.interface, view, policy, env_config)
     store_errors = 0
@@ -218,7 +235,7 @@ def run_eval(
             except HarnessError as exc:
                 record = {"id": item.id, "question": item.question, "error": str(exc)}
             record["seconds"] = time.perf_counter() - t0
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.write(json_line(record) + "\n")  # always UTF-8-encodable (lone surrogates escaped)
             fh.flush()
             if on_record:
                 on_record(record)

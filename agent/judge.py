@@ -78,9 +78,11 @@ def parse_scores(text: str) -> dict[str, float]:
     candidates = [text.strip()]
     fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, re.S)
     candidates += fenced
-    brace = re.search(r"\{.*\}", text, re.S)
-    if brace:
-        candidates.append(brace.group(0))
+    # first '{' to last '}' (what the greedy regex \{.*\} matched), found in linear time: the regex was
+    # quadratic on a reply with many '{' and no '}'
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        candidates.append(text[start : end + 1])
     for cand in candidates:
         try:
             obj = json.loads(cand)

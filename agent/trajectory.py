@@ -1,10 +1,53 @@
-"""Typed trajectory records, saved as JSONL (one episode per line)."""
+"""Typed trajectory records, saved as JSONL (one episode per line).
+
+Records are always writable and the files are always valid UTF-8. A reply is untrusted text and may
+hold lone surrogates (U+D800-U+DFFF), which UTF-8 cannot encode: an undecodable byte piped into
+``harness-g menu`` (Python reads b"\\xff" from stdin as "\\udcff"), a lone "\\ud800" escape in a model
+server's JSON. Such a step is written with ``reply`` holding the text with every lone surrogate replaced
+by U+FFFD (clean for any reader: reports, jq, other languages) plus ``reply_escaped``, the exact reply
+in Python's ASCII ``unicode_escape`` form; ``reply_escaped`` is present only for such replies.
+:meth:`Trajectory.from_json` (so :func:`load_jsonl`) restores the exact reply from it, and
+:func:`decode_reply` does so for a raw step dict (e.g. from ``records.jsonl``). For a reply read from
+stdin, ``reply.encode("utf-8", "surrogateescape")`` then gives back the bytes that were typed. Any other
+string of a record holding lone surrogates (question, answer, meta, ...) is written by :func:`json_line`
+as ``\\uXXXX`` JSON escapes, which ``json.loads`` restores (a high surrogate written right before a low
+one reads back as the one character the pair encodes).
+"""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_reply(reply: str) -> dict[str, str]:
+    """``{"reply": reply}``, or for a reply holding lone surrogates ``{"reply": <U+FFFD for each>,
+    "reply_escaped": <exact reply, unicode_escape>}`` (see the module docstring)."""
+    reply = str(reply)
+    if _SURROGATE.search(reply) is None:
+        return {"reply": reply}
+    return {"reply": _SURROGATE.sub("\ufffd", reply), "reply_escaped": reply.encode("unicode_escape").decode("ascii")}
+
+
+def decode_reply(step: dict[str, Any]) -> str:
+    """The exact reply of a step as written by :meth:`Trajectory.to_json` (inverse of :func:`encode_reply`)."""
+    escaped = step.get("reply_escaped")
+    if escaped is None:
+        return step.get("reply", "")
+    return str(escaped).encode("ascii").decode("unicode_escape")
+
+
+def json_line(obj: Any) -> str:
+    """``obj`` as one JSON line (no newline) that always encodes as UTF-8: non-ASCII text stays readable,
+    lone surrogates (which only occur inside JSON strings) become ``\\uXXXX`` escapes."""
+    line = json.dumps(obj, ensure_ascii=False)
+    if _SURROGATE.search(line) is None:
+        return line
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 @dataclass
@@ -59,11 +102,17 @@ class Trajectory:
         return sum(1 for s in self.steps if s.chosen is None)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-able dict; a step's reply with lone surrogates is split into ``reply`` (U+FFFD) and
+        ``reply_escaped`` (exact), see the module docstring."""
+        data = asdict(self)
+        for step in data["steps"]:
+            step.update(encode_reply(step["reply"]))
+        return data
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Trajectory":
-        steps = [StepRecord(**s) for s in obj.get("steps", [])]
+        steps = [StepRecord(**{**{k: v for k, v in s.items() if k != "reply_escaped"}, "reply": decode_reply(s)})
+                 for s in obj.get("steps", [])]
         data = {k: v for k, v in obj.items() if k != "steps"}
         return cls(**data, steps=steps)
 
@@ -71,7 +120,7 @@ class Trajectory:
 def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> None:
     with open(path, "a" if append else "w", encoding="utf-8") as fh:
         for t in trajectories:
-            fh.write(json.dumps(t.to_json(), ensure_ascii=False) + "\n")
+            fh.write(json_line(t.to_json()) + "\n")
 
 
 def load_jsonl(path: str | Path) -> Iterator[Trajectory]:

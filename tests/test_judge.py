@@ -193,3 +193,13 @@ def test_run_eval_with_judge_never_loses_results(hotpot_view, hotpot_questions, 
     down = run_eval(hotpot_view, make_policy("heuristic"), hotpot_questions, tmp_path / "down", config=cfg, progress=False,
                     judge=Judge(closed_port_url(), retries=0, timeout_s=2))
     assert down["scored"] == 3 and down["ge_failures"] == 3
+
+
+def test_parse_scores_is_linear_on_unbalanced_braces() -> None:
+    """A judge reply of many '{' and no '}' made the old `\\{.*\\}` search quadratic (16k braces: 0.4 s)."""
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(JudgeError):
+        parse_scores("{" * 200_000)
+    assert time.perf_counter() - started < 0.5
