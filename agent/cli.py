@@ -102,7 +102,6 @@ def print_trajectory(traj, view, out=None) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from harness_g.agent.env import MenuEnv
     from harness_g.agent.policies import make_policy
     from harness_g.agent.runner import run_episode
     from harness_g.agent.session import open_graph

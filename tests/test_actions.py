@@ -3,18 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness_g.agent.actions import Action, ActionType, parse_action
+from helpers.sample_menu import MENU
 
-MENU = {
-    a.id: a
-    for a in [
-        Action("A0", ActionType.SELECT, ("p:0",)),
-        Action("A1", ActionType.LOOKUP, ("e_x",)),
-        Action("A2", ActionType.ANSWER_WITH, ("p:0",)),
-        Action("A3", ActionType.ANSWER, ()),
-        Action("A10", ActionType.SELECT, ("p:1",)),
-    ]
-}
+from harness_g.agent.actions import parse_action
+
 
 
 @pytest.mark.parametrize(

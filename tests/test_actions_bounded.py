@@ -18,20 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness_g.agent.actions import MAX_IDS_IN_ERROR, MAX_REPLY_CHARS, Action, ActionType, ParseResult, parse_action
+from helpers.sample_menu import MENU
+
+from harness_g.agent.actions import MAX_IDS_IN_ERROR, MAX_REPLY_CHARS, ParseResult, parse_action
 
 pytestmark = pytest.mark.timeout(300)  # the old parser hung here: fail instead of blocking the suite
 
-MENU = {
-    a.id: a
-    for a in [
-        Action("A0", ActionType.SELECT, ("p:0",)),
-        Action("A1", ActionType.LOOKUP, ("e_x",)),
-        Action("A2", ActionType.ANSWER_WITH, ("p:0",)),
-        Action("A3", ActionType.ANSWER, ()),
-        Action("A10", ActionType.SELECT, ("p:1",)),
-    ]
-}
 
 #: a parse must finish within this many seconds (best of 3 runs, so a scheduler hiccup on a loaded
 #: 2-core machine cannot fail it). The fixed parser takes well under 5 ms on any input; the old one

@@ -117,7 +117,7 @@ def test_menu_command_scripted(hotpot_dir, hotpot_view, hotpot_questions, monkey
     # the printed trajectory
     assert f"-- turn 1: reply '{select_id}'" in out and f">> {select_id} = SELECT S0" in out
     assert "-- turn 2: reply 'A99'  INVALID: unknown action id A99" in out
-    assert f"committed: [" in out and selected_text in out
+    assert "committed: [" in out and selected_text in out
     assert "Answer: '1974'  (ended by ANSWER, 3 turns)" in out
     assert "Gold: ['1974']  EM=1 F1=1.00" in out
     assert f"trajectory appended to {save}" in out

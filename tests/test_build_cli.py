@@ -6,25 +6,14 @@ import socket
 from pathlib import Path
 
 import pytest
+from helpers.cli_checks import assert_one_line_error, run
 
-from harness_g.cli import main
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.load import STORE_FILE
 
 from graph_fixtures import HOTPOT_FILE, TRIVIAQA_FILE
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
-
-
-def assert_one_line_error(rc: int, err: str, *needles: str) -> None:
-    assert rc == 2, err
-    assert err.startswith("harness-g: error: ") and err.count("\n") == 1, err
-    for needle in needles:
-        assert needle in err, err
 
 
 # -- build ----------------------------------------------------------------------------------------

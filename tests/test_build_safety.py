@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers.cli_checks import assert_one_line_error, run
 
 from harness_g.cli import main
 from harness_g.errors import InputError
@@ -51,17 +52,6 @@ def write_jsonl(path: Path, docs: list[dict]) -> Path:
     return path
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
-
-
-def assert_one_line_error(rc: int, err: str, *needles: str) -> None:
-    assert rc == 2, err
-    assert err.startswith("harness-g: error: ") and err.count("\n") == 1, err
-    for needle in needles:
-        assert needle in err, err
 
 
 def stats(capsys, graph_dir: Path) -> dict:

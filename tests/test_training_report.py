@@ -2,8 +2,6 @@
 import json
 from html.parser import HTMLParser
 
-import pytest
-
 from harness_g.cli import main
 
 

@@ -20,7 +20,6 @@ from harness_g.agent.config import EnvConfig
 from harness_g.agent.evaluate import RECORDS, EvalConfig, read_records, run_eval
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.trajectory import StepRecord, Trajectory, decode_reply, json_line, load_jsonl, save_jsonl
-from harness_g.graph.types import QAItem
 
 BAD_REPLIES = ["A0\udcff", "\udcff", "\ud800", "x\udfff y", "\ud83d\ude00", "\udced\udca0\udc80", "é\\u00e9\udc80\n"]
 

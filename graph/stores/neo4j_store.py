@@ -10,7 +10,7 @@ sees this store's earlier writes (a freshly created index is never reported miss
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction
