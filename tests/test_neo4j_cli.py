@@ -109,3 +109,32 @@ def test_neo4j_command_needs_java(tmp_path: Path) -> None:
     proc = subprocess.run([HARNESS_G, "neo4j"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "needs `java` on PATH" in proc.stderr and "openjdk-17" in proc.stderr
+
+
+def test_neo4j_command_refuses_a_busy_port() -> None:
+    """A taken --bolt-port is named at once (it used to wait 180 s for a JVM whose server never started)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        started = time.monotonic()
+        proc = _cli("neo4j", "--bolt-port", str(port), "--http-port", "0", timeout=120)
+    assert proc.returncode == 2 and time.monotonic() - started < 30
+    assert proc.stderr.count("\n") == 1 and f"Bolt port {port} on 127.0.0.1 is in use" in proc.stderr
+
+
+def test_launcher_reports_its_own_start_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the server cannot bind (a port taken between the check and the bind), the launcher prints the
+    root cause and exits instead of hanging with the harness's threads alive."""
+    import harness_g.graph.stores.local_neo4j as local
+
+    monkeypatch.setattr(local, "_port_in_use", lambda port: False)  # skip the early check: exercise the launcher
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        server = local.LocalNeo4j(local.LocalNeo4jConfig(bolt_port=busy.getsockname()[1], start_timeout_s=120))
+        started = time.monotonic()
+        with pytest.raises(local.LocalNeo4jError, match=r"failed to start: .*(Address already in use|bind)"):
+            server.start()
+    assert time.monotonic() - started < 90
+    assert not server.running

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -36,6 +37,7 @@ from harness_g.errors import HarnessError
 #: the Neo4j version the launcher's pom pins (checked against what the server reports)
 NEO4J_VERSION = "5.26.30"
 READY_PREFIX = "HARNESS_G_NEO4J_READY "
+FAILED_PREFIX = "HARNESS_G_NEO4J_FAILED "
 _LAUNCHER_FILES = ("pom.xml", "src/main/java/dev/harnessg/LocalNeo4j.java")
 _MAIN_CLASS = "dev.harnessg.LocalNeo4j"
 
@@ -68,6 +70,12 @@ class LocalNeo4jConfig:
 def cache_root() -> Path:
     root = os.environ.get("HARNESS_G_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "harness-g"
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _require_tool(name: str, hint: str) -> str:
@@ -155,6 +163,10 @@ class LocalNeo4j:
     def start(self) -> "LocalNeo4j":
         if self.running:
             return self
+        for name, port in (("Bolt", self.config.bolt_port), ("HTTP", self.config.http_port)):
+            if port and _port_in_use(port):  # fail now, not after a JVM start
+                raise LocalNeo4jError(f"{name} port {port} on 127.0.0.1 is in use (another Neo4j?); "
+                                      "choose another port, or 0 for any free one")
         classes, classpath = build_launcher(quiet=self.quiet)
         java = _require_tool("java", "install a Java 17+ runtime")
         self._workdir = Path(tempfile.mkdtemp(prefix="harness-g-neo4j-"))
@@ -176,10 +188,15 @@ class LocalNeo4j:
         assert stream is not None and self._proc is not None
         found: dict[str, str] = {}
 
+        failure: list[str] = []
+
         def read() -> None:
             for line in stream:
                 if line.startswith(READY_PREFIX):
                     found.update(json.loads(line[len(READY_PREFIX):]))
+                    return
+                if line.startswith(FAILED_PREFIX):  # the launcher's own one-line reason (root cause)
+                    failure.append(line[len(FAILED_PREFIX):].strip())
                     return
                 self._log_tail = (self._log_tail + [line.rstrip()])[-20:]
 
@@ -189,6 +206,8 @@ class LocalNeo4j:
         if not found:
             code = self._proc.poll()
             self.stop()
+            if failure:
+                raise LocalNeo4jError(f"local Neo4j failed to start: {failure[0]}")
             tail = " | ".join(line for line in self._log_tail[-6:] if line.strip())
             why = f"exited with code {code}" if code is not None else f"not ready after {timeout_s:.0f} s"
             raise LocalNeo4jError(f"local Neo4j {why}: {tail or 'no output'}")

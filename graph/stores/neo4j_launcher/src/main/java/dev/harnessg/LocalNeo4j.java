@@ -43,21 +43,22 @@ public final class LocalNeo4j {
         long pageCacheMb = Long.parseLong(opts.getOrDefault("--page-cache-mb", "256"));
         String password = opts.get("--password");
 
-        Neo4j neo4j = Neo4jBuilders.newInProcessBuilder(dir)
-                .withConfig(BoltConnector.enabled, true)
-                .withConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", boltPort))
-                .withConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", boltPort))
-                .withConfig(HttpConnector.enabled, true)
-                .withConfig(HttpConnector.listen_address, new SocketAddress("127.0.0.1", httpPort))
-                .withConfig(HttpConnector.advertised_address, new SocketAddress("127.0.0.1", httpPort))
-                .withConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(pageCacheMb))
-                .withConfig(GraphDatabaseSettings.auth_enabled, password != null)
-                .build();
-        if (password != null) {
-            neo4j.databaseManagementService().database("system").executeTransactionally(
-                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED", Map.of("password", password));
+        Neo4j neo4j;
+        try {
+            neo4j = start(dir, boltPort, httpPort, pageCacheMb, password);
+        } catch (RuntimeException e) {
+            // the harness leaves non-daemon threads behind on a failed start: exit, or the JVM never ends
+            Throwable root = e;
+            while (root.getCause() != null) {
+                root = root.getCause();
+            }
+            System.out.println("HARNESS_G_NEO4J_FAILED " + root.getClass().getSimpleName() + ": " + root.getMessage());
+            System.out.flush();
+            System.exit(1);
+            return;
         }
         CountDownLatch stopped = new CountDownLatch(1);
+
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             neo4j.close();
             stopped.countDown();
@@ -82,6 +83,24 @@ public final class LocalNeo4j {
             System.exit(0); // runs the shutdown hook
         }
         stopped.await();
+    }
+
+    private static Neo4j start(Path dir, int boltPort, int httpPort, long pageCacheMb, String password) {
+        Neo4j neo4j = Neo4jBuilders.newInProcessBuilder(dir)
+                .withConfig(BoltConnector.enabled, true)
+                .withConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", boltPort))
+                .withConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", boltPort))
+                .withConfig(HttpConnector.enabled, true)
+                .withConfig(HttpConnector.listen_address, new SocketAddress("127.0.0.1", httpPort))
+                .withConfig(HttpConnector.advertised_address, new SocketAddress("127.0.0.1", httpPort))
+                .withConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(pageCacheMb))
+                .withConfig(GraphDatabaseSettings.auth_enabled, password != null)
+                .build();
+        if (password != null) {
+            neo4j.databaseManagementService().database("system").executeTransactionally(
+                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED", Map.of("password", password));
+        }
+        return neo4j;
     }
 
     private static int port(String text) throws IOException {
