@@ -43,7 +43,7 @@ LLM_POLICIES = ("transformers", "openai", "vllm")
 
 def _add_interface_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interface", default="menu", choices=["menu", "free-query", "rag", "naive"],
-                   help="knowledge interface: menu (action ids), free-query (free text resolved onto the same targets), "
+                   help="knowledge interface: menu (action ids), free-query (no ids: commit/answer by sentence handle, search in free text resolved onto a LOOKUP target), "
                         "rag (top-3 paragraphs by the encoder), naive (question only); default menu")
     g = p.add_argument_group("LLM policies (" + ", ".join(LLM_POLICIES) + ")")
     g.add_argument("--model", default="smollm2", help="model name or path for LLM policies (default smollm2)")

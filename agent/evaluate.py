@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -52,6 +53,17 @@ def gold_texts(view: GraphView, item: QAItem) -> list[str]:
     return []
 
 
+_RS_ENCODERS: "weakref.WeakKeyDictionary[GraphView, M.EvidenceEncoder]" = weakref.WeakKeyDictionary()
+
+
+def rs_encoder(view: GraphView) -> M.EvidenceEncoder:
+    """Enc(·) of R-S for ``view``: its shared encoder (see ``metrics.EvidenceEncoder``), one per view."""
+    enc = _RS_ENCODERS.get(view)
+    if enc is None:
+        enc = _RS_ENCODERS[view] = M.EvidenceEncoder.from_view(view)
+    return enc
+
+
 def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[str, Any]:
     """Per-question metrics in [0, 1] (R-S is a cosine)."""
     answers = list(item.answers)
@@ -59,9 +71,11 @@ def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[st
     units = M.gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
     gold = gold_texts(view, item)
     rs = None
-    if gold:
-        vecs = view.encode([" ".join(evidence), " ".join(gold)]) if evidence else None
-        rs = M.retrieval_similarity(vecs[0], vecs[1]) if vecs is not None else 0.0
+    if gold:  # R-S over the *retrieved* evidence, per sentence, no window truncation (agent/metrics.py, paper l.881-887)
+        retrieved_ids = M.retrieved_evidence(traj)
+        infos = view.sentences(retrieved_ids)
+        retrieved = [infos[s].text for s in retrieved_ids if s in infos]
+        rs = M.evidence_similarity(retrieved, gold, rs_encoder(view))
     return {
         "em": M.exact_match(traj.answer or "", answers) if answers else None,
         "f1": M.token_f1(traj.answer or "", answers) if answers else None,
@@ -252,6 +266,7 @@ def run_eval(
     summary = summarize(list(latest.values()))
     summary.update({"policy": policy.name, "graph": str(view.artifact.path), "graph_version": view.version,
                     "env_cache": view.cache_stats()})
-    summary.update({"interface": config.interface, "dataset": view.artifact.manifest.get("dataset")})
+    summary.update({"interface": config.interface, "dataset": view.artifact.manifest.get("dataset"),
+                    "rs_encoder": rs_encoder(view).name, "rs_evidence": M.RS_EVIDENCE})
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
     return summary

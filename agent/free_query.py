@@ -1,25 +1,50 @@
 """The matched free-query arm (paper appendix "Additional Evaluation Protocols", *Transition-matched
-interface comparison*).
+interface comparison*, harness-g.tex l.1050-1057).
 
-At each state the menu environment builds its feasible-target set A_t exactly as for the menu arm.
-The free-query policy sees the same evidence state (question, committed evidence, visible sentences)
-but **no executable ids** and writes an arbitrary string u_t. A frozen resolver ρ encodes u_t with
-the graph's shared encoder, ranks the textual representation of every target in A_t by cosine and
-deterministically picks the best (ties: lowest action number). The chosen target is executed by the
-very same :meth:`MenuEnv.step`, so initial retrieval, filtering, caps, turn budget and transitions
-are identical between the arms; only the string-to-target mapping differs.
+What the paper fixes, and how this module follows it:
 
-Textual representations of targets (what u_t is matched against):
+- "At state z_t, the environment first constructs a latent feasible-target set A_t and deterministic
+  transition T(z_t, a)" (l.1051): the wrapped :class:`MenuEnv` builds its menu exactly as for the
+  menu arm; every move below is executed by the very same :meth:`MenuEnv.step`.
+- "The matched free-query policy observes the same evidence state but not the executable ids"
+  (l.1053): the observation shows the question, the committed evidence and the visible sentences
+  U_t, but no action ids (A*), no entity list (E*) and no LOOKUP entries.
+- "They also share initial retrieval, visible and committed evidence, Select/Answer/Answer_With
+  semantics" (l.1055): visible sentences keep their handles ``S0``, ``S1``, ... (they are part of
+  the evidence state, not executable ids), and the policy commits and answers by handle exactly as
+  in the menu arm -- ``SELECT S2``, ``ANSWER_WITH S1``, ``ANSWER``. Such a move is executed exactly
+  (it maps to the one menu action with that type and target); it never goes through text
+  resolution. An unknown handle is an invalid turn, as an unknown id is in the menu arm.
+- "it emits an arbitrary string u_t, and a frozen resolver ranks the textual representations of
+  targets in A_t with the shared encoder and deterministically selects rho(z_t, u_t)" (l.1053) and
+  "the intervention is whether a retrieval target is exposed for finite selection or reached
+  through an open string-to-target mapping" (l.1057): any other reply is a free search string u_t.
+  The frozen :class:`Resolver` ranks the *retrieval targets* of A_t (the menu's LOOKUP entities, by
+  their surface form) by cosine to u_t under the graph's shared encoder and picks the best (ties:
+  lowest action number); that LOOKUP runs. So a resolved query has exactly the menu arm's LOOKUP
+  transition for its target. When A_t holds no retrieval target (every LOOKUP was filtered or
+  merged away, as the menu arm would then offer none), the observation says so and a search is an
+  invalid turn (turn used, state unchanged), like an id that is not on the menu.
 
-==============  ==========================================
-SELECT s        the sentence text
-LOOKUP e        the entity's surface form
-ANSWER_WITH s   ``"answer with: " + sentence text``
-ANSWER          ``"answer"``
-==============  ==========================================
+Reply grammar (after trimming; at most :data:`MAX_REPLY_CHARS` characters are read):
 
-Every free-text string is kept: ``StepRecord.reply`` holds u_t and ``trajectory.meta["free_query"]``
-lists ``{turn, query, resolved, type, targets, score, runner_up}`` per step (for D_query diagnostics).
+=======================  ====================================================================
+``SELECT S<i>``          commit visible sentence S<i>                    (exact, by handle)
+``ANSWER_WITH S<i>``     commit S<i> and stop                            (exact, by handle)
+``ANSWER``               stop and answer from C_t                        (exact)
+``SEARCH: <text>``       free search string ``<text>`` -> resolver -> LOOKUP
+anything else            the whole reply is the free search string u_t -> resolver -> LOOKUP
+=======================  ====================================================================
+
+Moves are case-insensitive and may carry light wrappers (``**SELECT S1**``, ``ANSWER.``); ``SEARCH``
+also reads ``<search>text</search>``. A reply whose first word is one of the upper-case keywords
+``SELECT``/``ANSWER_WITH``/``ANSWER`` but that is not a well-formed move (``SELECT the second one``)
+is an invalid turn, never a search. An empty search string is an invalid turn.
+
+Records: ``StepRecord.reply`` holds the policy's own words; ``trajectory.meta["queries"]`` lists every
+free search string written (the D_query strings Qry(G), harness-g.tex l.1028-1033), and
+``trajectory.meta["free_query"]`` one ``{turn, reply, query, resolved, type, targets, score, runner_up}``
+per resolved search (moves by handle have none: nothing was resolved).
 """
 from __future__ import annotations
 
@@ -29,9 +54,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from harness_g.agent.actions import Action, ActionType
+from harness_g.agent.actions import MAX_REPLY_CHARS, Action, ActionType
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import EnvState, MenuEnv, StepResult
+from harness_g.agent.env import EnvState, EpisodeOver, MenuEnv, StepResult
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.retrieval import lookup_query
@@ -43,16 +68,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness_g.agent.trajectory import Trajectory
 
 ANSWER_TEXT = "answer"
-ANSWER_WITH_PREFIX = "answer with: "
+#: what the policy may write before a free search string (optional)
+SEARCH_PREFIX = "SEARCH: "
 #: cosines closer than this count as a tie (broken by action number), so resolution does not
 #: depend on last-bit BLAS noise
 TIE_DECIMALS = 6
+#: the observation line shown when A_t holds no retrieval target (the menu arm would show no LOOKUP)
+NO_SEARCH_NOTE = "Search: no new sentences can be retrieved at this step (SELECT, ANSWER_WITH or ANSWER)."
 
 _FREE_QUERY_INSTRUCTION = (
-    "Reply with one line of free text: a search request for the evidence you need next (an entity name, "
-    "a fact to look up, or the wording of a visible sentence to keep as evidence), or ANSWER when the "
-    "committed evidence is enough. There are no action ids; your text is matched to the closest "
-    "available move."
+    "Reply with exactly one move: SELECT S<i> to keep a visible sentence as evidence, ANSWER_WITH S<i> to keep it "
+    "and stop, ANSWER when the committed evidence is enough, or SEARCH: <free text> to search for the evidence you "
+    "need next (the search engine retrieves new sentences about the closest matching entity)."
 )
 
 
@@ -68,42 +95,53 @@ FREE_QUERY_MAX_NEW_TOKENS = 48
 
 def free_query_header() -> str:
     """The LLM policy's opening instruction for the free-query arm: the menu header
-    (``prompts.policy_instruction`` + ``prompts.tool_schema``) with ids and the tool replaced by free text.
-    Same move semantics as the menu arm, so the arms differ only in how a target is named."""
+    (``prompts.policy_instruction`` + ``prompts.tool_schema``) with the action ids and LOOKUP entities
+    replaced by a free search string. SELECT / ANSWER_WITH / ANSWER are the menu arm's, by sentence handle."""
     return (
         "You answer a multi-hop question by searching for evidence. Each step shows the question, your committed "
-        "evidence and the sentences currently visible. Moves:\n"
-        "- keep a visible sentence as evidence (the final answer sees committed evidence only);\n"
-        "- look up an entity: the search engine retrieves new sentences about it;\n"
-        "- answer with a visible sentence: keep it and stop;\n"
+        "evidence and the sentences currently visible (S0, S1, ...). Moves:\n"
+        "- SELECT S: commit visible sentence S as evidence (the final answer sees committed evidence only).\n"
+        "- SEARCH: <text>: write a search request in your own words; the search engine retrieves new sentences "
+        "about the closest matching entity.\n"
+        "- ANSWER_WITH S: commit visible sentence S and stop.\n"
         "- ANSWER: stop and answer from the committed evidence.\n"
-        "Reply with one line of free text naming the move you want: the wording of a sentence to keep, the name of "
-        "what to look up, 'answer with: ' plus a sentence, or ANSWER. Your text is matched to the closest available move."
+        "Reply with exactly one move and nothing else, e.g. SELECT S0, SEARCH: <what to look up>, ANSWER_WITH S1 "
+        "or ANSWER."
     )
 
 
 def render_free_observation(turn: int, max_turns: int, question: str, committed: Sequence[tuple[str, str]],
-                            visible: Sequence[tuple[str, str]], error: str | None = None) -> str:
-    """The menu observation minus every executable id: no S*/E*/A* labels, no entity list, no actions."""
+                            visible: Sequence[tuple[str, str]], error: str | None = None, *,
+                            search_available: bool = True) -> str:
+    """The menu observation (``render.render_observation``) minus every executable id: visible sentences
+    keep their handles ``S<i>`` (the same labels as the menu arm), but there is no entity list, no
+    action list and no ``A*`` id."""
     lines = [f"[Step {turn + 1}/{max_turns}]", f"Question: {question}", "Committed evidence:"]
     lines += [f"  {i + 1}. {t}: {s}" for i, (t, s) in enumerate(committed)] or ["  (none)"]
     lines.append("Visible sentences:")
-    lines += [f"  - {t}: {s}" for t, s in visible] or ["  (none)"]
+    lines += [f"S{i} | {t}: {s}" for i, (t, s) in enumerate(visible)] or ["  (none)"]
+    if not search_available:
+        lines.append(NO_SEARCH_NOTE)
     if error:
-        lines.append(f"Note: {error}")
+        lines.append(f"Invalid reply: {error}")
     lines.append(free_query_instruction())
     return "\n".join(lines)
 
 
 def target_text(action: Action, menu: "Menu") -> str:
-    """The textual representation of one feasible target (see the module table)."""
+    """The textual representation of one target: a LOOKUP target (what the resolver ranks) is its
+    entity's surface form; for reference, SELECT/ANSWER_WITH give the sentence text, ANSWER "answer"."""
     if action.type is ActionType.ANSWER:
         return ANSWER_TEXT
     if action.type is ActionType.LOOKUP:
         return menu._entity[action.targets[0]].surface
     by_id = {s.id: s.text for s in menu.sentences}
-    text = " ".join(by_id.get(t, "") for t in action.targets)
-    return ANSWER_WITH_PREFIX + text if action.type is ActionType.ANSWER_WITH else text
+    return " ".join(by_id.get(t, "") for t in action.targets)
+
+
+def retrieval_targets(menu: "Menu") -> list[Action]:
+    """The retrieval targets of A_t: the menu's LOOKUP actions, in menu order."""
+    return [a for a in menu.actions if a.type is ActionType.LOOKUP]
 
 
 def _action_number(action_id: str) -> int:
@@ -111,16 +149,20 @@ def _action_number(action_id: str) -> int:
     return int(m.group(1)) if m else 1 << 30
 
 
+class NoRetrievalTarget(HarnessError):
+    """A free search string was written at a state whose A_t holds no retrieval target."""
+
+
 @dataclass(frozen=True)
 class Resolution:
-    """ρ(z_t, u_t): the chosen target and how it won."""
+    """rho(z_t, u_t): the chosen retrieval target and how it won."""
 
     query: str
     action_id: str
     type: str
     targets: tuple[str, ...]
     score: float
-    ranked: tuple[tuple[str, float], ...] = field(default=())  # every target, best first
+    ranked: tuple[tuple[str, float], ...] = field(default=())  # every retrieval target, best first
 
     @property
     def runner_up(self) -> tuple[str, float] | None:
@@ -128,32 +170,100 @@ class Resolution:
 
 
 class Resolver:
-    """Frozen string-to-target resolver over the shared encoder (``view.encode``, cached per text)."""
+    """Frozen string-to-retrieval-target resolver over the shared encoder (``view.encode``, cached per text).
+
+    Only retrieval targets are ranked (harness-g.tex l.1057: the intervention is how a *retrieval target* is
+    reached); commits and answers are addressed by handle and never resolved."""
 
     def __init__(self, view: GraphView):
         self.view = view
 
     def resolve(self, query: str, menu: "Menu") -> Resolution:
-        if not menu.actions:
-            raise HarnessError("the menu has no actions to resolve a free query against")
+        candidates = retrieval_targets(menu)
+        if not candidates:
+            raise NoRetrievalTarget("no retrieval target is available at this step (nothing new can be retrieved); "
+                                    "reply SELECT S<i>, ANSWER_WITH S<i> or ANSWER")
         query = "" if query is None else str(query).strip()
-        texts = [target_text(a, menu) for a in menu.actions]
+        texts = [target_text(a, menu) for a in candidates]
         vecs = self.view.encode([query] + texts).astype(np.float64)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
         sims = vecs[1:] @ vecs[0]
-        order = sorted(range(len(texts)), key=lambda i: (-round(float(sims[i]), TIE_DECIMALS), _action_number(menu.actions[i].id)))
-        best = menu.actions[order[0]]
-        ranked = tuple((menu.actions[i].id, round(float(sims[i]), TIE_DECIMALS)) for i in order)
+        order = sorted(range(len(texts)), key=lambda i: (-round(float(sims[i]), TIE_DECIMALS), _action_number(candidates[i].id)))
+        best = candidates[order[0]]
+        ranked = tuple((candidates[i].id, round(float(sims[i]), TIE_DECIMALS)) for i in order)
         return Resolution(query, best.id, best.type.value, best.targets, ranked[0][1], ranked)
 
 
-class FreeQueryEnv:
-    """A :class:`MenuEnv` seen through free text. Same ``reset/step/done/committed_texts/finish``
-    protocol, so :func:`harness_g.agent.runner.run_episode` drives it unchanged.
+# -- reply parsing ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FreeReply:
+    """A parsed free-query reply: ``kind`` is "move" (``move`` = (type, handle or None)), "search"
+    (``query`` = u_t) or "invalid" (``error``)."""
 
-    Deliberately exposes no ``menu``: policies get ``observation`` (ids removed), ``state``
-    (question, committed, visible, turn), ``view`` and ``config``. ``inner`` is the wrapped
-    MenuEnv, for the harness and tests only.
+    kind: str
+    move: tuple[ActionType, str | None] | None = None
+    query: str = ""
+    error: str | None = None
+
+
+# light wrappers around a move: **SELECT S1**, `ANSWER`, "ANSWER_WITH S0", ANSWER.  Wrappers are removed
+# with str.strip (one pass); the patterns are anchored and their parts cannot match the same
+# characters, so classifying a reply is linear in its length (no backtracking blow-up).
+_OPENERS = "*`\"'[("
+_CLOSERS = "*`\"')]."
+_MOVE = re.compile(r"(SELECT|ANSWER_WITH)[ \t]+S(\d+)|(ANSWER)", re.I)
+_KEYWORD = re.compile(r"(SELECT|ANSWER_WITH|ANSWER)(?![A-Za-z0-9_])")  # upper case only: a move was meant
+_SEARCH_KEY = re.compile(r"(?:SEARCH(?![A-Za-z0-9_])[ \t]*:?|search[ \t]*:)[ \t]*", re.I)
+
+
+def _unwrap(text: str) -> str:
+    return text.lstrip(_OPENERS).rstrip(_CLOSERS).strip()
+
+
+def _search_tag(text: str) -> str | None:
+    """The text inside the first ``<search>...</search>`` (case-insensitive), else None."""
+    low = text.lower()
+    start = low.find("<search>")
+    if start < 0:
+        return None
+    end = low.find("</search>", start + 8)
+    return text[start + 8 : end] if end >= 0 else None
+
+
+def parse_free_reply(text: str) -> FreeReply:
+    """Classify a reply (see the module docstring's grammar). Linear in ``len(text)``."""
+    text = "" if text is None else str(text).strip()
+    if len(text) > MAX_REPLY_CHARS:
+        return FreeReply("invalid", error=f"reply too long ({len(text)} characters; at most {MAX_REPLY_CHARS} are read)")
+    core = _unwrap(text)
+    m = _MOVE.fullmatch(core)
+    if m:
+        if m.group(3):
+            return FreeReply("move", (ActionType.ANSWER, None))
+        return FreeReply("move", (ActionType(m.group(1).upper()), f"S{int(m.group(2))}"))
+    if _KEYWORD.match(core):
+        return FreeReply("invalid", error=f"malformed move {core[:60]!r}; reply SELECT S<i>, ANSWER_WITH S<i>, ANSWER "
+                                          "or SEARCH: <text>")
+    tag = _search_tag(text)
+    if tag is not None:
+        query = tag
+    else:
+        key = _SEARCH_KEY.match(text)
+        query = text[key.end():] if key else text
+    query = " ".join(query.split())
+    if not query:
+        return FreeReply("invalid", error="empty search string; write what to search for, or SELECT/ANSWER_WITH/ANSWER")
+    return FreeReply("search", query=query)
+
+
+class FreeQueryEnv:
+    """A :class:`MenuEnv` seen through the free-query arm. Same ``reset/step/done/committed_texts/finish``
+    protocol, so :func:`harness_g.agent.runner.run_episode` and ``training.rollout`` drive it unchanged.
+
+    Deliberately exposes no ``menu``: policies get ``observation`` (no action ids), ``state``
+    (question, committed, visible -- ``state.visible[i]`` is handle ``S<i>`` --, turn), ``view``,
+    ``config`` and :attr:`search_available`. ``inner`` is the wrapped MenuEnv, for the harness and
+    tests only.
     """
 
     interface = "free-query"
@@ -162,6 +272,7 @@ class FreeQueryEnv:
         self.inner = env if isinstance(env, MenuEnv) else MenuEnv(env, config)
         self.resolver = resolver or Resolver(self.inner.view)
         self.resolutions: list[Resolution] = []
+        self.queries: list[str] = []
 
     # -- what policies may read -----------------------------------------------------------
     @property
@@ -184,69 +295,132 @@ class FreeQueryEnv:
     def done(self) -> bool:
         return self.inner.done
 
+    @property
+    def search_available(self) -> bool:
+        """Whether A_t holds a retrieval target (a free search string can be resolved)."""
+        menu = self.inner.menu
+        return menu is not None and bool(retrieval_targets(menu))
+
     def committed_texts(self) -> list[tuple[str, str]]:
         return self.inner.committed_texts()
 
     def visible_texts(self) -> list[tuple[str, str]]:
-        """``[(title, text)]`` of U_t as the menu shows it (text-deduplicated, committed removed)."""
+        """``[(title, text)]`` of U_t as the menu shows it (text-deduplicated, committed removed); item i is ``S<i>``."""
         menu = self.inner.menu
         return [] if menu is None else [(s.title, s.text) for s in menu.sentences]
+
+    def handle_of(self, sentence_id: str) -> str | None:
+        """The handle (``S<i>``) of a visible sentence, None when it is not visible."""
+        menu = self.inner.menu
+        if menu is None:
+            return None
+        return next((f"S{i}" for i, s in enumerate(menu.sentences) if s.id == sentence_id), None)
 
     def observation(self, error: str | None = None) -> str:
         st = self.inner._require_state()
         return render_free_observation(st.turn, self.config.max_turns, st.question.question, self.committed_texts(),
-                                       self.visible_texts(), error)
+                                       self.visible_texts(), error, search_available=self.search_available)
 
     # -- episode --------------------------------------------------------------------------
     def reset(self, question: QAItem | str) -> str:
         self.inner.reset(question)
         self.resolutions = []
+        self.queries = []
         assert self.inner.trajectory is not None
         self.inner.trajectory.meta["interface"] = self.interface
         self.inner.trajectory.meta["free_query"] = []
         return self.observation()
 
     def resolve(self, query: str) -> Resolution:
-        """ρ(z_t, u_t) for the current state, without executing it."""
+        """rho(z_t, u_t) for the current state, without executing it (raises :class:`NoRetrievalTarget`)."""
         self.inner._require_state()
         assert self.inner.menu is not None
         return self.resolver.resolve(query, self.inner.menu)
 
-    def step(self, query: str) -> StepResult:
-        """Resolve ``query`` to one feasible target and execute it through ``MenuEnv.step``."""
+    def move_action(self, kind: ActionType, handle: str | None) -> Action:
+        """The menu action a move by handle names, exactly (no text resolution); HarnessError when it is not
+        offered (unknown handle, ANSWER_WITH disabled)."""
+        self.inner._require_state()
+        menu = self.inner.menu
+        assert menu is not None
+        if kind is ActionType.ANSWER:
+            return next(a for a in menu.actions if a.type is ActionType.ANSWER)
+        handles = {f"S{i}": s.id for i, s in enumerate(menu.sentences)}
+        sid = handles.get(handle or "")
+        if sid is None:
+            shown = ", ".join(handles) if handles else "none"
+            raise HarnessError(f"unknown sentence {handle}; visible: {shown}")
+        action = next((a for a in menu.actions if a.type is kind and a.targets == (sid,)), None)
+        if action is None:
+            raise HarnessError(f"{kind.value} is not available at this step")
+        return action
+
+    def step(self, reply: str) -> StepResult:
+        """Execute a move by handle exactly, or resolve a free search string to a LOOKUP target and run it;
+        either way through ``MenuEnv.step``. Anything else is an invalid turn (used, state unchanged)."""
         st = self.inner._require_state()
+        if st.done:
+            raise EpisodeOver("the episode is over; call reset() for a new question")
         turn = st.turn
-        res = self.resolve(query)
-        self.resolutions.append(res)
-        result = self.inner.step(res.action_id)
+        raw = "" if reply is None else str(reply)
+        parsed = parse_free_reply(raw)
+        error: str | None = parsed.error
+        res: Resolution | None = None
+        action: Action | None = None
+        if parsed.kind == "move":
+            assert parsed.move is not None
+            try:
+                action = self.move_action(*parsed.move)
+            except HarnessError as exc:
+                error = str(exc)
+        elif parsed.kind == "search":
+            self.queries.append(parsed.query)
+            try:
+                res = self.resolve(parsed.query)
+            except NoRetrievalTarget as exc:
+                error = str(exc)
+            else:
+                action = self.inner.menu.by_id[res.action_id]  # type: ignore[union-attr]
+        if action is None:
+            # the menu arm's invalid turn: an empty reply never parses, so MenuEnv counts the turn and
+            # keeps the state; the record then gets this arm's reply and reason
+            self.inner.step("")
+        else:
+            self.inner.step(action.id)
         traj = self.inner.trajectory
         assert traj is not None
-        traj.steps[-1].reply = res.query  # the policy's own words, not the resolved id
-        runner = res.runner_up
-        traj.meta["free_query"].append({
-            "turn": turn, "query": res.query, "resolved": res.action_id, "type": res.type, "targets": list(res.targets),
-            "score": res.score, "runner_up": list(runner) if runner else None,
-        })
-        info = dict(result.info) | {"resolution": asdict(res) | {"ranked": [list(r) for r in res.ranked[:5]]}}
-        return StepResult(self.observation() if not result.done else "", result.done, result.valid, result.error, info)
+        record = traj.steps[-1]
+        record.reply = raw  # the policy's own words, not the executed id
+        if action is None:
+            record.error = error
+        info: dict[str, Any] = {"kind": parsed.kind if action is not None else "invalid"}
+        if res is not None:
+            self.resolutions.append(res)
+            runner = res.runner_up
+            traj.meta["free_query"].append({
+                "turn": turn, "reply": raw, "query": res.query, "resolved": res.action_id, "type": res.type,
+                "targets": list(res.targets), "score": res.score, "runner_up": list(runner) if runner else None,
+            })
+            info["resolution"] = asdict(res) | {"ranked": [list(r) for r in res.ranked[:5]]}
+        done = self.inner.done
+        return StepResult(self.observation(error) if not done else "", done, action is not None, error, info)
 
     def finish(self, answer: str, **meta: Any) -> "Trajectory":
         traj = self.inner.finish(answer, **meta)
-        traj.meta["queries"] = [r.query for r in self.resolutions]
+        traj.meta["queries"] = list(self.queries)
         return traj
 
 
 # -- policies for the free-query arm ---------------------------------------------------------------
 class HeuristicFreeQueryPolicy(Policy):
-    """LLM-free free-query counterpart of :class:`HeuristicPolicy` (same plan, written as text).
+    """LLM-free free-query counterpart of :class:`HeuristicPolicy` (the same plan).
 
-    It writes search-style text, never an id and never a copied sentence: turn 1 is the question
-    itself (the resolver maps it to the closest target — a question-like string often lands on
-    ANSWER_WITH of the most similar sentence, which is the arm's aliasing, not a bug). After the
-    first commit: the name of the best entity mentioned in the committed evidence but not in the
-    question (the bridge hop, Search-R1 style "<entity>" query). Then ``"answer with: " +
-    concat(q, C_t)``, and ``ANSWER`` once ``max_commits`` sentences are committed or on the last turn.
-    The answer is the heuristic's extractive answer from C_T.
+    Commits and answers by handle exactly as the menu heuristic does (SELECT the visible sentence
+    closest to the question; ANSWER_WITH the one closest to concat(q, C_t); ANSWER once
+    ``max_commits`` sentences are committed or on the last turn). Its one retrieval is written as a
+    free search string, Search-R1 style: the name of the best entity mentioned in the committed
+    evidence but not in the question (the bridge hop), which the frozen resolver maps to a LOOKUP
+    target. The answer is the heuristic's extractive answer from C_T.
     """
 
     name = "heuristic"
@@ -267,7 +441,7 @@ class HeuristicFreeQueryPolicy(Policy):
         seen: dict[str, Any] = {}
         for sid in st.committed:
             for e in ents.get(sid, ()):
-                if e.lookupable and f" {e.name} " not in q_canon:
+                if e.lookupable and f" {e.name} " not in q_canon and e.id not in st.visited:
                     seen.setdefault(e.id, e)
         if not seen:
             return None
@@ -276,21 +450,34 @@ class HeuristicFreeQueryPolicy(Policy):
         best = sorted(range(len(cands)), key=lambda i: (-float(sims[i]), cands[i].id))[0]
         return cands[best].surface
 
+    @staticmethod
+    def _best_visible(env: FreeQueryEnv, vec: np.ndarray) -> str | None:
+        st = env.state
+        assert st is not None
+        ranked = env.view.rank(vec, list(st.visible))
+        return env.handle_of(ranked[0][0]) if ranked else None
+
     def act(self, observation: str, env: FreeQueryEnv) -> str:  # type: ignore[override]
         st = env.state
         assert st is not None
         q = st.question.question
         last_turn = st.turn >= env.config.max_turns - 1
-        looked_up = any(s.action_type == ActionType.LOOKUP.value for s in (env.trajectory.steps if env.trajectory else []))
+        answer_with = "ANSWER_WITH" if env.config.answer_with else "SELECT"
         if not st.committed:
-            return (ANSWER_WITH_PREFIX + q) if last_turn else q
-        if len(st.committed) < self.max_commits and not last_turn:
-            if not looked_up:
+            handle = self._best_visible(env, st.question_vec)
+            if handle is not None:
+                return f"{answer_with if last_turn else 'SELECT'} {handle}"
+        elif len(st.committed) < self.max_commits and not last_turn:
+            looked_up = any(s.action_type == ActionType.LOOKUP.value for s in (env.trajectory.steps if env.trajectory else []))
+            if not looked_up and env.search_available:
                 entity = self._bridge_entity(env)
                 if entity:
-                    return entity
+                    return SEARCH_PREFIX + entity
             texts = [t for _, t in env.committed_texts()]
-            return ANSWER_WITH_PREFIX + lookup_query(q, texts, env.config.query_max_words)
+            m_vec = env.view.encode([lookup_query(q, texts, env.config.query_max_words)])[0]
+            handle = self._best_visible(env, m_vec)
+            if handle is not None:
+                return f"{answer_with} {handle}"
         return "ANSWER"
 
     def answer(self, question: str, evidence: list[tuple[str, str]], env: FreeQueryEnv) -> str:  # type: ignore[override]
@@ -301,7 +488,7 @@ class FreeQueryAdapter(Policy):
     """Wraps any policy for the free-query arm.
 
     Policies that know the arm implement ``free_query_act(observation, env)`` (LLM policies: same
-    model, free-query instruction). Others get the free observation through their usual ``act`` —
+    model, free-query instruction). Others get the free observation through their usual ``act`` --
     it already ends with :func:`free_query_instruction` instead of the menu instruction.
     """
 
@@ -323,7 +510,8 @@ def free_query_policy(policy: Policy) -> Policy:
     - :class:`HeuristicPolicy` -> :class:`HeuristicFreeQueryPolicy`;
     - :class:`harness_g.agent.llm.policy.LLMPolicy` -> a copy sharing the same backend and sampling
       settings whose chat opens with :func:`free_query_header` instead of the menu instruction and
-      tool schema, with room for a free-text reply (:data:`FREE_QUERY_MAX_NEW_TOKENS`);
+      tool schema, with room for a free-text reply (:data:`FREE_QUERY_MAX_NEW_TOKENS`) and no
+      constrained decoding (there are no ids to constrain to);
     - anything else -> :class:`FreeQueryAdapter`.
     """
     import copy
@@ -341,6 +529,8 @@ def free_query_policy(policy: Policy) -> Policy:
         fq.max_new_tokens = max(int(getattr(policy, "max_new_tokens", 0)), FREE_QUERY_MAX_NEW_TOKENS)  # type: ignore[attr-defined]
         if getattr(fq, "max_context_tokens", None):  # keep prompt + reply inside the same window
             fq.max_context_tokens -= fq.max_new_tokens - int(getattr(policy, "max_new_tokens", 0))  # type: ignore[attr-defined]
+        if hasattr(fq, "constrain_actions"):
+            fq.constrain_actions = False  # type: ignore[attr-defined]  # free text: nothing to constrain to
         fq.free_query = True  # type: ignore[attr-defined]
         return fq
     return FreeQueryAdapter(policy)

@@ -2,8 +2,9 @@
 
 =============  ===============================================================================
 ``menu``       the menu environment: the policy picks one action id per step (Harness-G).
-``free-query`` the transition-matched free-query arm (:mod:`harness_g.agent.free_query`): the
-               policy writes text, a frozen resolver maps it onto the same feasible targets.
+``free-query`` the transition-matched free-query arm (:mod:`harness_g.agent.free_query`): no action
+               ids; SELECT / ANSWER_WITH / ANSWER by sentence handle as in the menu arm, and a free
+               search string that a frozen resolver maps onto a LOOKUP target of the same menu.
 ``rag``        Standard RAG (appendix "Baseline Details"): the top-3 chunks by the shared
                encoder, then one answer call. Our chunks are the graph's paragraphs; a paragraph
                scores the **max** cosine of its sentences to the question (``pool="max"``; a long

@@ -69,9 +69,11 @@ def test_dead_zone():
     assert dead_zone(5e-5) == 0.0 and dead_zone(-5e-5) == 0.0 and dead_zone(2e-4) == 2e-4
 
 
-def test_igpo_is_cumulative_information_gain():
-    steps = [StepGains(0.1, True), StepGains(0.0, False), StepGains(0.3, True)]
-    assert [c.total for c in compute_credit("igpo", steps)] == pytest.approx([0.4, 0.3, 0.3])
+def test_igpo_is_group_level_not_a_step_credit():
+    """IGPO's turn rewards are policy beliefs normalised per GRPO group (tests/test_igpo.py), so the per-trajectory
+    registry no longer turns frozen preview gains into cumulative 'igpo' credit."""
+    with pytest.raises(ValueError, match="group-level"):
+        compute_credit("igpo", [StepGains(0.1, True), StepGains(0.0, False), StepGains(0.3, True)])
 
 
 def test_unknown_scheme_is_a_clear_error():

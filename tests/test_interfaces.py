@@ -1,9 +1,10 @@
 """The four knowledge interfaces (menu, free-query, rag, naive) on the REAL HotpotQA test graph.
 
 The free-query arm follows the paper's "Transition-matched interface comparison": the policy sees the
-evidence state without ids, writes text, a frozen resolver maps it onto the menu's feasible targets by
-cosine under the shared encoder, and the same MenuEnv transition runs. Everything here uses the
-LLM-free heuristic policy.
+evidence state without executable ids, commits and answers by sentence handle as the menu arm does, and
+writes free text for retrieval, which a frozen resolver maps onto the menu's LOOKUP targets by cosine
+under the shared encoder; the same MenuEnv transition runs (tests/test_free_query_arm.py). Everything
+here uses the LLM-free heuristic policy.
 """
 from __future__ import annotations
 
@@ -13,161 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent.actions import Action, ActionType
-from harness_g.agent.env import MenuEnv
 from harness_g.agent.evaluate import EvalConfig, run_eval
-from harness_g.agent.free_query import (
-    ANSWER_WITH_PREFIX,
-    FreeQueryEnv,
-    HeuristicFreeQueryPolicy,
-    Resolver,
-    free_query_instruction,
-    free_query_policy,
-    target_text,
-)
-from harness_g.agent.graph_view import EntityInfo, GraphView
+from harness_g.agent.free_query import free_query_policy
+from harness_g.agent.graph_view import GraphView
 from harness_g.agent.interfaces import INTERFACES, RagInterface, make_interface
-from harness_g.agent.menu import Menu
 from harness_g.agent.policies import make_policy
-from harness_g.agent.runner import run_episode
 from harness_g.errors import ConfigError, HarnessError
 
 
-@pytest.fixture
-def fq_env(hotpot_view: GraphView, hotpot_questions) -> FreeQueryEnv:
-    env = FreeQueryEnv(MenuEnv(hotpot_view))
-    env.reset(hotpot_questions[0])
-    return env
-
-
-# -- resolver ---------------------------------------------------------------------------------------
-def test_free_observation_hides_every_executable_id(fq_env: FreeQueryEnv) -> None:
-    obs = fq_env.observation()
-    assert "Question:" in obs and "Visible sentences:" in obs and free_query_instruction() in obs
-    assert not re.search(r"\bA\d+\b", obs), "action ids leaked into the free-query observation"
-    assert not re.search(r"^\s*[SE]\d+ \|", obs, re.M), "sentence/entity labels leaked"
-    assert "LOOKUP" not in obs and "SELECT" not in obs
-    for _, text in fq_env.visible_texts():  # ...but the same evidence state is shown
-        assert text in obs
-    assert not hasattr(fq_env, "menu")
-
-
-def test_resolver_is_deterministic(fq_env: FreeQueryEnv, hotpot_view: GraphView) -> None:
-    menu = fq_env.inner.menu
-    query = fq_env.state.question.question
-    first = fq_env.resolve(query)
-    again = fq_env.resolve(query)
-    fresh = Resolver(hotpot_view).resolve(query, menu)
-    assert first == again == fresh
-    assert first.ranked[0] == (first.action_id, first.score)
-    assert sorted(a for a, _ in first.ranked) == sorted(a.id for a in menu.actions)  # every feasible target is ranked
-    scores = [s for _, s in first.ranked]
-    assert scores == sorted(scores, reverse=True)
-
-
-def test_query_equal_to_a_visible_sentence_resolves_to_select_of_it(fq_env: FreeQueryEnv) -> None:
-    menu = fq_env.inner.menu
-    assert menu.sentences
-    for s in menu.sentences:
-        res = fq_env.resolve(s.text)
-        assert (res.type, res.targets) == ("SELECT", (s.id,)), s.text
-        assert res.score == pytest.approx(1.0, abs=1e-5)
-    # the "answer with: " form of the same text is ANSWER_WITH of that sentence
-    s0 = menu.sentences[0]
-    res = fq_env.resolve(ANSWER_WITH_PREFIX + s0.text)
-    assert (res.type, res.targets) == ("ANSWER_WITH", (s0.id,))
-
-
-@pytest.mark.parametrize("query", ["answer", "ANSWER", "  Answer "])
-def test_answer_resolves_to_answer(fq_env: FreeQueryEnv, query: str) -> None:
-    res = fq_env.resolve(query)
-    assert res.type == "ANSWER" and res.targets == ()
-
-
-def test_entity_name_resolves_to_its_lookup(fq_env: FreeQueryEnv) -> None:
-    menu = fq_env.inner.menu
-    assert menu.entities
-    e = menu.entities[0]
-    res = fq_env.resolve(e.surface)
-    assert res.type == "LOOKUP" and res.targets == (e.id,)
-
-
-def test_ties_are_broken_by_action_number(hotpot_view: GraphView) -> None:
-    """Two targets with the same textual representation score the same: the lower action number wins."""
-    a = EntityInfo("ent:a", "paris", "Paris", "GPE", True, 3)
-    b = EntityInfo("ent:b", "paris", "Paris", "GPE", True, 1)
-    actions = [Action("A0", ActionType.LOOKUP, (b.id,)), Action("A1", ActionType.LOOKUP, (a.id,)), Action("A2", ActionType.ANSWER)]
-    menu = Menu([], [b, a], ["frontier", "frontier"], actions, {a.id: ("x",), b.id: ("y",)})
-    assert [target_text(x, menu) for x in actions] == ["Paris", "Paris", "answer"]
-    res = Resolver(hotpot_view).resolve("the city of Paris", menu)
-    assert res.action_id == "A0" and res.ranked[0][1] == res.ranked[1][1]
-    # swapping the ids swaps the winner: the tie rule is the action number, not the entity id
-    actions2 = [Action("A0", ActionType.LOOKUP, (a.id,)), Action("A1", ActionType.LOOKUP, (b.id,)), Action("A2", ActionType.ANSWER)]
-    menu2 = Menu([], [a, b], ["frontier", "frontier"], actions2, {a.id: ("x",), b.id: ("y",)})
-    assert Resolver(hotpot_view).resolve("the city of Paris", menu2).targets == (a.id,)
-
-
-# -- transitions ------------------------------------------------------------------------------------
-def test_free_query_transitions_equal_the_menu_envs(hotpot_view: GraphView, hotpot_questions) -> None:
-    """Replaying the resolved action ids on a plain MenuEnv reproduces every menu, C_t and U_t."""
-    item = hotpot_questions[1]
-    fenv = FreeQueryEnv(MenuEnv(hotpot_view))
-    obs = fenv.reset(item)  # drive the arm with a script that exercises every action type
-    queries = []
-    while not fenv.done:
-        menu = fenv.inner.menu
-        turn = fenv.state.turn
-        if turn == 0 and menu.sentences:
-            q = menu.sentences[0].text  # SELECT
-        elif turn == 1 and menu.entities:
-            q = menu.entities[0].surface  # LOOKUP
-        elif turn == 2 and menu.sentences:
-            q = ANSWER_WITH_PREFIX + menu.sentences[0].text  # ANSWER_WITH
-        else:
-            q = "answer"
-        queries.append(q)
-        result = fenv.step(q)
-        assert result.valid and "resolution" in result.info
-        obs = result.observation
-    assert obs == ""
-    ftraj = fenv.finish("x")
-    resolved = [s.chosen for s in ftraj.steps]
-    assert [s.reply for s in ftraj.steps] == queries  # the free text is what the trajectory records
-    assert [x["query"] for x in ftraj.meta["free_query"]] == queries == ftraj.meta["queries"]
-    assert [x["resolved"] for x in ftraj.meta["free_query"]] == resolved
-    assert {s.action_type for s in ftraj.steps} >= {"SELECT", "ANSWER_WITH"}
-
-    menu_env = MenuEnv(hotpot_view)
-    menu_env.reset(item)
-    for step, action_id in zip(ftraj.steps, resolved):
-        assert menu_env.menu.to_json() == step.menu  # the same feasible targets were offered
-        menu_env.step(action_id)
-        mstep = menu_env.trajectory.steps[-1]
-        assert (mstep.chosen, mstep.action_type, mstep.targets) == (step.chosen, step.action_type, step.targets)
-        assert mstep.committed_after == step.committed_after and mstep.visible_after == step.visible_after
-        assert mstep.introduced == step.introduced
-    assert menu_env.done and menu_env.state.committed == ftraj.committed
-    assert menu_env.trajectory.terminated_by == ftraj.terminated_by
-
-
-def test_heuristic_free_query_policy_runs_and_answers(hotpot_view: GraphView, hotpot_questions) -> None:
-    policy = free_query_policy(make_policy("heuristic"))
-    assert isinstance(policy, HeuristicFreeQueryPolicy)
-    fenv = FreeQueryEnv(MenuEnv(hotpot_view))
-    traj = run_episode(fenv, policy, hotpot_questions[2])  # type: ignore[arg-type]
-    assert 1 <= traj.turns <= fenv.config.max_turns and traj.invalid_turns == 0
-    assert traj.meta["interface"] == "free-query"
-    assert traj.steps[0].reply == hotpot_questions[2].question  # turn 1 writes the question itself
-    assert all(not re.fullmatch(r"A\d+", s.reply) for s in traj.steps)
-    assert isinstance(traj.answer, str)
-    assert [x["query"] for x in traj.meta["free_query"]] == [s.reply for s in traj.steps] == traj.meta["queries"]
-
-
-def test_free_query_step_after_end_raises(fq_env: FreeQueryEnv) -> None:
-    fq_env.step("ANSWER")
-    assert fq_env.done
-    with pytest.raises(HarnessError):
-        fq_env.step("anything")
+# The free-query arm's own tests (resolver, moves by handle, transitions, policies, rollouts) are in
+# tests/test_free_query_arm.py.
 
 
 # -- rag / naive ------------------------------------------------------------------------------------

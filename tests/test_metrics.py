@@ -154,3 +154,107 @@ def test_lookup_query_concat_and_cap() -> None:
     long_q = " ".join(f"w{i}" for i in range(70))
     assert lookup_query(long_q, ["evidence here"]).split() == [f"w{i}" for i in range(64)]
     assert lookup_query(question, [ev1], max_words=12).split() == question.split() + ["a0", "a1"]
+
+
+# -- R-S: retrieved evidence, per-sentence encodings, no window truncation (paper l.881-887) ------------
+class _WindowedBagOfWords:
+    """A stand-in sentence encoder with a real encoder's window: it reads only the first ``window``
+    words of a text (as a transformer reads only ``max_seq_length`` tokens) and returns the unit
+    bag-of-words vector over ``vocab``."""
+
+    def __init__(self, vocab: list[str], window: int):
+        self.vocab, self.window = vocab, window
+
+    def __call__(self, texts):
+        import numpy as np
+
+        out = np.zeros((len(texts), len(self.vocab)))
+        for i, t in enumerate(texts):
+            for w in t.split()[: self.window]:
+                if w in self.vocab:
+                    out[i, self.vocab.index(w)] += 1.0
+            out[i] /= np.linalg.norm(out[i]) or 1.0
+        return out
+
+
+def test_rs_does_not_truncate_long_evidence_to_the_encoder_window() -> None:
+    import numpy as np
+
+    enc = _WindowedBagOfWords(["filler", "paris", "capital"], window=8)
+    encoder = M.EvidenceEncoder(enc, name="bow", max_tokens=8)
+    retrieved = ["filler filler filler filler filler", "filler filler filler filler filler", "Paris is the capital"]
+    gold = ["Paris is the capital"]
+    # the old R-S: one encoding of the concatenation, which the window cuts after 8 words -- the gold
+    # sentence at the tail is never read, so the score is 0
+    old = M.retrieval_similarity(enc([" ".join(retrieved)])[0], enc([" ".join(gold)])[0])
+    assert old == pytest.approx(0.0)
+    # per sentence: Enc(K) = mean of the unit vectors of (normalised) sentences; every sentence counts
+    # pieces: "filler x5" -> (1,0,0) twice, "paris is capital" -> (0,1,1)/sqrt2 ; mean = (2/3, 1/(3 sqrt2), 1/(3 sqrt2))
+    # gold -> (0,1,1)/sqrt2 ; cos = (2/(3*2)) / (|mean| * 1) with |mean|^2 = 4/9 + 1/9 = 5/9
+    want = (1 / 3) / np.sqrt(5 / 9)
+    assert M.evidence_similarity(retrieved, gold, encoder) == pytest.approx(want)
+    # a single sentence longer than the window is split into window-sized pieces (its tail is read too)
+    long_sentence = " ".join(["filler"] * 20 + ["paris", "capital"])
+    pieces = encoder.pieces([long_sentence])
+    assert all(len(p.split()) <= 8 for p in pieces) and " ".join(pieces) == M.normalize_answer(long_sentence)
+    # pieces: filler x8, filler x8, "filler x4 paris capital" -> (1,0,0), (1,0,0), (4,1,1)/sqrt18
+    v3 = np.array([4.0, 1.0, 1.0]) / np.sqrt(18)
+    mean = (2 * np.array([1.0, 0.0, 0.0]) + v3) / 3
+    g = np.array([0.0, 1.0, 1.0]) / np.sqrt(2)
+    assert M.evidence_similarity([long_sentence], gold, encoder) == pytest.approx(float(mean @ g / np.linalg.norm(mean)))
+    assert M.retrieval_similarity(enc([long_sentence])[0], enc(gold)[0]) == 0.0  # one truncated encoding: tail unseen
+    # no gold: not scored; nothing retrieved: 0 (Graph-R1 scores empty knowledge 0)
+    assert M.evidence_similarity(retrieved, [], encoder) is None
+    assert M.evidence_similarity([], gold, encoder) == 0.0
+    assert M.evidence_similarity(["", "  "], gold, encoder) == 0.0
+
+
+def test_rs_with_the_real_encoder_reads_evidence_past_its_window() -> None:
+    """MiniLM reads 256 word pieces; 300+ words of distractors before the gold sentence hid it from the old R-S."""
+    import numpy as np
+
+    from harness_g.graph.embed import get_embedder
+
+    emb = get_embedder()
+
+    class View:  # what EvidenceEncoder.from_view reads
+        embedder = emb
+
+        @staticmethod
+        def encode(texts):
+            return emb.encode(texts)
+
+    encoder = M.EvidenceEncoder.from_view(View())
+    assert encoder.name == emb.name and encoder.max_tokens == emb._model.max_seq_length == 256
+    gold = ["Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer."]
+    distractors = [f"The annual rainfall in district number {i} of the northern province was recorded by the local weather "
+                   f"station over several decades." for i in range(16)]
+    retrieved = distractors + gold
+    assert encoder.count_tokens(" ".join(retrieved)) > 256
+    old = M.retrieval_similarity(*emb.encode([" ".join(retrieved), " ".join(gold)]))  # truncated concatenation
+    truncated_away = M.retrieval_similarity(*emb.encode([" ".join(distractors), " ".join(gold)]))
+    assert old == pytest.approx(truncated_away, abs=1e-3)  # the old score never saw the gold sentence
+    new = M.evidence_similarity(retrieved, gold, encoder)
+    pieces = [M.normalize_answer(t) for t in retrieved]
+    vecs = emb.encode(pieces)
+    mean = vecs.mean(axis=0)
+    g = emb.encode([M.normalize_answer(gold[0])])[0]
+    assert new == pytest.approx(float(mean @ g / np.linalg.norm(mean)), abs=1e-5)
+    assert new > old + 0.05
+
+
+def test_retrieved_evidence_is_u0_lookups_and_commits() -> None:
+    traj = {
+        "initial_visible": ["p1:0", "p1:1", "p2:0"],
+        "steps": [
+            {"action_type": "SELECT", "introduced": ["p1:0"]},
+            {"action_type": None, "introduced": []},  # invalid turn
+            {"action_type": "LOOKUP", "introduced": ["p3:0", "p1:1"]},
+            {"action_type": "LOOKUP", "introduced": ["p4:2"]},  # a last-step LOOKUP counts
+        ],
+        "committed": ["p1:0"],
+    }
+    assert M.retrieved_evidence(traj) == ["p1:0", "p1:1", "p2:0", "p3:0", "p4:2"]
+    # Standard RAG: no steps, the retrieved chunks are C_T
+    assert M.retrieved_evidence({"initial_visible": [], "steps": [], "committed": ["p9:0", "p9:1"]}) == ["p9:0", "p9:1"]
+    assert M.RS_EVIDENCE == "retrieved" and M.GRAPH_R1_RS_ENCODER.endswith("sup-simcse-roberta-large")

@@ -59,7 +59,7 @@ def test_micro_batches_accumulate_to_the_same_update(tmp_path, tokenizer, mini):
     results = []
     for micro in (0, 1):
         cfg = load_config(None, {"model.name": "tiny-random", "data.graph_dir": str(tmp_path / "unused"), "optim.lr": 1e-2,
-                                 "optim.mini_batch_sequences": mini, "optim.micro_batch_sequences": micro,
+                                 "optim.mini_batch_questions": mini, "optim.micro_batch_sequences": micro,
                                  "log.tensorboard": False})
         trainer = Trainer(cfg, tmp_path / f"run-{mini}-{micro}", progress=False)
         grads, step = [], trainer.optimizer.step
@@ -97,13 +97,16 @@ def test_non_finite_batch_is_skipped_counted_and_changes_nothing(tmp_path, token
 @pytest.mark.slow
 def test_two_process_ddp_run_shards_questions(tmp_path):
     """Two CPU processes (torchrun + gloo): ranks play different questions, forwards/backwards stay collective
-    even though the ranks hold different numbers of sequences, and metrics are averaged over ranks."""
+    even though the ranks hold different numbers of sequences, and metrics are averaged over ranks. The before/after
+    evaluations are sharded over the ranks and gathered: rank 0 reports what a single process reports."""
     import os
     import subprocess
     import sys
 
     cfg = tmp_path / "ddp.yaml"
-    _config(tmp_path, steps=2).save(cfg)
+    # 2 questions per step over 2 processes; 6 questions = 4 to train on + 2 held out; 3 training questions evaluated
+    extra = {"rollout.questions_per_step": 2, "data.limit": 6, "data.eval_questions": 2, "log.eval_train_questions": 3}
+    _config(tmp_path, steps=2, **extra).save(cfg)
     import socket
 
     with socket.socket() as sock:  # a free port for the rendezvous
@@ -120,9 +123,22 @@ def test_two_process_ddp_run_shards_questions(tmp_path):
     state = json.loads((tmp_path / "run" / "checkpoints" / "step-000001" / "trainer_state.json").read_text())
     assert state["epoch"] * 4 + state["index"] == 2  # 1 question per rank per step: the shared order moved by 2
 
+    # evaluation: every question once, in order, and the numbers a single process gets from the same initial weights
+    evals = [json.loads(line) for line in (tmp_path / "run" / "eval.jsonl").read_text().splitlines()]
+    assert [(e["tag"], e["split"], e["questions"]) for e in evals] == [
+        ("before", "heldout", 2), ("before", "train", 3), ("after", "heldout", 2), ("after", "train", 3)]
+    assert [e["process_questions"] for e in evals] == [[1, 1], [2, 1]] * 2  # each question played on one rank only
+    from harness_g.training.trainer import Trainer
+
+    Trainer(_config(tmp_path, steps=1, **{**extra, "rollout.questions_per_step": 1, "log.save_every": 0}), tmp_path / "single",
+            progress=False).train()
+    single = [json.loads(line) for line in (tmp_path / "single" / "eval.jsonl").read_text().splitlines()]
+    keys = ("split", "questions", "f1", "em", "turns", "invalid_action_frac", "answers")
+    assert [{k: e[k] for k in keys} for e in evals[:2]] == [{k: e[k] for k in keys} for e in single[:2]]
+
     # vLLM rollouts are single-process: a multi-process launch is refused before any engine starts
     vllm_cfg = tmp_path / "ddp-vllm.yaml"
-    _config(tmp_path, steps=1, **{"rollout.generator": "vllm"}).save(vllm_cfg)
+    _config(tmp_path, steps=1, **{"rollout.generator": "vllm", "rollout.questions_per_step": 2}).save(vllm_cfg)
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
                            "-m", "harness_g.training", "--config", str(vllm_cfg), "--output-dir", str(tmp_path / "run-vllm"), "-q"],
                           capture_output=True, text=True, env=env, timeout=900)
@@ -158,7 +174,7 @@ def _config(tmp_path: Path, steps: int, store: str | None = None, **extra):
         "data.build_input": str(SLICE), "data.limit": 4, "rollout.group_size": 2, "rollout.questions_per_step": 1,
         "rollout.max_turns": 2, "rollout.constrain_actions": True, "rollout.env": {"visible_cap": 3, "lookup_cap": 3},
         "rollout.max_answer_tokens": 4, "credit.dead_zone": 0.0, "optim.lr": 1e-3, "optim.steps": steps,
-        "optim.mini_batch_sequences": 16, "log.save_every": 1, "log.tensorboard": False, **extra,
+        "optim.mini_batch_questions": 1, "log.save_every": 1, "log.tensorboard": False, **extra,
     }
     return load_config(None, overrides)
 

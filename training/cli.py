@@ -9,19 +9,22 @@ from harness_g.errors import ConfigError
 
 
 def _override(text: str) -> tuple[str, Any]:
+    """``key.path=value`` -> (key, the raw text): the config parses it by the field's declared type, so
+    ``optim.lr=1e-6`` is a float, ``data.graph_dir=2024`` a path and ``rollout.env={answer_with: no}`` a mapping."""
     if "=" not in text:
         raise ConfigError(f"--set expects key.path=value, got {text!r}")
     key, raw = text.split("=", 1)
-    import yaml
-
-    return key, yaml.safe_load(raw)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set expects key.path=value, got {text!r}")
+    return key, raw
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML config (TrainConfig fields; see training/configs/)")
     p.add_argument("--output-dir", required=False, help="run directory: metrics.jsonl, checkpoints/, config.yaml")
     p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6 (parsed by the field's type; repeatable)")
     p.add_argument("--show-config", action="store_true", help="print every field with its help and value (defaults, or as resolved from --config/--set), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 

@@ -1,11 +1,20 @@
 """Training configuration: typed dataclasses with help text; YAML in and out.
 
-Defaults follow the paper's hyper-parameter table (Qwen2.5-3B recipe) except where a CPU run
-needs smaller numbers; ``training/configs/*.yaml`` hold ready recipes.
+Defaults follow the paper's hyper-parameter table (``/work/shared/paper/harness-g.tex`` appendix
+"Implementation Details", Table ``tab:hyper``, lines ~941-979: the Qwen2.5-3B recipe);
+``training/configs/*.yaml`` hold ready recipes (the paper's, and small CPU ones).
+
+Every value - from YAML or from ``--set key=value`` - is parsed by its field's declared type (int, float,
+bool, str, ``X | None``, list, dict; ``rollout.env`` by :class:`EnvConfig`'s types) and checked against the
+range or the choices the field declares; a wrong value is a one-line :class:`ConfigError` naming the field,
+e.g. ``optim.lr: expected float, got 'abc'``.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -16,6 +25,7 @@ from harness_g.errors import ConfigError
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
+    """A field with help text. ``kw`` declares checks: ``ge``/``gt``/``le`` bounds, ``choices`` (allowed values)."""
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kw})
     return field(default=default, metadata={"help": help, **kw})
@@ -25,15 +35,16 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 class ModelConfig:
     name: str = _f("smollm2", "policy checkpoint: hub id, local dir, 'smollm2' (offline GGUF) or 'tiny-random' (built from a config)")
     gguf_file: str | None = _f(None, "GGUF file inside the model dir, if any")
-    dtype: str = _f("float32", "parameter dtype (float32, bfloat16); log-probs are always computed in fp32")
+    dtype: str = _f("float32", "parameter dtype (float32, bfloat16, float16); log-probs are always computed in fp32",
+                    choices=("float32", "bfloat16", "float16"))
     lora: bool = _f(False, "train LoRA adapters instead of all weights (PEFT)")
-    lora_r: int = _f(16, "LoRA rank")
-    lora_alpha: int = _f(32, "LoRA alpha")
-    lora_dropout: float = _f(0.0, "LoRA dropout")
+    lora_r: int = _f(16, "LoRA rank (>= 1)", ge=1)
+    lora_alpha: int = _f(32, "LoRA alpha (>= 1)", ge=1)
+    lora_dropout: float = _f(0.0, "LoRA dropout, in [0, 1)", ge=0.0, lt=1.0)
     lora_targets: list = _f(["q_proj", "k_proj", "v_proj", "o_proj"], "module names LoRA wraps")
     gradient_checkpointing: bool = _f(False, "trade compute for memory")
-    tiny_hidden: int = _f(64, "tiny-random only: hidden size")
-    tiny_layers: int = _f(2, "tiny-random only: layers")
+    tiny_hidden: int = _f(64, "tiny-random only: hidden size (>= 1)", ge=1)
+    tiny_layers: int = _f(2, "tiny-random only: layers (>= 1)", ge=1)
 
 
 @dataclass(frozen=True)
@@ -44,79 +55,108 @@ class DataConfig:
     build_input: str | None = _f(None, "corpus/questions file for build_format")
     questions: str | None = _f(None, "optional questions file instead of the graph's questions")
     questions_format: str | None = _f(None, "format of `questions`")
-    limit: int | None = _f(None, "use only the first N training questions")
-    eval_questions: int = _f(0, "hold out the last N questions for before/after evaluation")
-    train_questions: int | None = _f(None, "train on only the first N non-held-out questions (a small pool is revisited "
-                                           "every N steps; evaluate it with log.eval_train_questions)")
+    limit: int | None = _f(None, "use only the first N (>= 1) training questions", ge=1)
+    eval_questions: int = _f(0, "hold out the last N (>= 0) questions for before/after evaluation", ge=0)
+    train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
+                                           "every N steps; evaluate it with log.eval_train_questions)", ge=1)
 
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    group_size: int = _f(8, "N_g rollouts per question (GRPO group)")
-    questions_per_step: int = _f(16, "questions per training step (batch = questions × N_g rollouts)")
-    max_turns: int = _f(6, "T decision turns")
-    temperature: float = _f(1.0, "sampling temperature for rollouts")
-    top_p: float = _f(1.0, "nucleus sampling")
-    max_action_tokens: int = _f(8, "max new tokens per action reply")
-    max_answer_tokens: int = _f(24, "max new tokens for the final answer")
-    max_prompt_tokens: int = _f(8192, "prompt budget: older turns are dropped beyond it")
+    group_size: int = _f(8, "N_g rollouts per question (GRPO group; >= 1)", ge=1)
+    questions_per_step: int = _f(128, "questions per training step over all processes: the paper's batch size (each "
+                                      "question gets N_g rollouts; split evenly over the processes, so a multiple of "
+                                      "their number; >= 1)", ge=1)
+    max_turns: int = _f(6, "T decision turns (>= 1)", ge=1)
+    temperature: float = _f(1.0, "sampling temperature for rollouts (>= 0; 0 = greedy)", ge=0.0)
+    top_p: float = _f(1.0, "nucleus sampling, in (0, 1]", gt=0.0, le=1.0)
+    max_action_tokens: int = _f(8, "max new tokens per action reply (>= 1)", ge=1)
+    max_answer_tokens: int = _f(24, "max new tokens for the final answer (>= 1)", ge=1)
+    max_prompt_tokens: int = _f(8192, "prompt budget in tokens (>= 1; paper: max prompt tokens)", ge=1)
+    max_response_tokens: int = _f(2048, "budget of policy-generated tokens per rollout, all action replies + the answer "
+                                        "(paper: max response tokens); refused when max_turns x max_action_tokens + "
+                                        "max_answer_tokens exceeds it", ge=1)
+    max_observation_tokens: int = _f(4096, "budget of environment-response tokens per turn (paper: max tool-response "
+                                           "tokens); bounded by construction through K_s/K_e, the largest is logged as "
+                                           "observation_tokens_max and a warning names any turn over it", ge=1)
+    reward: str = _f("f1", "outcome reward R_out: f1 = token-level answer F1, max over gold aliases (the only one)",
+                     choices=("f1",))
     generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU, in the policy's own weights) | vllm "
-                                        "(colocated in-process engine, weights synced after every optimiser step)")
+                                        "(colocated in-process engine, weights synced after every optimiser step)",
+                        choices=("transformers", "vllm"))
     vllm: dict = _f({}, "vllm.LLM keyword arguments for generator vllm (gpu_memory_utilization, max_model_len, dtype, "
                         "enforce_eager, ...); the engine's seed is the run's seed")
-    env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap, lookup_cap, ...; max_turns comes from max_turns)")
+    env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap K_s, lookup_cap K_e, answer_with, ...; typed and "
+                       "checked like every field; max_turns comes from rollout.max_turns)")
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
     interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: free-text replies resolved "
-                                "to the closest feasible move; logs D_query; give it max_action_tokens ~32)")
+                                "to the closest feasible move; logs D_query; give it max_action_tokens ~32)",
+                        choices=("menu", "free-query"))
 
 
 @dataclass(frozen=True)
 class CreditConfig:
     scheme: str = _f("snc", "step credit: outcome | snc | snc_no_enablement | snc_no_frontier | igpo")
-    lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens")
-    gamma: float = _f(1.0, "γ, enablement propagation discount")
-    frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step")
-    dead_zone: float = _f(1e-4, "|p| below this is treated as 0")
-    clip: float = _f(5.0, "c, SNC token credits are clipped to [-c, c]")
-    scale_floor: float = _f(5e-4, "s_min, floor of the batch-global SNC scale")
-    answerer: str = _f("reference", "frozen answerer g: 'reference' (initial checkpoint) or a model path")
-    max_aliases: int = _f(3, "score at most this many gold aliases (max over them)")
-    equivalence_jaccard: float = _f(0.8, "evidence-overlap threshold for retrieval-equivalence classes")
+    lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens (>= 0)", ge=0.0)
+    gamma: float = _f(1.0, "γ, enablement propagation discount, in [0, 1]", ge=0.0, le=1.0)
+    frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step (type-stratified; >= 1)", ge=1)
+    frontier_baseline: str = _f("mean", "frontier baseline: the mean gain of the frontier alternatives (the only one)",
+                                choices=("mean",))
+    dependency: str = _f("provenance", "dependency rule of enablement credit: provenance edges (the only one)",
+                         choices=("provenance",))
+    dead_zone: float = _f(1e-4, "information-gain dead-zone: |p| below this is treated as 0 (>= 0)", ge=0.0)
+    clip: float = _f(5.0, "c, SNC token credits are clipped to [-c, c] (> 0)", gt=0.0)
+    scale_floor: float = _f(5e-4, "s_min, floor of the batch-global SNC scale (> 0)", gt=0.0)
+    answerer: str = _f("reference", "frozen answerer g scoring SNC previews: 'reference' (the initial reference "
+                                    "checkpoint, the paper's choice) or a model (hub id / path / 'tiny-random') loaded "
+                                    "frozen next to the policy")
+    max_aliases: int = _f(0, "score at most this many normalised gold aliases (max over them; 0 = all, the paper's "
+                             "max over accepted aliases)", ge=0)
+    equivalence_jaccard: float = _f(0.8, "evidence-overlap threshold for retrieval-equivalence classes, in [0, 1]",
+                                    ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)
 class OptimConfig:
     estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp")
-    lr: float = _f(5e-7, "learning rate")
-    weight_decay: float = _f(0.0, "AdamW weight decay")
-    warmup_steps: int = _f(0, "linear warm-up steps")
-    steps: int = _f(120, "training steps")
-    mini_batch_sequences: int = _f(32, "sequences per optimiser step (one rollout batch gives ceil(n / this) steps)")
+    lr: float = _f(5e-7, "learning rate (> 0)", gt=0.0)
+    weight_decay: float = _f(0.0, "AdamW weight decay (>= 0)", ge=0.0)
+    warmup_steps: int = _f(0, "linear warm-up steps (>= 0)", ge=0)
+    steps: int = _f(120, "training steps (>= 1)", ge=1)
+    mini_batch_questions: int = _f(32, "questions per optimiser update, over all processes: the paper's mini-batch (all "
+                                       "the sequences of that many questions form one update, so a step makes "
+                                       "ceil(questions_per_step / this) updates; >= 1)", ge=1)
     micro_batch_sequences: int = _f(0, "sequences per forward/backward pass inside a mini-batch, gradients accumulated "
-                                        "(memory knob; 0 = the whole mini-batch at once)")
-    ppo_epochs: int = _f(1, "passes over each rollout batch")
-    clip_eps: float = _f(0.2, "ε of the clipped surrogate")
-    clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher); None = clip_eps")
-    dual_clip: float | None = _f(3.0, "C of dual-clip (None disables)")
-    kl_coef: float = _f(0.001, "β of the k3 KL to the reference")
-    max_grad_norm: float = _f(1.0, "gradient clipping")
-    drop_zero_advantage_groups: bool = _f(False, "DAPO dynamic sampling: skip groups with zero reward variance")
+                                        "(memory knob; 0 = the whole mini-batch at once)", ge=0)
+    ppo_epochs: int = _f(1, "passes over each rollout batch (>= 1)", ge=1)
+    clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0)", gt=0.0)
+    clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher); None = clip_eps", gt=0.0)
+    dual_clip: float | None = _f(3.0, "C of dual-clip (> 1; None disables)", gt=1.0)
+    kl_coef: float = _f(0.001, "β_KL of the KL to the reference (>= 0)", ge=0.0)
+    kl_estimator: str = _f("k3", "KL estimator: k3 = the low-variance KL (verl's low_var_kl; the only one)", choices=("k3",))
+    loss_mask_observations: bool = _f(True, "retrieved-token loss mask: environment/observation tokens get no loss "
+                                            "(the only setting)", choices=(True,))
+    max_grad_norm: float = _f(1.0, "gradient clipping (> 0)", gt=0.0)
+    drop_zero_advantage_groups: bool = _f(False, "DAPO dynamic sampling: drop the groups whose outcome advantages are all "
+                                                 "zero (all rewards equal) from the update")
 
 
 @dataclass(frozen=True)
 class LogConfig:
-    every: int = _f(1, "log every N steps")
-    save_every: int = _f(10, "checkpoint every N steps (0: only at the end)")
+    every: int = _f(1, "log every N steps (>= 1)", ge=1)
+    save_every: int = _f(10, "checkpoint every N steps (0: only at the end)", ge=0)
     tensorboard: bool = _f(True, "also log to TensorBoard when installed")
     wandb: bool = _f(False, "also log to Weights & Biases when installed")
-    keep_trajectories: int = _f(2, "trajectories per step written to rollouts.jsonl")
-    eval_train_questions: int = _f(0, "also evaluate (greedy) this many training questions before and after training")
+    keep_trajectories: int = _f(2, "trajectories per step written to rollouts.jsonl (>= 0)", ge=0)
+    eval_train_questions: int = _f(0, "also evaluate (greedy) this many training questions before and after training (>= 0)",
+                                   ge=0)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    seed: int = _f(0, "seed for sampling, data order and initialisation")
-    torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)")
+    seed: int = _f(0, "seed for sampling, data order and initialisation (>= 0)", ge=0)
+    torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)",
+                                   ge=1)
     model: ModelConfig = field(default_factory=ModelConfig, metadata={"help": "policy model"})
     data: DataConfig = field(default_factory=DataConfig, metadata={"help": "graph and questions"})
     rollout: RolloutConfig = field(default_factory=RolloutConfig, metadata={"help": "rollout collection"})
@@ -131,30 +171,169 @@ class TrainConfig:
         Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False), encoding="utf-8")
 
 
-def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+#: fields that were renamed or retyped: old dotted name -> what to write instead (refused, never guessed)
+RENAMED = {
+    "optim.mini_batch_sequences": "optim.mini_batch_questions (the number of questions whose sequences form one "
+                                  "optimiser update; mini_batch_sequences counted per-turn sequences)",
+}
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+_NULL = frozenset({"null", "none", "~", ""})
+
+
+def _type_name(hint: Any) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return " or ".join(_type_name(a) for a in inner) + (" or null" if len(inner) < len(args) else "")
+    return getattr(hint, "__name__", str(hint))
+
+
+def _bad(name: str, hint: Any, value: Any) -> ConfigError:
+    return ConfigError(f"{name}: expected {_type_name(hint)}, got {value!r}")
+
+
+def coerce(value: Any, hint: Any, name: str) -> Any:
+    """``value`` as the type ``hint`` declares (strings - from ``--set`` or quoted YAML - are parsed), or a
+    :class:`ConfigError` ``NAME: expected TYPE, got VALUE``. Booleans take true/false/yes/no/on/off/1/0 only."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if value is None or (len(inner) < len(args) and isinstance(value, str) and value.strip().lower() in _NULL):
+            if len(inner) == len(args):
+                raise _bad(name, hint, value)
+            return None
+        for candidate in inner:
+            try:
+                return coerce(value, candidate, name)
+            except ConfigError:
+                continue
+        raise _bad(name, hint, value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ConfigError(f"{name}: expected bool (true/false, yes/no, 1/0), got {value!r}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                return int(text)
+            except ValueError:
+                try:
+                    number = float(text)
+                except ValueError:
+                    number = math.nan
+                if number.is_integer():
+                    return int(number)
+        raise _bad(name, hint, value)
+    if hint is float:
+        number = math.nan
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                pass
+        if not math.isfinite(number):
+            raise _bad(name, hint, value)
+        return number
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):  # e.g. a directory called 2024
+            return str(value)
+        raise _bad(name, hint, value)
+    if hint in (list, dict):
+        if isinstance(value, str):  # --set key='[a, b]' / key='{a: 1}'
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                raise _bad(name, hint, value) from None
+        if hint is dict and value is None:
+            return {}
+        if hint is list and isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, hint):
+            raise _bad(name, hint, value)
+        return value
+    return value
+
+
+def _check_range(name: str, value: Any, meta: Any) -> None:
+    if value is None:
+        return
+    if "choices" in meta and value not in meta["choices"]:
+        raise ConfigError(f"{name} {value!r} unknown; available: {', '.join(str(c) for c in meta['choices'])}")
+    for key, ok, text in (("ge", lambda v, b: v >= b, ">="), ("gt", lambda v, b: v > b, ">"),
+                          ("le", lambda v, b: v <= b, "<="), ("lt", lambda v, b: v < b, "<")):
+        if key in meta and not ok(value, meta[key]):
+            raise ConfigError(f"{name}: must be {text} {meta[key]}, got {value!r}")
+
+
+def _env_overrides(data: Any, name: str) -> dict[str, Any]:
+    """``rollout.env``: EnvConfig fields, each parsed by EnvConfig's own type (``answer_with: "no"`` is False)."""
+    from harness_g.agent.config import EnvConfig
+
+    data = coerce(data, dict, name)
+    hints = get_type_hints(EnvConfig)
+    if "max_turns" in data:
+        raise ConfigError(f"{name}.max_turns: set rollout.max_turns instead (the environment takes T from there)")
+    unknown = sorted(set(data) - set(hints))
+    if unknown:
+        raise ConfigError(f"{name}: unknown field(s) {', '.join(map(str, unknown))}; known: "
+                          f"{', '.join(k for k in hints if k != 'max_turns')}")
+    return {k: coerce(v, hints[k], f"{name}.{k}") for k, v in data.items()}
+
+
+def _build(cls: type, data: Any, name: str) -> Any:
+    """Instantiate ``cls`` from a mapping, every value parsed by its field's type and range-checked.
+    ``name``: the dotted path of this section ('' for the top)."""
+    if isinstance(data, str):
+        try:
+            data = yaml.safe_load(data)
+        except yaml.YAMLError:
+            pass
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+        raise ConfigError(f"{name or 'config'}: expected a mapping, got {type(data).__name__}")
     hints = get_type_hints(cls)
     known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(data) - set(known))
+    dotted = {k: f"{name}.{k}" if name else str(k) for k in data}
+    for key, full in dotted.items():
+        if full in RENAMED:
+            raise ConfigError(f"{full} was renamed: use {RENAMED[full]}")
+    unknown = sorted(str(k) for k in set(data) - set(known))
     if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        raise ConfigError(f"{name + ': ' if name else ''}unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
     kwargs = {}
-    for name, value in data.items():
-        hint = hints[name]
+    for key, value in data.items():
+        hint, full = hints[key], dotted[key]
         if dataclasses.is_dataclass(hint):
-            kwargs[name] = _build(hint, value or {}, f"{where}.{name}")
-        else:
-            kwargs[name] = value
+            kwargs[key] = _build(hint, value or {}, full)
+            continue
+        value = _env_overrides(value, full) if full == "rollout.env" else coerce(value, hint, full)
+        _check_range(full, value, known[key].metadata)
+        kwargs[key] = value
     try:
         return cls(**kwargs)
     except TypeError as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
+        raise ConfigError(f"{name or 'config'}: {exc}") from exc
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Read a YAML config (missing fields take defaults) and apply dotted overrides like {'optim.lr': 1e-6}."""
+    """Read a YAML config (missing fields take defaults) and apply dotted overrides like {'optim.lr': 1e-6} or
+    {'optim.lr': '1e-6'} (strings are parsed by the field's type, as ``--set`` gives them)."""
     data: dict[str, Any] = {}
+    where = ""
     if path is not None:
         p = Path(path)
         try:
@@ -163,40 +342,55 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             raise ConfigError(f"{p}: cannot read config ({exc.strerror})") from exc
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: malformed YAML ({exc})") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: expected a mapping of sections, got {type(data).__name__}")
         where = str(p)
-    else:
-        where = "config"
     for key, value in (overrides or {}).items():
         node = data
         parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
+        for i, part in enumerate(parts[:-1]):
+            if node.get(part) is None:  # absent, or an empty YAML section
+                node[part] = {}
+            node = node[part]
+            if not isinstance(node, dict):
+                raise ConfigError(f"cannot set {key}: {'.'.join(parts[: i + 1])} is not a section")
         node[parts[-1]] = value
-    config = _build(TrainConfig, data, where)
-    _validate(config, where)
+    try:
+        config = _build(TrainConfig, data, "")
+        _validate(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
     return config
 
 
-def _validate(c: TrainConfig, where: str) -> None:
+def _validate(c: TrainConfig) -> None:
+    """Cross-field checks (single fields are checked by their declared type and range in :func:`_build`)."""
+    from harness_g.agent.config import EnvConfig
     from harness_g.training.advantages import ESTIMATORS
     from harness_g.training.credit import CREDIT_SCHEMES
 
     if c.credit.scheme not in CREDIT_SCHEMES:
-        raise ConfigError(f"{where}: credit.scheme {c.credit.scheme!r} unknown; available: {', '.join(sorted(CREDIT_SCHEMES))}")
+        raise ConfigError(f"credit.scheme {c.credit.scheme!r} unknown; available: {', '.join(sorted(CREDIT_SCHEMES))}")
     if c.optim.estimator not in ESTIMATORS:
-        raise ConfigError(f"{where}: optim.estimator {c.optim.estimator!r} unknown; available: {', '.join(sorted(ESTIMATORS))}")
-    if c.rollout.group_size < 1 or c.rollout.questions_per_step < 1 or c.optim.steps < 1:
-        raise ConfigError(f"{where}: group_size, questions_per_step and steps must be >= 1")
-    if c.rollout.generator not in ("transformers", "vllm"):
-        raise ConfigError(f"{where}: rollout.generator {c.rollout.generator!r} unknown; available: transformers, vllm")
-    if c.rollout.interface not in ("menu", "free-query"):
-        raise ConfigError(f"{where}: rollout.interface {c.rollout.interface!r} unknown; available: menu, free-query")
-    if c.rollout.interface == "free-query" and c.rollout.constrain_actions:
-        raise ConfigError(f"{where}: rollout.constrain_actions needs the menu interface (free-query replies have no ids)")
-    if c.rollout.vllm and c.rollout.generator != "vllm":
-        raise ConfigError(f"{where}: rollout.vllm settings are given but rollout.generator is {c.rollout.generator!r}")
+        raise ConfigError(f"optim.estimator {c.optim.estimator!r} unknown; available: {', '.join(sorted(ESTIMATORS))}")
+    if not c.credit.answerer.strip():
+        raise ConfigError("credit.answerer: expected 'reference' or a model name/path, got ''")
+    r = c.rollout
+    if r.interface == "free-query" and r.constrain_actions:
+        raise ConfigError("rollout.constrain_actions needs the menu interface (free-query replies have no ids)")
+    if r.vllm and r.generator != "vllm":
+        raise ConfigError(f"rollout.vllm settings are given but rollout.generator is {r.generator!r}")
+    # the paper's response budget (Table tab:hyper, harness-g.tex line 958): every rollout's policy tokens fit in it
+    longest = r.max_turns * r.max_action_tokens + r.max_answer_tokens
+    if longest > r.max_response_tokens:
+        raise ConfigError(f"rollout.max_response_tokens ({r.max_response_tokens}) < max_turns x max_action_tokens + "
+                          f"max_answer_tokens ({longest}): a rollout could generate more than its budget")
+    try:
+        EnvConfig.from_dict({**r.env, "max_turns": r.max_turns})
+    except ConfigError as exc:
+        raise ConfigError(f"rollout.env: {exc}") from None
     if not c.data.graph_dir:
-        raise ConfigError(f"{where}: data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
+        raise ConfigError("data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
 
 
 def describe(config: Any = TrainConfig, prefix: str = "") -> list[str]:

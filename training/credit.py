@@ -12,6 +12,9 @@ Definitions (per trajectory, steps t = 0..T-1):
 - enablement, in reverse topological (= reverse step) order: R_u = p_u + γ·r_en_u and
   r_en_t = Σ_{u : t ∈ Pred(u)} R_u / |Pred(u)|;
 - r_SNC[t] = r_fr[t] + r_en[t].
+
+The ``igpo`` scheme (appendix "Factorial credit control") is group-level rather than per trajectory: see
+:func:`igpo_advantages` at the end of this module.
 """
 from __future__ import annotations
 
@@ -74,16 +77,6 @@ def snc(steps: Sequence[StepGains], gamma: float = 1.0, *, use_frontier: bool = 
     return [StepCredit(frontier_relative(s) if use_frontier else 0.0, e) for s, e in zip(steps, r_en)]
 
 
-def information_gain(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
-    """IGPO-style: each turn's own belief gain, accumulated over the future turns (cumulative turn advantage)."""
-    out = [0.0] * len(steps)
-    running = 0.0
-    for t in range(len(steps) - 1, -1, -1):
-        running = steps[t].gain + gamma * running
-        out[t] = running
-    return [StepCredit(v, 0.0) for v in out]
-
-
 CreditScheme = Callable[[Sequence[StepGains], float], list[StepCredit]]
 CREDIT_SCHEMES: dict[str, CreditScheme] = {}
 
@@ -119,7 +112,15 @@ def _snc_no_fr(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredi
 
 @register_credit("igpo")
 def _igpo(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
-    return information_gain(steps, gamma)
+    """IGPO is not a per-trajectory step credit: its turn rewards are the *current policy's* belief gains,
+    normalised over the whole GRPO group together with the outcome (see :func:`igpo_advantages`). The name
+    stays registered so ``credit.scheme: igpo`` validates; the trainer routes it to ``igpo_advantages``."""
+    raise ValueError("credit scheme 'igpo' is group-level: score policy beliefs and call igpo_advantages(...) "
+                     "instead of compute_credit")
+
+
+# Schemes whose advantages replace GRPO's A_out + λ·A_SNC (computed per group, not per trajectory).
+GROUP_SCHEMES = frozenset({"igpo"})
 
 
 def compute_credit(name: str, steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
@@ -161,3 +162,88 @@ def normalise_token_credits(sequences: Sequence[Sequence[float]], s_min: float =
     scale = max(std, s_min)
     values = [[max(-clip, min(clip, v / scale)) for v in seq] for seq in sequences]
     return TokenCredit(values, scale)
+
+
+# -- IGPO (appendix "Factorial credit control", harness-g.tex l.1061; Wang et al. 2025, arXiv:2510.14967) ------------
+# "The two IGPO arms use the same implementation, including policy-belief information gain, turn-level
+# normalization, cumulative turn advantage, and reward scaling" (harness-g.tex l.1061). Per rollout i with
+# information turns t = 0..n_i-1 followed by the answer turn T_i = n_i:
+#   ℓ_{i,t}  = log p_θ(y* | q, O_t): the *current* policy's length-normalised teacher-forced gold log-likelihood
+#              (max over normalised aliases) given the scorer context before turn t; ℓ_{i,n_i} is after the last one;
+#   r_{i,t}  = w_ig · (ℓ_{i,t+1} − ℓ_{i,t})            (t < T_i; IGPO's log-probability-difference information gain)
+#   r_{i,T}  = w_out · R_i^out                        (answer turn: the outcome reward, answer F1)
+#   Â_{i,t}  = (r_{i,t} − mean(R_g)) / (std(R_g) + ε)  R_g = every turn reward of every rollout in the group
+#                                                     (population std; 0 when std < ZERO_STD, like GRPO here)
+#   Ã_{i,t}  = Σ_{k=t}^{T_i} γ^{k−t} Â_{i,k}         (cumulative turn advantage)
+# Ã_{i,t} lands on every policy token of turn t and *replaces* A_out + λ·A_SNC: the outcome enters through the
+# joint normalisation, and nothing here goes through SNC's batch-global scale or clip.
+
+IGPO_EPS = 1e-6
+IGPO_ZERO_STD = 1e-6  # same threshold as GRPO's zero-advantage rule (training/advantages.py)
+
+
+def information_gains(log_beliefs: Sequence[float]) -> list[float]:
+    """IG_t = ℓ_{t+1} − ℓ_t for consecutive policy log-beliefs ℓ_0..ℓ_n (n+1 values -> n gains)."""
+    return [float(b) - float(a) for a, b in zip(log_beliefs[:-1], log_beliefs[1:])]
+
+
+def igpo_turn_rewards(log_beliefs: Sequence[float], outcome: float, *, ig_weight: float = 1.0,
+                      outcome_weight: float = 1.0) -> list[float]:
+    """One rollout's dense reward trajectory [w_ig·IG_0, ..., w_ig·IG_{n-1}, w_out·R_out] (IGPO's reward scaling:
+    weights on the information-gain and outcome streams before the joint normalisation; 1.0 / 1.0 by default)."""
+    return [ig_weight * g for g in information_gains(log_beliefs)] + [outcome_weight * float(outcome)]
+
+
+def igpo_group_normalise(group: Sequence[Sequence[float]], eps: float = IGPO_EPS) -> list[list[float]]:
+    """Turn-level normalisation within one GRPO group: mean/std over *all* turn rewards of all its rollouts."""
+    pooled = [float(v) for rewards in group for v in rewards]
+    if not pooled:
+        return [[] for _ in group]
+    mean = sum(pooled) / len(pooled)
+    std = (sum((v - mean) ** 2 for v in pooled) / len(pooled)) ** 0.5
+    if std < IGPO_ZERO_STD:
+        return [[0.0] * len(rewards) for rewards in group]
+    return [[(float(v) - mean) / (std + eps) for v in rewards] for rewards in group]
+
+
+def discounted_cumulative(values: Sequence[float], gamma: float = 1.0) -> list[float]:
+    """Ã_t = Σ_{k≥t} γ^{k−t} v_k (reverse accumulation)."""
+    out = [0.0] * len(values)
+    running = 0.0
+    for t in range(len(values) - 1, -1, -1):
+        running = float(values[t]) + gamma * running
+        out[t] = running
+    return out
+
+
+def igpo_advantages(log_beliefs: Sequence[Sequence[float]], outcomes: Sequence[float], groups: Sequence[int], *,
+                    gamma: float = 1.0, ig_weight: float = 1.0, outcome_weight: float = 1.0,
+                    eps: float = IGPO_EPS) -> list[list[float]]:
+    """IGPO turn advantages for a batch of rollouts.
+
+    ``log_beliefs[i]``: ℓ_0..ℓ_{n_i} of rollout i (n_i information turns; a rollout without any has just [ℓ_0]);
+    ``outcomes[i]``: its outcome reward; ``groups[i]``: its GRPO group id. Returns, per rollout, n_i + 1
+    advantages: one per information turn, then the answer turn's (see :func:`igpo_step_advantage`)."""
+    if not (len(log_beliefs) == len(outcomes) == len(groups)):
+        raise ValueError("log_beliefs, outcomes and groups must have one entry per rollout")
+    rewards = [igpo_turn_rewards(lb, r, ig_weight=ig_weight, outcome_weight=outcome_weight)
+               for lb, r in zip(log_beliefs, outcomes)]
+    out: list[list[float]] = [[] for _ in rewards]
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(int(g), []).append(i)
+    for idx in members.values():
+        normed = igpo_group_normalise([rewards[i] for i in idx], eps)
+        for i, values in zip(idx, normed):
+            out[i] = discounted_cumulative(values, gamma)
+    return out
+
+
+def igpo_step_advantage(turn_advantages: Sequence[float], step: int | None) -> float:
+    """The advantage of one policy generation: step t < n_i -> its information turn; the answer sequence
+    (``step`` None) and a terminal ANSWER / ANSWER_WITH step (index n_i, the last) -> the answer turn."""
+    if not turn_advantages:
+        return 0.0
+    if step is None:
+        return float(turn_advantages[-1])
+    return float(turn_advantages[min(step, len(turn_advantages) - 1)])

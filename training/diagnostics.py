@@ -1,8 +1,31 @@
-"""Retrieval-equivalence diagnostics (paper appendix "Additional Evaluation Protocols")."""
+"""Retrieval-equivalence diagnostics (paper appendix "Additional Evaluation Protocols",
+*Retrieval-equivalence diagnostics*, harness-g.tex l.1016-1043).
+
+E(tau_i) = union_{t=1}^{T_i} E_{i,t} (l.1018-1021): the deduplicated evidence returned at the
+trajectory's *retrieval turns*. A retrieval turn is an executed LOOKUP (on the free-query arm: a free
+search string resolved to a LOOKUP target); E_{i,t} is its result, the sentences it brought into view
+(``StepRecord.introduced``). The union starts at t = 1, so InitRetrieve's U_0 -- the same for every
+rollout of a question -- is not part of it, and it runs to T_i, so a LOOKUP at the last step counts.
+SELECT / ANSWER_WITH / ANSWER retrieve nothing. See :func:`retrieval_evidence`.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def retrieval_evidence(trajectory: Any) -> frozenset[str]:
+    """E(tau): the union of the evidence returned at retrieval turns t >= 1 (every executed LOOKUP's
+    result, the last step's included; not U_0, not commits). Accepts a Trajectory or its JSON dict."""
+    out: set[str] = set()
+    for step in _field(trajectory, "steps") or []:
+        if _field(step, "action_type") == "LOOKUP":
+            out.update(_field(step, "introduced") or ())
+    return frozenset(out)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -36,9 +59,17 @@ class EquivalenceStats:
 
 def group_diagnostics(groups: Sequence[Sequence[frozenset[str]]], queries: Sequence[Sequence[str]] | None = None,
                       threshold: float = 0.8) -> EquivalenceStats:
+    """D_ret, mean N_eq and D_query over rollout groups (l.1022-1039). ``groups``: per group, E(tau_i) of each
+    rollout (:func:`retrieval_evidence`); ``queries``: per group, every query string its rollouts wrote."""
     n_eq = [len(set(equivalence_classes(g, threshold))) for g in groups]
     n = max(len(groups), 1)
     d_query = None
     if queries is not None:
         d_query = sum(len(set(q)) >= 2 for q in queries) / max(len(queries), 1)
     return EquivalenceStats(sum(k >= 2 for k in n_eq) / n, sum(n_eq) / n, d_query)
+
+
+def trajectory_group_diagnostics(groups: Sequence[Sequence[Any]], queries: Sequence[Sequence[str]] | None = None,
+                                 threshold: float = 0.8) -> EquivalenceStats:
+    """:func:`group_diagnostics` over trajectories: E(tau) of each is :func:`retrieval_evidence`."""
+    return group_diagnostics([[retrieval_evidence(t) for t in g] for g in groups], queries, threshold)

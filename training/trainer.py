@@ -24,11 +24,12 @@ from harness_g.graph.types import QAItem
 from harness_g.training.advantages import combine_advantages, compute_advantages, zero_advantage_stats
 from harness_g.training.chat import pad_batch, tail_logprobs
 from harness_g.training.config import TrainConfig
-from harness_g.training.credit import compute_credit, normalise_token_credits
-from harness_g.training.diagnostics import group_diagnostics
+from harness_g.training.credit import (GROUP_SCHEMES, compute_credit, igpo_advantages, igpo_step_advantage, information_gains,
+                                       normalise_token_credits)
+from harness_g.training.diagnostics import group_diagnostics, retrieval_evidence
 from harness_g.training.losses import policy_loss
 from harness_g.training.rollout import Generator, Rollout, collect_rollouts
-from harness_g.training.snc_scoring import score_rollouts
+from harness_g.training.snc_scoring import score_beliefs, score_rollouts
 
 STATE_FILE = "trainer_state.json"
 
@@ -78,17 +79,28 @@ class DataOrder:
 
 
 def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tensor, step_credits: list[list[float]], lam: float,
-                credit_cfg: Any, gather: Any = None) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+                credit_cfg: Any, gather: Any = None,
+                turn_advantages: list[list[float]] | None = None) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
     """Sequences + token advantages: input_ids, attention_mask, position_ids, loss_mask (1 = policy token) and
     advantages, all [N, L] left-padded, plus ``tail``. Step sequences carry A_out + λ·A_SNC on their policy tokens; the answer
     sequence carries A_out only; environment tokens carry nothing. ``gather``: list -> the concatenation of that
-    list over all processes, so the SNC scale is global to the whole batch (None when single-process)."""
+    list over all processes, so the SNC scale is global to the whole batch (None when single-process).
+    ``turn_advantages`` (IGPO arm, harness-g.tex l.1061): per rollout, its IGPO turn advantages
+    (:func:`~harness_g.training.credit.igpo_advantages`); every policy token of a turn carries that turn's value
+    instead of A_out + λ·A_SNC, with no SNC scale or clip."""
     seqs, owners, steps = [], [], []
     for r_i, ro in enumerate(rollouts):
         for seq, t in ro.sequences(tokenizer):
             seqs.append(seq)
             owners.append(r_i)
             steps.append(t)
+    if turn_advantages is not None:
+        batch = pad_batch(seqs, tokenizer.pad_token_id)
+        values = torch.tensor([igpo_step_advantage(turn_advantages[r_i], t) for r_i, t in zip(owners, steps)], dtype=torch.float32)
+        batch["advantages"] = values[:, None] * batch["loss_mask"]
+        return batch, {"snc_scale": 1.0, "snc_nonzero_token_frac": float((batch["advantages"] != 0).sum()) / max(1, int(batch["loss_mask"].sum())),
+                       "snc_token_mean": float(values.mean()) if len(seqs) else 0.0, "sequences": float(len(seqs)),
+                       "max_len": float(batch["input_ids"].shape[1])}
     raw_credit = []
     for seq, r_i, t in zip(seqs, owners, steps):
         value = step_credits[r_i][t] if t is not None and t < len(step_credits[r_i]) else 0.0
@@ -113,6 +125,27 @@ def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tens
     return batch, stats
 
 
+def zero_advantage_groups(rewards: list[float], groups: list[int], turn_advantages: list[list[float]] | None = None) -> set[int]:
+    """The groups ``optim.drop_zero_advantage_groups`` drops (DAPO dynamic sampling): those whose outcome advantages
+    are all zero, i.e. whose rewards are all equal (within-group std below ZERO_STD, the paper's zero-advantage
+    group, harness-g.tex l.1046; a group of one included). With IGPO ``turn_advantages``: those in which every
+    turn advantage of every rollout is zero. A live group is always kept whole."""
+    from harness_g.training.advantages import ZERO_STD
+
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    out = set()
+    for g, idx in members.items():
+        if turn_advantages is not None:
+            zero = not any(any(turn_advantages[i]) for i in idx)
+        else:
+            zero = float(torch.tensor([rewards[i] for i in idx], dtype=torch.float32).std(unbiased=False)) < ZERO_STD
+        if zero:
+            out.add(g)
+    return out
+
+
 def _check_backend(accelerator: Any, config: TrainConfig) -> None:
     """Refuse launch backends whose semantics the update loop does not honour (rather than fail mid-step)."""
     from accelerate.utils import DistributedType
@@ -123,11 +156,25 @@ def _check_backend(accelerator: Any, config: TrainConfig) -> None:
         # full weights on every rank; gathering sharded weights for them is not wired yet
         raise ConfigError("FSDP is not supported yet (rollouts need the full policy weights on every rank); launch with "
                           "training/configs/accelerate/ddp.yaml or deepspeed_zero2.yaml")
-    mini, micro = config.optim.mini_batch_sequences, config.optim.micro_batch_sequences
-    if kind == DistributedType.DEEPSPEED and micro and micro < mini:
+    if kind == DistributedType.DEEPSPEED and config.optim.micro_batch_sequences:
         # DeepSpeed steps inside backward(), so accumulation across our micro-batches would step per micro-batch
         raise ConfigError("with DeepSpeed set optim.micro_batch_sequences = 0 (DeepSpeed steps inside backward; "
                           "use its own gradient accumulation for memory)")
+    q, procs = config.rollout.questions_per_step, accelerator.num_processes
+    if q % procs:  # the paper's batch (harness-g.tex l.953) counts questions over all processes
+        raise ConfigError(f"rollout.questions_per_step ({q}) must be a multiple of the number of processes ({procs}): "
+                          "each process plays an equal share of the step's questions")
+
+
+class _NoGrad:
+    """A frozen model as a no-grad forward callable (``.model`` tells where its weights live)."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+
+    def __call__(self, **inputs: Any) -> Any:
+        with torch.no_grad():
+            return self.model(**inputs)
 
 
 class Trainer:
@@ -226,6 +273,22 @@ class Trainer:
         return VLLMGenerator(source, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                              max_prompt_tokens=prompt_budget, seed=self.config.seed, **engine)
 
+    def _answerer_model(self) -> tuple[Any, Any]:
+        """(forward, tokenizer) of SNC's frozen answerer g (``credit.answerer``). 'reference': the initial reference
+        checkpoint, fixed throughout training (the paper's choice, harness-g.tex l.912 and Table tab:hyper l.975);
+        anything else names a model loaded frozen, with its own tokenizer (and chat template)."""
+        name = self.config.credit.answerer
+        if name == "reference":
+            return self.reference, self.tokenizer
+        from harness_g.training.config import ModelConfig
+        from harness_g.training.modeling import load_policy, load_tokenizer
+
+        spec = ModelConfig(name=name, dtype=self.config.model.dtype, tiny_hidden=self.config.model.tiny_hidden,
+                           tiny_layers=self.config.model.tiny_layers)
+        tokenizer = load_tokenizer(spec)
+        model = load_policy(spec, tokenizer, self.config.seed).to(self.accelerator.device).eval().requires_grad_(False)
+        return _NoGrad(model), tokenizer
+
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         from harness_g.agent.session import open_graph
@@ -239,7 +302,7 @@ class Trainer:
         env_cfg = EnvConfig.from_dict({**cfg.rollout.env, "max_turns": cfg.rollout.max_turns})
         unwrapped = self.accelerator.unwrap_model(self.model)
         generator = self._make_generator(unwrapped)
-        answerer = FrozenAnswerer(self.reference, self.tokenizer, scorer_user_text, max_aliases=cfg.credit.max_aliases)
+        answerer = FrozenAnswerer(*self._answerer_model(), scorer_user_text, max_aliases=cfg.credit.max_aliases)
         logger = MetricsLogger(self.out, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb, config=cfg.to_dict(),
                                enabled=self.accelerator.is_main_process)
         history = []
@@ -265,9 +328,11 @@ class Trainer:
             bar = tqdm(total=cfg.optim.steps, initial=self.step, desc="train", unit="step",
                        disable=not self.progress or not self.accelerator.is_main_process)
             while self.step < cfg.optim.steps:
-                # every rank draws the same global batch from the shared order and plays its own slice of it
-                q, rank = cfg.rollout.questions_per_step, self.accelerator.process_index
-                chunk = self.order.take(q * self.accelerator.num_processes)
+                # every rank draws the same global batch of questions_per_step questions (the paper's batch size,
+                # harness-g.tex l.953) from the shared order and plays its own equal slice of it
+                rank = self.accelerator.process_index
+                q = cfg.rollout.questions_per_step // self.accelerator.num_processes
+                chunk = self.order.take(cfg.rollout.questions_per_step)
                 items = [train_q[i] for i in chunk[rank * q : (rank + 1) * q]]
                 metrics = self._mean_over_ranks(self.train_step(view, generator, answerer, items, env_cfg))
                 self.step += 1
@@ -292,7 +357,8 @@ class Trainer:
         rollouts, r_times = collect_rollouts(view, generator, items, cfg.rollout.group_size, env_cfg,
                                              max_action_tokens=cfg.rollout.max_action_tokens,
                                              max_answer_tokens=cfg.rollout.max_answer_tokens,
-                                             constrain_actions=cfg.rollout.constrain_actions, interface=cfg.rollout.interface)
+                                             constrain_actions=cfg.rollout.constrain_actions, interface=cfg.rollout.interface,
+                                             max_observation_tokens=cfg.rollout.max_observation_tokens)
         t_rollout = time.perf_counter() - t0
         rewards = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
         groups = torch.tensor([r.group for r in rollouts])
@@ -301,7 +367,17 @@ class Trainer:
 
         t1 = time.perf_counter()
         snc_stats: dict[str, float] = {"snc_s": 0.0}
-        if cfg.credit.scheme != "outcome" and cfg.credit.lam != 0.0:
+        turn_adv: list[list[float]] | None = None
+        if cfg.credit.scheme in GROUP_SCHEMES:  # IGPO: the current policy's beliefs, no frozen answerer, no λ
+            from harness_g.training.answerer import PolicyBelief
+            from harness_g.training.rollout import scorer_user_text
+
+            belief = PolicyBelief(self.accelerator.unwrap_model(self.model), self.tokenizer, scorer_user_text,
+                                  max_aliases=cfg.credit.max_aliases)
+            beliefs, snc_stats = score_beliefs(view, belief, rollouts)
+            turn_adv = igpo_advantages(beliefs, [r.reward for r in rollouts], [r.group for r in rollouts], gamma=cfg.credit.gamma)
+            credits = [information_gains(b) for b in beliefs]  # logged as snc_credit_*
+        elif cfg.credit.scheme != "outcome" and cfg.credit.lam != 0.0:
             gains, snc_stats = score_rollouts(view, answerer, rollouts, frontier_size=cfg.credit.frontier_size,
                                               eps=cfg.credit.dead_zone)
             credits = [[c.total for c in compute_credit(cfg.credit.scheme, g, cfg.credit.gamma)] for g in gains]
@@ -310,12 +386,15 @@ class Trainer:
         t_snc = time.perf_counter() - t1
 
         keep = list(range(len(rollouts)))
-        if cfg.optim.drop_zero_advantage_groups:
-            keep = [i for i in keep if float(adv_out[i]) != 0.0] or keep
+        if cfg.optim.drop_zero_advantage_groups:  # whole groups, never single rollouts of a live group
+            dropped = zero_advantage_groups([r.reward for r in rollouts], [r.group for r in rollouts], turn_adv)
+            keep = [i for i in keep if rollouts[i].group not in dropped] or keep
         kept = [rollouts[i] for i in keep]
         batch, bstats = build_batch(kept, self.tokenizer, adv_out[torch.tensor(keep)], [credits[i] for i in keep],
                                     cfg.credit.lam, cfg.credit,
-                                    gather=self._concat_over_ranks if self.accelerator.num_processes > 1 else None)
+                                    gather=self._concat_over_ranks if self.accelerator.num_processes > 1 else None,
+                                    turn_advantages=[turn_adv[i] for i in keep] if turn_adv is not None else None)
+        batch["question"] = torch.tensor([ro.group for ro in kept for _ in range(ro.n_sequences)])  # row -> its question
         t2 = time.perf_counter()
         upd = self._update(batch)
         t_update = time.perf_counter() - t2
@@ -323,8 +402,8 @@ class Trainer:
 
         group_ids = sorted(set(int(x) for x in groups))
         free = cfg.rollout.interface == "free-query"
-        equiv = group_diagnostics([[frozenset(r.trajectory.steps[-1].observed_before + r.trajectory.committed) if r.trajectory.steps
-                                    else frozenset(r.trajectory.initial_visible) for r in rollouts if r.group == g]
+        # E(tau): union of LOOKUP results over retrieval turns t >= 1, last step included (training/diagnostics.py)
+        equiv = group_diagnostics([[retrieval_evidence(r.trajectory) for r in rollouts if r.group == g]
                                    for g in group_ids], threshold=cfg.credit.equivalence_jaccard,
                                   queries=[[q for r in rollouts if r.group == g for q in r.queries] for g in group_ids] if free else None)
         steps_taken = [len(r.trajectory.steps) for r in rollouts]
@@ -348,6 +427,8 @@ class Trainer:
             "snc_credit_mean": sum(nonzero_credit) / len(nonzero_credit) if nonzero_credit else 0.0,
             "snc_credit_nonzero_frac": len(nonzero_credit) / total_steps, **bstats,
             "time_rollout_s": t_rollout, "time_generate_s": r_times["generate_s"], "time_env_s": r_times["env_s"],
+            **{k: r_times[k] for k in ("observation_tokens_max", "observations_over_budget") if k in r_times},
+            "dropped_groups": float(len({r.group for r in rollouts}) - len({r.group for r in kept})),
             "time_snc_s": t_snc, "time_update_s": t_update, "time_sync_s": t_sync, "time_total_s": total, "snc_share": t_snc / total if total else 0.0,
             "answerer_calls": float(answerer.calls), "processes": float(self.accelerator.num_processes), "lr": float(self.scheduler.get_last_lr()[0]),
         }
@@ -359,21 +440,37 @@ class Trainer:
         t = torch.tensor(values, dtype=torch.long, device=self.accelerator.device)
         return self.accelerator.gather(t).view(self.accelerator.num_processes, -1).max(0).values.tolist()
 
-    def _plan(self, n: int) -> list[list[slice]]:
-        """Mini-batches (one optimiser step each) as lists of micro-batch row slices.
+    def _sum_over_ranks(self, value: int) -> int:
+        """Sum of an int over processes (identity when single-process)."""
+        if self.accelerator.num_processes == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.long, device=self.accelerator.device)
+        return int(self.accelerator.gather(t).sum())
+
+    def _plan(self, questions: list[int]) -> list[list[slice]]:
+        """Mini-batches (one optimiser update each) as lists of micro-batch row slices; ``questions``: the question
+        id of every row (a question's rows contiguous, as :func:`build_batch` lays them out).
+
+        A mini-batch is all the sequences of ``optim.mini_batch_questions`` questions, counted over all processes:
+        the paper's batch size / mini-batch 128 / 32 (harness-g.tex l.953) give ceil(128 / 32) = 4 updates per step.
+        Every rank cuts its own questions into that many near-even groups of whole questions.
 
         Ranks hold different numbers of sequences (rollouts differ in turns), but DDP/FSDP forwards and
         backwards are collective: every rank must run the same number of steps and micro-batches. So the
-        counts are the max over ranks; rows are split near-evenly, and a rank with fewer rows gets empty
-        slices, which :meth:`_update` runs as zero-weight passes.
+        update count comes from the global question count, micro-batch counts are the max over ranks, and a rank
+        with fewer rows gets empty slices, which :meth:`_update` runs as zero-weight passes.
         """
         cfg = self.config.optim
-        mini = max(1, cfg.mini_batch_sequences)
-        micro = max(1, cfg.micro_batch_sequences or mini)
-        k = self._max_over_ranks([math.ceil(n / mini)])[0]
-        bounds = [round(i * n / k) for i in range(k + 1)]
-        chunks = list(zip(bounds[:-1], bounds[1:]))
-        counts = self._max_over_ranks([max(1, math.ceil((b - a) / min(micro, mini))) for a, b in chunks])
+        n = len(questions)
+        starts = [i for i in range(n) if i == 0 or questions[i] != questions[i - 1]]
+        if len(set(questions)) != len(starts):
+            raise ValueError("the rows of each question must be contiguous in the batch")
+        edges = starts + [n]
+        k = max(1, math.ceil(self._sum_over_ranks(len(starts)) / cfg.mini_batch_questions))
+        cuts = [round(i * len(starts) / k) for i in range(k + 1)]
+        chunks = [(edges[cuts[i]], edges[cuts[i + 1]]) for i in range(k)]
+        micro = cfg.micro_batch_sequences
+        counts = self._max_over_ranks([max(1, math.ceil((b - a) / micro)) if micro else 1 for a, b in chunks])
         plan = []
         for (a, b), m in zip(chunks, counts):
             size = max(1, math.ceil((b - a) / m))
@@ -390,7 +487,11 @@ class Trainer:
         """
         cfg = self.config.optim
         n = batch["input_ids"].shape[0]
-        plan = self._plan(n)
+        # row -> question id (build_batch's layout); a hand-built batch without one counts each row as a question
+        questions = batch["question"].tolist() if "question" in batch else list(range(n))
+        if len(questions) != n:
+            raise ValueError(f"batch['question'] has {len(questions)} entries for {n} rows")
+        plan = self._plan(questions)
         micro = max((s.stop - s.start for mb in plan for s in mb), default=1) or 1
         scorer = self.accelerator.unwrap_model(self.model)  # no-grad passes need no collectives
         start = plan[0][-1].stop if cfg.ppo_epochs == 1 else 0
@@ -443,19 +544,33 @@ class Trainer:
                 "optimizer_steps": float(len(stats["loss"]))}
 
     def _evaluate(self, view: Any, generator: Generator, env_cfg: EnvConfig, sets: dict[str, list[QAItem]], tag: str) -> None:
-        """Greedy episodes on held-out and training questions; appended to eval.jsonl as {tag, split, f1, em, ...}."""
+        """Greedy episodes on held-out and training questions; appended to eval.jsonl as {tag, split, f1, em, ...}.
+
+        Multi-process: every process plays its own contiguous share of each set and the per-question results are
+        gathered in order, so rank 0 reports the same numbers as a single process would (each question played once)."""
         cfg = self.config
+        procs, rank = self.accelerator.num_processes, self.accelerator.process_index
         for split, items in sets.items():
             if not items:
                 continue
-            rollouts, _ = collect_rollouts(view, generator, items, 1, env_cfg, max_action_tokens=cfg.rollout.max_action_tokens,
-                                           max_answer_tokens=cfg.rollout.max_answer_tokens, greedy=True,
-                                           constrain_actions=cfg.rollout.constrain_actions, interface=cfg.rollout.interface)
-            row = {"tag": tag, "step": self.step, "split": split, "questions": len(items),
-                   "f1": sum(r.reward for r in rollouts) / len(rollouts), "em": sum(r.em for r in rollouts) / len(rollouts),
-                   "turns": sum(len(r.trajectory.steps) for r in rollouts) / len(rollouts),
-                   "invalid_action_frac": sum(r.trajectory.invalid_turns for r in rollouts) / max(1, sum(len(r.trajectory.steps) for r in rollouts)),
-                   "answers": [[r.item.question, r.answer, list(r.item.answers)] for r in rollouts]}
+            mine = items[round(rank * len(items) / procs) : round((rank + 1) * len(items) / procs)]
+            rollouts = collect_rollouts(view, generator, mine, 1, env_cfg, max_action_tokens=cfg.rollout.max_action_tokens,
+                                        max_answer_tokens=cfg.rollout.max_answer_tokens, greedy=True,
+                                        constrain_actions=cfg.rollout.constrain_actions,
+                                        interface=cfg.rollout.interface)[0] if mine else []
+            results = [(r.reward, r.em, len(r.trajectory.steps), r.trajectory.invalid_turns,
+                        [r.item.question, r.answer, list(r.item.answers)]) for r in rollouts]
+            parts = [results]
+            if procs > 1:
+                from accelerate.utils import gather_object
+
+                parts = gather_object([results])  # rank order = item order
+            results = [x for part in parts for x in part]
+            n, turns = len(results), sum(x[2] for x in results)
+            row = {"tag": tag, "step": self.step, "split": split, "questions": n, "process_questions": [len(p) for p in parts],
+                   "f1": sum(x[0] for x in results) / n, "em": sum(x[1] for x in results) / n, "turns": turns / n,
+                   "invalid_action_frac": sum(x[3] for x in results) / max(1, turns),
+                   "answers": [x[4] for x in results]}
             if self.accelerator.is_main_process:
                 with open(self.out / "eval.jsonl", "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(row) + "\n")

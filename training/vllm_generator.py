@@ -125,10 +125,12 @@ class VLLMGenerator:
         self.calls += 1
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         replies = []
+        self.last_stopped = []  # as the transformers Generator: False where the reply was cut at max_tokens
         for out in outs:
             comp = out.outputs[0]
             self.tokens += len(comp.token_ids)
             replies.append(comp.text.strip())
+            self.last_stopped.append(comp.finish_reason != "length")
         self.seconds += time.perf_counter() - t0
         return replies
 
