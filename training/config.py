@@ -1,6 +1,6 @@
 """Training configuration: typed dataclasses with help text; YAML in and out.
 
-Defaults follow the paper's hyper-parameter table (``/work/shared/paper/harness-g.tex`` appendix
+Defaults follow the paper's hyper-parameter table (``../shared/paper/harness-g.tex`` appendix
 "Implementation Details", Table ``tab:hyper``, lines ~941-979: the Qwen2.5-3B recipe);
 ``training/configs/*.yaml`` hold ready recipes (the paper's, and small CPU ones).
 
@@ -89,8 +89,9 @@ class RolloutConfig:
     env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap K_s, lookup_cap K_e, answer_with, ...; typed and "
                        "checked like every field; max_turns comes from rollout.max_turns)")
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
-    interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: free-text replies resolved "
-                                "to the closest feasible move; logs D_query; give it max_action_tokens ~32)",
+    interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: commits and answers by "
+                                "handle as in the menu arm, any other reply is a search string a frozen resolver maps "
+                                "to the nearest LOOKUP target; logs D_query; give it max_action_tokens ~32)",
                         choices=("menu", "free-query"))
 
 

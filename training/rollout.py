@@ -178,8 +178,9 @@ def collect_rollouts(view: GraphView, generator: Generator, items: Sequence[QAIt
     construction (K_s visible sentences, K_e lookups) and are not cut: cutting one would drop its menu.
 
     ``interface="free-query"``: the transition-matched free-query arm — each MenuEnv is seen through a
-    :class:`FreeQueryEnv` (no ids in the observation; the reply is free text resolved to the closest feasible
-    target), so transitions, previews and SNC are the menu arm's and only the naming of a move differs.
+    :class:`FreeQueryEnv` (no ids in the observation; SELECT/ANSWER_WITH/ANSWER by sentence handle, any other reply a
+    search string resolved to the nearest LOOKUP target), so transitions, previews and SNC are the menu arm's and only
+    how a retrieval target is named differs.
     """
     from harness_g.agent.free_query import FreeQueryEnv
 
