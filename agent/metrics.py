@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from harness_g.agent.trajectory import lookup_evidence, record_field
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
 
@@ -68,19 +70,12 @@ GRAPH_R1_RS_ENCODER = "princeton-nlp/sup-simcse-roberta-large"
 RS_EVIDENCE = "retrieved"
 
 
-def _field(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
 def retrieved_evidence(trajectory: Any) -> list[str]:
     """K_i for R-S: sentence ids retrieved during an episode, first-seen order, deduplicated --
     U_0 (``initial_visible``), every executed LOOKUP's result (``introduced``; a final-step LOOKUP
     included) and C_T (``committed``). Accepts a :class:`Trajectory` or its JSON dict."""
-    ids: list[str] = list(_field(trajectory, "initial_visible") or [])
-    for step in _field(trajectory, "steps") or []:
-        if _field(step, "action_type") == "LOOKUP":
-            ids.extend(_field(step, "introduced") or [])
-    ids.extend(_field(trajectory, "committed") or [])
+    ids = [*(record_field(trajectory, "initial_visible") or []), *lookup_evidence(trajectory),
+           *(record_field(trajectory, "committed") or [])]
     return list(dict.fromkeys(ids))
 
 

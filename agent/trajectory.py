@@ -50,6 +50,21 @@ def json_line(obj: Any) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
+def record_field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj.name`` of a record object or ``obj[name]`` of its JSON dict (readers of both stored and live records)."""
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def lookup_evidence(trajectory: Any) -> list[str]:
+    """Sentence ids every executed LOOKUP of an episode brought into view (``introduced``), a last-step LOOKUP
+    included, first-seen order, deduplicated. Accepts a :class:`Trajectory` or its JSON dict."""
+    ids: list[str] = []
+    for step in record_field(trajectory, "steps") or []:
+        if record_field(step, "action_type") == "LOOKUP":
+            ids.extend(record_field(step, "introduced") or ())
+    return list(dict.fromkeys(ids))
+
+
 @dataclass
 class StepRecord:
     """One turn. ``menu`` lists every offered action (id, type, targets, label); ``chosen`` is the

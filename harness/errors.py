@@ -24,3 +24,8 @@ class ConfigError(HarnessError):
 
 class StoreError(HarnessError):
     """The graph store is unreachable, misconfigured, or lacks what a query needs (e.g. an index)."""
+
+
+def one_line(exc: BaseException | str) -> str:
+    """An exception's (or a text's) message on one line: drivers put newlines and indentation in theirs."""
+    return " ".join(str(exc).split())

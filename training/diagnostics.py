@@ -13,19 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-
-def _field(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+from harness_g.agent.trajectory import lookup_evidence
 
 
 def retrieval_evidence(trajectory: Any) -> frozenset[str]:
     """E(tau): the union of the evidence returned at retrieval turns t >= 1 (every executed LOOKUP's
     result, the last step's included; not U_0, not commits). Accepts a Trajectory or its JSON dict."""
-    out: set[str] = set()
-    for step in _field(trajectory, "steps") or []:
-        if _field(step, "action_type") == "LOOKUP":
-            out.update(_field(step, "introduced") or ())
-    return frozenset(out)
+    return frozenset(lookup_evidence(trajectory))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -26,7 +26,7 @@ from harness_g.training.chat import pad_batch, tail_logprobs
 from harness_g.training.config import TrainConfig
 from harness_g.training.credit import (GROUP_SCHEMES, compute_credit, igpo_advantages, igpo_step_advantage, information_gains,
                                        normalise_token_credits)
-from harness_g.training.diagnostics import group_diagnostics, retrieval_evidence
+from harness_g.training.diagnostics import trajectory_group_diagnostics
 from harness_g.training.losses import policy_loss
 from harness_g.training.rollout import Generator, Rollout, collect_rollouts
 from harness_g.training.snc_scoring import score_beliefs, score_rollouts
@@ -166,17 +166,6 @@ def _check_backend(accelerator: Any, config: TrainConfig) -> None:
                           "each process plays an equal share of the step's questions")
 
 
-class _NoGrad:
-    """A frozen model as a no-grad forward callable (``.model`` tells where its weights live)."""
-
-    def __init__(self, model: torch.nn.Module):
-        self.model = model
-
-    def __call__(self, **inputs: Any) -> Any:
-        with torch.no_grad():
-            return self.model(**inputs)
-
-
 class Trainer:
     def __init__(self, config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True):
         from accelerate import Accelerator
@@ -287,7 +276,7 @@ class Trainer:
                            tiny_layers=self.config.model.tiny_layers)
         tokenizer = load_tokenizer(spec)
         model = load_policy(spec, tokenizer, self.config.seed).to(self.accelerator.device).eval().requires_grad_(False)
-        return _NoGrad(model), tokenizer
+        return model, tokenizer  # FrozenAnswerer scores under no_grad and finds the device from the module
 
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -403,9 +392,9 @@ class Trainer:
         group_ids = sorted(set(int(x) for x in groups))
         free = cfg.rollout.interface == "free-query"
         # E(tau): union of LOOKUP results over retrieval turns t >= 1, last step included (training/diagnostics.py)
-        equiv = group_diagnostics([[retrieval_evidence(r.trajectory) for r in rollouts if r.group == g]
-                                   for g in group_ids], threshold=cfg.credit.equivalence_jaccard,
-                                  queries=[[q for r in rollouts if r.group == g for q in r.queries] for g in group_ids] if free else None)
+        equiv = trajectory_group_diagnostics([[r.trajectory for r in rollouts if r.group == g] for g in group_ids],
+                                             threshold=cfg.credit.equivalence_jaccard,
+                                             queries=[[q for r in rollouts if r.group == g for q in r.queries] for g in group_ids] if free else None)
         steps_taken = [len(r.trajectory.steps) for r in rollouts]
         invalid = sum(r.trajectory.invalid_turns for r in rollouts)
         action_counts: dict[str, int] = {}

@@ -24,7 +24,7 @@ from falkordb.query_result import QueryResult
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from harness_g.errors import StoreError
+from harness_g.errors import StoreError, one_line
 from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
 from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
 from harness_g.graph.stores.queries import load_query
@@ -46,9 +46,6 @@ _GRAPH_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _EMPTY_GRAPH = "empty key"  # FalkorDB's error for a graph that was never written
 _ALREADY_INDEXED = "already indexed"
 
-
-def _one_line(exc: BaseException | str) -> str:
-    return " ".join(str(exc).split())
 
 
 @lru_cache(maxsize=8)
@@ -121,7 +118,6 @@ class FalkorDBStore(GraphStore):
         self.address = address
         self.server = server
         self._owns_server = owns_server
-        self._vector_index_seen = False
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -132,9 +128,9 @@ class FalkorDBStore(GraphStore):
             db.connection.ping()
             db.list_graphs()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            raise StoreError(f"cannot reach FalkorDB at {address}: {_one_line(exc)}") from exc
+            raise StoreError(f"cannot reach FalkorDB at {address}: {one_line(exc)}") from exc
         except redis.exceptions.ResponseError as exc:
-            raise StoreError(f"{address} does not look like a FalkorDB server: {_one_line(exc)}") from exc
+            raise StoreError(f"{address} does not look like a FalkorDB server: {one_line(exc)}") from exc
         return cls(db, address=address, **store_kwargs)
 
     @classmethod
@@ -170,11 +166,11 @@ class FalkorDBStore(GraphStore):
             except SchemaVersionMismatchException:
                 return run(text, dict(params) if params else None)  # the client refreshed its schema copy
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            raise StoreError(f"cannot reach FalkorDB at {self.address}: {_one_line(exc)}") from exc
+            raise StoreError(f"cannot reach FalkorDB at {self.address}: {one_line(exc)}") from exc
         except redis.exceptions.ResponseError as exc:
             if not write and _EMPTY_GRAPH in str(exc):
                 return None
-            raise StoreError(f"FalkorDB {what} failed on graph {self.graph_name!r}: {_one_line(exc)}") from exc
+            raise StoreError(f"FalkorDB {what} failed on graph {self.graph_name!r}: {one_line(exc)}") from exc
 
     @staticmethod
     def _columns(result: QueryResult | None) -> list[str]:
@@ -246,10 +242,10 @@ class FalkorDBStore(GraphStore):
         try:
             self._graph.delete()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-            raise StoreError(f"cannot reach FalkorDB at {self.address}: {_one_line(exc)}") from exc
+            raise StoreError(f"cannot reach FalkorDB at {self.address}: {one_line(exc)}") from exc
         except redis.exceptions.ResponseError as exc:
             if _EMPTY_GRAPH not in str(exc):
-                raise StoreError(f"cannot delete FalkorDB graph {self.graph_name!r}: {_one_line(exc)}") from exc
+                raise StoreError(f"cannot delete FalkorDB graph {self.graph_name!r}: {one_line(exc)}") from exc
 
     # -- inspection ------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:

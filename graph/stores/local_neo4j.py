@@ -18,7 +18,6 @@ missing and how to install it.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from harness_g.errors import HarnessError
+from harness_g.graph.locks import exclusive_lock
 
 #: the Neo4j version the launcher's pom pins (checked against what the server reports)
 NEO4J_VERSION = "5.26.30"
@@ -40,6 +40,8 @@ READY_PREFIX = "HARNESS_G_NEO4J_READY "
 FAILED_PREFIX = "HARNESS_G_NEO4J_FAILED "
 _LAUNCHER_FILES = ("pom.xml", "src/main/java/dev/harnessg/LocalNeo4j.java")
 _MAIN_CLASS = "dev.harnessg.LocalNeo4j"
+#: how long a build waits for another process building the same launcher (a first Maven build takes ~1 min)
+BUILD_LOCK_WAIT_S = 900.0
 
 
 class LocalNeo4jError(HarnessError):
@@ -106,7 +108,8 @@ def launcher_dir() -> Path:
 def build_launcher(*, quiet: bool = True) -> tuple[Path, str]:
     """Build the launcher once (Maven fetches Neo4j from Maven Central); returns (classes dir, classpath).
 
-    Concurrent callers wait on a file lock, so two test sessions never build into one directory at once.
+    Concurrent callers wait on the build directory's lock (:mod:`harness_g.graph.locks`), so two test sessions
+    never build into one directory at once.
     """
     _require_tool("java", "install a Java 17+ runtime, e.g. `apt-get install openjdk-17-jre-headless`")
     directory = launcher_dir()
@@ -114,9 +117,8 @@ def build_launcher(*, quiet: bool = True) -> tuple[Path, str]:
     done = directory / "BUILT"
     if not done.exists():
         mvn = _require_tool("mvn", "install Maven, e.g. `apt-get install maven`")
-        directory.mkdir(parents=True, exist_ok=True)
-        with open(directory.parent / f"{directory.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        # another process building the same launcher (a second test session) finishes first; then ours is done
+        with exclusive_lock(directory, "Neo4j launcher build directory", wait_s=BUILD_LOCK_WAIT_S):
             if not done.exists():
                 for rel, data in _launcher_sources().items():
                     target = directory / rel

@@ -17,7 +17,7 @@ from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction
 from neo4j import exceptions as neo4j_errors
 from neo4j.graph import Node, Path, Relationship
 
-from harness_g.errors import StoreError
+from harness_g.errors import StoreError, one_line
 from harness_g.graph.stores.base import CypherResult, GraphStore
 from harness_g.graph.stores.queries import load_query
 from harness_g.graph.stores.schema import MISSING, RANGE_INDEXES, VECTOR_INDEX
@@ -63,9 +63,6 @@ def _notification_filter() -> dict[str, Any]:
         return {"notifications_disabled_classifications": list(QUIET_NOTIFICATIONS)}
     return {"notifications_disabled_categories": list(QUIET_NOTIFICATIONS)}
 
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 def f64_param(vec: np.ndarray) -> list[float]:
@@ -116,22 +113,21 @@ class Neo4jStore(GraphStore):
         self.uri = uri
         self.database = database
         self.address = uri if database is None else f"{uri} (database {database})"
-        self._vector_index_seen = False
         self._bookmarks = GraphDatabase.bookmark_manager()
         auth = (user or "neo4j", password or "") if (user or password) else None
         try:
             self._driver: Driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=connect_timeout_s,
                                                         **_notification_filter())
         except (neo4j_errors.ConfigurationError, ValueError) as exc:
-            raise StoreError(f"invalid Neo4j URI {uri}: {_one_line(exc)}") from exc
+            raise StoreError(f"invalid Neo4j URI {uri}: {one_line(exc)}") from exc
         try:
             self._driver.verify_connectivity()
         except neo4j_errors.AuthError as exc:
             self._driver.close()
-            raise StoreError(f"Neo4j at {uri} refused the credentials (set NEO4J_USER / NEO4J_PASSWORD): {_one_line(exc)}") from exc
+            raise StoreError(f"Neo4j at {uri} refused the credentials (set NEO4J_USER / NEO4J_PASSWORD): {one_line(exc)}") from exc
         except (*_UNREACHABLE, neo4j_errors.DriverError, neo4j_errors.Neo4jError) as exc:
             self._driver.close()
-            raise StoreError(f"cannot reach Neo4j at {uri}: {_one_line(exc)}") from exc
+            raise StoreError(f"cannot reach Neo4j at {uri}: {one_line(exc)}") from exc
         self.server_agent = str(self._driver.get_server_info().agent)
         if parse_server_version(self.server_agent) < MIN_SERVER_VERSION:
             self._driver.close()
@@ -154,11 +150,11 @@ class Neo4jStore(GraphStore):
         try:
             return fn()
         except neo4j_errors.AuthError as exc:
-            raise StoreError(f"Neo4j at {self.uri} refused the credentials: {_one_line(exc)}") from exc
+            raise StoreError(f"Neo4j at {self.uri} refused the credentials: {one_line(exc)}") from exc
         except _UNREACHABLE as exc:
-            raise StoreError(f"cannot reach Neo4j at {self.uri}: {_one_line(exc)}") from exc
+            raise StoreError(f"cannot reach Neo4j at {self.uri}: {one_line(exc)}") from exc
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
-            raise StoreError(f"Neo4j {what} failed at {self.address}: {_one_line(exc)}") from exc
+            raise StoreError(f"Neo4j {what} failed at {self.address}: {one_line(exc)}") from exc
 
     def _read(self, text: str, params: Mapping[str, Any] | None, what: str, *, managed: bool = True
               ) -> tuple[list[str], list[list[Any]]]:
