@@ -102,8 +102,6 @@ def print_trajectory(traj, view, out=None) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from harness_g.agent.policies import make_policy
-    from harness_g.agent.runner import run_episode
     from harness_g.agent.session import open_graph
     from harness_g.graph.types import QAItem
 
@@ -146,7 +144,6 @@ def cmd_menu(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.evaluate import EvalConfig, run_eval
-    from harness_g.agent.policies import make_policy
     from harness_g.agent.session import open_graph
     from harness_g.graph.artifact import Artifact
 

@@ -13,16 +13,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from harness_g.agent import metrics as M
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import MenuEnv
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
-from harness_g.agent.runner import run_episode
 from harness_g.agent.trajectory import Trajectory, json_line
 from harness_g.errors import HarnessError, StoreError
 from harness_g.graph.types import QAItem
