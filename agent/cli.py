@@ -10,10 +10,22 @@ from typing import Any
 from harness_g.errors import ConfigError
 
 
+def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The policy settings of a ``harness-g train`` checkpoint given as ``--model`` (transformers policy), else {}."""
+    if getattr(args, "policy", None) != "transformers" or not getattr(args, "model", None):
+        return {}
+    from harness_g.agent.llm.checkpoint import policy_settings
+
+    return policy_settings(args.model) or {}
+
+
 def _env_config(args: argparse.Namespace):
     from harness_g.agent.config import EnvConfig
 
     data: dict[str, Any] = {}
+    trained = _checkpoint_settings(args).get("env")
+    if trained and not args.env_config:  # a trained checkpoint is evaluated in the environment it was trained in
+        data = dict(trained)
     if args.env_config:
         import yaml
 
@@ -46,7 +58,10 @@ def _add_interface_flags(p: argparse.ArgumentParser) -> None:
                    help="knowledge interface: menu (action ids), free-query (no ids: commit/answer by sentence handle, search in free text resolved onto a LOOKUP target), "
                         "rag (top-3 paragraphs by the encoder), naive (question only); default menu")
     g = p.add_argument_group("LLM policies (" + ", ".join(LLM_POLICIES) + ")")
-    g.add_argument("--model", default="smollm2", help="model name or path for LLM policies (default smollm2)")
+    g.add_argument("--model", default="smollm2",
+                   help="model name or path for LLM policies (default smollm2); a `harness-g train` checkpoint "
+                        "(RUN_DIR/checkpoint-N, full or LoRA) is played with the settings it was trained with "
+                        "(token caps, constrained decoding, context mode, environment config) unless flags override them")
     g.add_argument("--base-url", help="OpenAI-compatible server URL (openai policy), e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--temperature", type=float, help="sampling temperature (default: the policy's)")
     g.add_argument("--seed", type=int, help="sampling seed")
@@ -68,6 +83,11 @@ def _make_policy(args: argparse.Namespace):
                 kwargs[key] = value
         if getattr(args, "constrain_actions", False):
             kwargs["constrain_actions"] = True
+        trained = _checkpoint_settings(args)  # a train checkpoint: play it as the trainer did, unless a flag says otherwise
+        for key, value in trained.get("policy", {}).items():
+            kwargs.setdefault(key, value)
+        if trained.get("dtype"):
+            kwargs.setdefault("dtype", trained["dtype"])
         if "base_url" in kwargs and args.policy != "openai":
             raise ConfigError(f"--base-url is for the openai policy (an OpenAI-compatible server), not {args.policy!r}")
     return make_policy(args.policy, **kwargs)

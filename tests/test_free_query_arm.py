@@ -287,22 +287,24 @@ def test_training_rollouts_use_the_arm(hotpot_view: GraphView, hotpot_questions)
     from harness_g.training.diagnostics import trajectory_group_diagnostics
     from harness_g.training.rollout import collect_rollouts
 
-    class Gen:
-        seconds, tokens = 0.0, 0
+    from harness_g.agent.llm.backends import Generation
+
+    class Gen:  # a scripted stand-in for the policy model: this test is about the arm's plumbing, not a model
+        seconds, tokens, temperature, top_p, max_prompt_tokens = 0.0, 0, 1.0, 1.0, None
 
         def __init__(self) -> None:
             self.calls = 0
 
-        def __call__(self, texts, max_new_tokens, greedy=False, allowed=None):  # noqa: ANN001
-            assert allowed is None
+        def generate(self, chats, *, max_new_tokens, temperature=0.0, top_p=1.0, seed=None, stop=None):  # noqa: ANN001
             self.calls += 1
-            if "Answer the question using only the evidence" in texts[0]:
-                return ["x"] * len(texts)
+            if "Answer the question using only the evidence" in chats[0][-1]["content"]:
+                return [Generation("x", 0, 1, 0.0)] * len(chats)
             script = {1: "SELECT S0", 2: None, 3: "ANSWER"}
             out = []
-            for i, t in enumerate(texts):
-                assert free_query_header() in t and not re.search(r"\bA\d+\b", t)
-                out.append(script.get(self.calls) or f"SEARCH: topic number {i % 2}")
+            for i, chat in enumerate(chats):
+                assert free_query_header() in chat[0]["content"]
+                assert not any(re.search(r"\bA\d+\b", m["content"]) for m in chat)
+                out.append(Generation(script.get(self.calls) or f"SEARCH: topic number {i % 2}", 0, 1, 0.0))
             return out
 
     rollouts, _ = collect_rollouts(hotpot_view, Gen(), hotpot_questions[:1], 4, EnvConfig(max_turns=3), max_action_tokens=16,

@@ -165,9 +165,11 @@ def test_build_batch_puts_each_turn_advantage_on_its_tokens_without_snc_scale():
     from harness_g.training.trainer import build_batch
 
     tok = load_tokenizer(ModelConfig(name="tiny-random"))
+    from harness_g.agent.context import Turn
+
     ro = _rollout([])
-    ro.step_prompts, ro.step_replies = ["turn 0 prompt", "turn 1 prompt"], ["A3", "A0"]
-    ro.answer_prompt, ro.answer = "answer prompt", "Paris"
+    ro.turns = [Turn([{"role": "user", "content": "turn 0 prompt"}], "A3"), Turn([{"role": "user", "content": "turn 1 prompt"}], "A0")]
+    ro.answer_turn, ro.answer = Turn([{"role": "user", "content": "answer prompt"}], "Paris"), "Paris"
     # [LOOKUP, ANSWER]: one information turn; the terminal step and the answer sequence form the answer turn
     # [LOOKUP, LOOKUP] (out of turns): two information turns, then the answer sequence
     for turn_adv, wants in (([0.75, 2.0], [0.75, 2.0, 2.0]), ([0.75, -0.5, 2.0], [0.75, -0.5, 2.0])):
@@ -218,11 +220,12 @@ def test_trainer_igpo_step_scores_the_current_policy_and_uses_igpo_advantages(tm
         rollouts = seen["rollouts"]
         assert any(len(b) > 1 for b in seen["beliefs"])  # some information turns were scored
         want = igpo_advantages(seen["beliefs"], [r.reward for r in rollouts], [r.group for r in rollouts])
-        rows = []
+        rows = []  # per training row: the IGPO advantage of every policy token, turn by turn (answer: None)
         for r_i, ro in enumerate(rollouts):
-            rows += [igpo_step_advantage(want[r_i], t) for _, t in ro.sequences(tr.tokenizer)]
+            rows += [[igpo_step_advantage(want[r_i], t if t >= 0 else None) for t, m in zip(seq.turn_of, seq.loss_mask) if m]
+                     for seq in ro.sequences(tr.tokenizer)]
         adv, mask = seen["batch"]["advantages"], seen["batch"]["loss_mask"]
         assert adv.shape[0] == len(rows)
-        for row_i, value in enumerate(rows):
-            assert torch.allclose(adv[row_i][mask[row_i] > 0], torch.tensor(value, dtype=adv.dtype), atol=1e-6)
+        for row_i, values in enumerate(rows):
+            assert torch.allclose(adv[row_i][mask[row_i] > 0], torch.tensor(values, dtype=adv.dtype), atol=1e-6)
         monkeypatch.undo()

@@ -169,15 +169,15 @@ def test_registry_builds_llm_policies(tiny_dir: Path):
 def test_smollm2_plays_one_episode(smol, hotpot_view: GraphView, hotpot_questions: list[QAItem]):
     from harness_g.agent.llm.policy import LLMPolicy
 
-    policy = LLMPolicy(smol, max_new_tokens=6, max_answer_tokens=12, max_context_tokens=1000)
+    policy = LLMPolicy(smol, max_new_tokens=6, max_answer_tokens=12, max_context_tokens=2500)
     env = MenuEnv(hotpot_view, EnvConfig(max_turns=2))
     t0 = time.perf_counter()
     traj = run_episode(env, policy, hotpot_questions[0])
     assert traj.terminated_by in ("ANSWER", "ANSWER_WITH", "max_turns")
     assert 1 <= traj.turns <= 2 and (traj.terminated_by != "max_turns" or traj.turns == 2)
     assert traj.invalid_turns == sum(1 for s in traj.steps if s.error is not None)
-    chat = policy._chats[id(env)]
-    assert [s.reply for s in traj.steps] == chat.replies  # the env saw the model's raw replies
+    chat = policy.episode_context(env)
+    assert [s.reply for s in traj.steps] == [t.reply for t in chat.turns]  # the env saw the model's raw replies
     assert chat.responses[0].startswith("Episode start.")
     for step, nxt in zip(traj.steps, chat.responses[1:]):  # event-conditioned responses follow the env
         assert nxt.startswith("Rejected: " + step.error if step.error else "Action executed.")
@@ -195,17 +195,17 @@ def test_random_model_replies_are_counted_invalid(tiny_dir: Path, hotpot_view: G
     from harness_g.agent.llm.policy import LLMPolicy
 
     policy = LLMPolicy(load_transformers_backend(str(tiny_dir), num_threads=THREADS), max_new_tokens=5, max_answer_tokens=4,
-                       max_context_tokens=900)
+                       max_context_tokens=1600)
     env = MenuEnv(hotpot_view, EnvConfig(max_turns=3))
     traj = run_episode(env, policy, hotpot_questions[1])
     assert traj.terminated_by == "max_turns" and traj.invalid_turns == 3 and traj.committed == []
-    chat = policy._chats[id(env)]
+    chat = policy.episode_context(env)
     assert all(r.startswith("Rejected: ") for r in chat.responses[1:])
     assert isinstance(traj.answer, str) and policy.stats["answer_completion_tokens"] <= 4
     assert policy.stats["answer_truncated"] == (policy.stats["answer_completion_tokens"] == 4)
-    # the chat outgrew 900 tokens: old turns were dropped, the instruction and latest observation kept
+    # the chat outgrew 1600 tokens: old turns were dropped, the instruction and latest observation kept
     assert policy.stats["dropped_turns"] >= 1
-    msgs = policy.messages(chat)
+    msgs = chat.turns[-1].messages
     assert msgs[0]["content"].startswith(policy_instruction()) and "omitted" in msgs[0]["content"]
     assert msgs[-1]["content"].endswith(chat.responses[-1])  # alone with the instruction once all else is dropped
 

@@ -32,15 +32,32 @@ def test_loss_mask_covers_exactly_the_reply_and_its_end_token(tokenizer):
     assert "Question: who?" in tokenizer.decode(seq.input_ids[:start])
 
 
-def test_left_padding_keeps_masks_and_tail(tokenizer):
+def test_left_padding_keeps_masks(tokenizer):
     a = build_sequence(tokenizer, "short prompt", "A0")
     b = build_sequence(tokenizer, "a much longer prompt " * 10, "A12")
     batch = pad_batch([a, b], tokenizer.pad_token_id)
     assert batch["loss_mask"].sum().item() == sum(a.loss_mask) + sum(b.loss_mask)
     assert batch["loss_mask"][0, -3:].sum().item() >= 1  # replies sit at the right edge (template may add a newline)
     assert batch["attention_mask"][0, 0].item() == 0
-    assert int(batch["tail"]) >= max(len(s.input_ids) - s.reply_span[0] + 1 for s in (a, b))
     assert batch["position_ids"][0, -1].item() == len(a.input_ids) - 1
+
+
+def test_policy_token_logprobs_equal_the_full_forward(tokenizer):
+    """tail_logprobs projects only the positions predicting policy tokens; the values must equal a full forward's."""
+    from harness_g.training.chat import tail_logprobs
+    from harness_g.training.modeling import load_policy
+
+    model = load_policy(ModelConfig(name="tiny-random"), tokenizer, seed=1)
+    seqs = [build_sequence(tokenizer, "short prompt", "A0"), build_sequence(tokenizer, "a much longer prompt " * 10, "A12")]
+    batch = pad_batch(seqs, tokenizer.pad_token_id)
+    with torch.no_grad():
+        got = tail_logprobs(model, batch)
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                       position_ids=batch["position_ids"]).logits.float()
+    want = torch.log_softmax(logits[:, :-1], -1).gather(-1, batch["input_ids"][:, 1:, None]).squeeze(-1)
+    mask = batch["loss_mask"][:, 1:] > 0
+    assert mask.sum() > 0 and torch.allclose(got[:, 1:][mask], want[mask], atol=1e-5)
+    assert (got[batch["loss_mask"] == 0] == 0).all()
 
 
 def _hand_batch(tokenizer):

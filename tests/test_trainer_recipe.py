@@ -255,51 +255,55 @@ def _masked(tokenizer, seq):
     return [t for t, m in zip(seq.input_ids, seq.loss_mask) if m]
 
 
+def _user(text):
+    return [{"role": "user", "content": text}]
+
+
 def test_a_cut_reply_trains_no_end_of_turn_token(tokenizer):
-    from harness_g.training.chat import build_sequence
-    from harness_g.training.rollout import Rollout, policy_sequence
+    from harness_g.agent.context import Turn
+    from harness_g.training.chat import ANSWER_TURN, build_sequence
+    from harness_g.training.rollout import Rollout
 
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     prompt = "[Step 1/6]\nQuestion: who?\nA0 = SELECT S0\nA12 = LOOKUP E1"
-    stopped = policy_sequence(tokenizer, prompt, "A12", stopped=True)
-    assert stopped == build_sequence(tokenizer, prompt, "A12") and _masked(tokenizer, stopped)[-1] == end
-    cut = policy_sequence(tokenizer, prompt, "A1", stopped=False)  # the policy wrote "A1" and hit max_action_tokens
+    stopped = build_sequence(tokenizer, prompt, "A12", stopped=True)
+    assert _masked(tokenizer, stopped)[-1] == end
+    cut = build_sequence(tokenizer, prompt, "A1", stopped=False)  # the policy wrote "A1" and hit max_action_tokens
     assert cut.input_ids == build_sequence(tokenizer, prompt, "A1").input_ids
     assert tokenizer.decode(_masked(tokenizer, cut)) == "A1" and end not in _masked(tokenizer, cut)
     start, stop = cut.reply_span
     assert sum(cut.loss_mask) == stop - start == len(tokenizer("A1", add_special_tokens=False)["input_ids"])
 
-    ro = Rollout(item=None, group=0, trajectory=None, step_prompts=[prompt, prompt], step_replies=["A1", "A0"],  # type: ignore[arg-type]
-                 step_stopped=[False, True], answer_prompt="Question: who?\nAnswer:", answer="Paris is the cap",
-                 answer_stopped=False)
-    (first, t0), (second, t1), (answer, t2) = ro.sequences(tokenizer)
-    assert (t0, t1, t2) == (0, 1, None)
+    # markov turns (each chat is a fresh user turn): one sequence per turn, then the answer
+    ro = Rollout(item=None, group=0, trajectory=None,  # type: ignore[arg-type]
+                 turns=[Turn(_user(prompt), "A1", stopped=False), Turn(_user(prompt + " "), "A0", stopped=True)],
+                 answer_turn=Turn(_user("Question: who?\nAnswer:"), "Paris is the cap", stopped=False))
+    first, second, answer = ro.sequences(tokenizer)
+    assert {t for t, m in zip(first.turn_of, first.loss_mask) if m} == {0}
+    assert {t for t, m in zip(second.turn_of, second.loss_mask) if m} == {1}
+    assert {t for t, m in zip(answer.turn_of, answer.loss_mask) if m} == {ANSWER_TURN}
     assert end not in _masked(tokenizer, first) and _masked(tokenizer, second)[-1] == end
     assert end not in _masked(tokenizer, answer) and tokenizer.decode(_masked(tokenizer, answer)) == "Paris is the cap"
 
 
 def test_generator_reports_whether_each_reply_stopped(tokenizer):
     from harness_g.training.modeling import load_policy
-    from harness_g.training.rollout import Generator, replies_stopped
+    from harness_g.training.rollout import Generator
 
     model = load_policy(ModelConfig(name="tiny-random"), tokenizer)
     gen = Generator(model, tokenizer, temperature=1.0, top_p=1.0, max_prompt_tokens=512)
     # constrained decoding: the id, then the end-of-turn token; "A12" is 3 tokens
-    assert gen(["pick one", "pick"], 2, allowed=[["A12"], ["A12"]]) == ["A1", "A1"] and gen.last_stopped == [False, False]
-    assert gen(["pick one", "pick"], 8, allowed=[["A12"], ["A0"]]) == ["A12", "A0"] and gen.last_stopped == [True, True]
-    assert replies_stopped(gen, ["A12", "A0"], 8) == [True, True]
-
-    class Plain:  # a generator that does not report: a reply as long as the limit counts as cut
-        def __init__(self) -> None:
-            self.tokenizer = tokenizer
-
-    assert replies_stopped(Plain(), ["A12", "A0"], 3) == [False, True]
+    cut = gen.generate([_user("pick one"), _user("pick")], max_new_tokens=2, temperature=1.0, allowed=[["A12"], ["A12"]])
+    assert [g.text for g in cut] == ["A1", "A1"] and [g.finish_reason for g in cut] == ["length", "length"]
+    full = gen.generate([_user("pick one"), _user("pick")], max_new_tokens=8, temperature=1.0, allowed=[["A12"], ["A0"]])
+    assert [g.text for g in full] == ["A12", "A0"] and [g.finish_reason for g in full] == ["stop", "stop"]
 
 
 def test_rollout_path_masks_no_end_token_after_a_cut_reply(falkordb_hotpot_view, hotpot_questions, tokenizer):
     """collect_rollouts with the real Generator: action ids cut at 1 token (ids are 2+ tokens) are recorded as cut,
     and their sequences train the one sampled token only."""
     from harness_g.agent.config import EnvConfig
+    from harness_g.training.chat import ANSWER_TURN
     from harness_g.training.modeling import load_policy
     from harness_g.training.rollout import Generator, collect_rollouts
 
@@ -311,12 +315,13 @@ def test_rollout_path_masks_no_end_token_after_a_cut_reply(falkordb_hotpot_view,
                                        max_observation_tokens=4096)
     assert stats["observation_tokens_max"] > 0 and stats["observations_over_budget"] == 0
     for ro in rollouts:
-        assert ro.step_stopped and not any(ro.step_stopped)
-        for (seq, t), stop in zip(ro.sequences(tokenizer), [*ro.step_stopped, ro.answer_stopped]):
-            masked = _masked(tokenizer, seq)
-            assert (end in masked) == stop
-            if t is not None:
-                assert len(masked) == 1  # the one token the policy sampled before the limit
+        assert ro.turns and not any(t.stopped for t in ro.turns)
+        *turn_seqs, answer = ro.sequences(tokenizer)
+        assert len(turn_seqs) == 1  # multi-turn: the whole trajectory is one sequence
+        masked = _masked(tokenizer, turn_seqs[0])
+        assert end not in masked and len(masked) == len(ro.turns)  # the one token each turn sampled before the limit
+        assert (end in _masked(tokenizer, answer)) == ro.answer_turn.stopped
+        assert set(answer.turn_of) == {ANSWER_TURN}
 
 
 def test_credit_answerer_names_the_frozen_scorer(tmp_path):

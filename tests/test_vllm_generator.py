@@ -85,10 +85,11 @@ def test_engine_follows_the_policy_after_sync_and_decodes_only_menu_ids(tmp_path
     assert agree(_engine_logprobs(gen, tok, prompt), after)  # synced: the engine is the updated policy
 
     allowed = [["A0", "A1", "A12"], ["A3"]]
+    chats = [[{"role": "user", "content": prompt}], [{"role": "user", "content": "hello"}]]
     for _ in range(3):
-        replies = gen([prompt, "hello"], 4, allowed=allowed)
+        replies = [g.text for g in gen.generate(chats, max_new_tokens=4, temperature=1.0, allowed=allowed)]
         assert replies[0] in allowed[0] and replies[1] == "A3"
-    free = gen([prompt] * 4, 6)
+    free = [g.text for g in gen.generate(chats[:1] * 4, max_new_tokens=6, temperature=1.0)]
     assert len(set(free)) > 1  # per-request seeds: a group sharing a prompt still samples differently
 
 

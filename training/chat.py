@@ -1,99 +1,138 @@
 """Render chat turns with the model's template and mark which tokens the policy generated.
 
-A training sequence is ``prompt (environment tokens, loss-masked) + reply (policy tokens)``. We render
-with the tokenizer's own chat template and locate the reply by character offsets, so the mask is exact
-for any template; the end-of-turn token right after the reply is trained too when the policy sampled it (the model
-must learn to stop), and not when the reply was cut at the token limit (it never sampled one).
+A training sequence is a chat rendered with the tokenizer's own template (:func:`harness_g.agent.context.render_chat`,
+the same rendering every generator uses): environment tokens are loss-masked, the policy's replies carry the loss
+(harness-g.tex l.911, "update only model-generated tokens"). Replies are located by character offsets, so the
+mask is exact for any template; the end-of-turn token right after a reply is trained too when the policy sampled
+it (the model must learn to stop), and not when the reply was cut at the token limit (it never sampled one).
+
+:func:`build_chat_sequence` builds the paper's multi-turn sequence (several replies, each tagged with its turn);
+:func:`build_sequence` the one-reply case.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from harness_g.agent.context import render_chat
+
+ANSWER_TURN = -1  # ``Sequence.turn_of`` of the final answer's tokens (and of every masked token)
+
 
 @dataclass
 class Sequence:
-    """One training sequence. ``input_ids``/``loss_mask`` are 1-D; ``loss_mask[k] = 1`` for policy tokens."""
+    """One training sequence, all lists of the same length L: ``input_ids``; ``loss_mask[k] = 1`` for policy tokens;
+    ``turn_of[k]``: the decision turn t whose reply token k is (its step advantage A_out + λ·A_SNC_t applies), or
+    :data:`ANSWER_TURN` for answer tokens and masked tokens."""
 
     input_ids: list[int]
     loss_mask: list[int]
+    turn_of: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.turn_of:
+            self.turn_of = [ANSWER_TURN] * len(self.input_ids)
 
     @property
     def reply_span(self) -> tuple[int, int]:
-        """[start, end) of the policy tokens."""
+        """[start, end) from the first to the last policy token."""
         idx = [i for i, m in enumerate(self.loss_mask) if m]
         return (idx[0], idx[-1] + 1) if idx else (0, 0)
 
 
 def render_prompt(tokenizer: Any, user_text: str) -> str:
     """One user turn with the model's default system message, ready for generation."""
-    return tokenizer.apply_chat_template([{"role": "user", "content": user_text}], tokenize=False, add_generation_prompt=True)
+    return render_chat(tokenizer, [{"role": "user", "content": user_text}])
 
 
-def build_sequence(tokenizer: Any, user_text: str, reply: str, stopped: bool = True) -> Sequence:
-    """Tokenise prompt+reply as the template renders them and mask everything but the reply, plus its end-of-turn
-    token when generation ``stopped`` on it (False: the reply was cut at the token limit, no end token sampled)."""
-    full = tokenizer.apply_chat_template(
-        [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}], tokenize=False
-    )
-    prompt = render_prompt(tokenizer, user_text)
-    start = len(prompt) if full.startswith(prompt) else full.rfind(reply)
-    end = start + len(reply)
+@dataclass(frozen=True)
+class Reply:
+    """A reply inside a chat to train: ``message`` is its index in the messages list (an assistant message),
+    ``turn`` its decision turn (:data:`ANSWER_TURN` for the answer), ``stopped`` whether the policy sampled its
+    end-of-turn token."""
+
+    message: int
+    turn: int = ANSWER_TURN
+    stopped: bool = True
+
+
+def build_chat_sequence(tokenizer: Any, messages: list[dict[str, str]], replies: list[Reply]) -> Sequence:
+    """Tokenise ``messages`` (a chat ending in an assistant message) as the template renders it and train exactly
+    the tokens of ``replies``: each listed assistant message's tokens, plus its end-of-turn token when ``stopped``.
+    Assistant messages not listed (earlier turns kept as context) and every user/system token are masked."""
+    full = tokenizer.apply_chat_template(list(messages), tokenize=False)
+    spans = []  # (start, end, turn, stopped) in characters
+    pos = 0
+    for r in sorted(replies, key=lambda r: r.message):
+        msg = messages[r.message]
+        if msg.get("role") != "assistant":
+            raise ValueError(f"message {r.message} is a {msg.get('role')!r} message, not the policy's reply")
+        prefix = render_chat(tokenizer, messages[: r.message])
+        # templates that render history differently from the live prompt: fall back to the reply's text
+        start = len(prefix) if full.startswith(prefix) else full.find(msg["content"], pos)
+        spans.append((start, start + len(msg["content"]), r.turn, r.stopped))
+        pos = start + len(msg["content"])
     enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = enc["input_ids"], enc["offset_mapping"]
-    mask = [1 if (s < end and e > start and e > s) else 0 for s, e in offsets]
-    if not stopped:
-        return Sequence(ids, mask)
-    # the first token after the reply (end-of-turn) is generated by the policy too
-    last = max((i for i, m in enumerate(mask) if m), default=None)
-    if last is None:
-        after = next((i for i, (s, _) in enumerate(offsets) if s >= start), None)
-        if after is not None:
-            mask[after] = 1
-    elif last + 1 < len(ids):
-        mask[last + 1] = 1
-    return Sequence(ids, mask)
+    mask, turn_of = [0] * len(ids), [ANSWER_TURN] * len(ids)
+    i, n = 0, len(ids)
+    for start, end, turn, stopped in spans:  # one pass over the tokens: spans are in order
+        while i < n and offsets[i][1] <= start:
+            i += 1  # tokens that end before the reply
+        while i < n and offsets[i][0] < end:  # tokens overlapping the reply
+            if offsets[i][1] > offsets[i][0]:
+                mask[i], turn_of[i] = 1, turn
+            i += 1
+        if stopped and i < n:  # the first token after the reply (end-of-turn) is generated by the policy too
+            mask[i], turn_of[i] = 1, turn
+    return Sequence(ids, mask, turn_of)
+
+
+def build_sequence(tokenizer: Any, user_text: str, reply: str, stopped: bool = True, turn: int = ANSWER_TURN) -> Sequence:
+    """One user turn + one reply: mask everything but the reply, plus its end-of-turn token when generation
+    ``stopped`` on it (False: the reply was cut at the token limit, no end token sampled)."""
+    messages = [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
+    return build_chat_sequence(tokenizer, messages, [Reply(1, turn, stopped)])
 
 
 def pad_batch(seqs: list[Sequence], pad_id: int) -> dict[str, torch.Tensor]:
-    """LEFT-pad to a batch: input_ids, attention_mask, position_ids, loss_mask [B, L].
-
-    Left padding puts every reply at the right end, so only the last ``tail`` positions need
-    logits (``tail`` = longest reply + 1): the vocabulary projection over the whole prompt —
-    by far the largest tensor for long observations — is never computed.
-    """
+    """LEFT-pad to a batch: input_ids, attention_mask, position_ids, loss_mask [B, L] (see :func:`tail_logprobs` for
+    why only policy-token positions are ever projected to the vocabulary)."""
     length = max(len(s.input_ids) for s in seqs)
     ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
     attn = torch.zeros((len(seqs), length), dtype=torch.long)
     mask = torch.zeros((len(seqs), length), dtype=torch.float32)
-    tail = 1
     for i, s in enumerate(seqs):
         n = len(s.input_ids)
         ids[i, length - n :] = torch.tensor(s.input_ids)
         attn[i, length - n :] = 1
         mask[i, length - n :] = torch.tensor(s.loss_mask, dtype=torch.float32)
-        start, _ = s.reply_span
-        tail = max(tail, n - start + 1)
     positions = (attn.cumsum(-1) - 1).clamp_min(0)
-    return {"input_ids": ids, "attention_mask": attn, "position_ids": positions, "loss_mask": mask,
-            "tail": torch.tensor(min(tail, length))}
+    return {"input_ids": ids, "attention_mask": attn, "position_ids": positions, "loss_mask": mask}
 
 
 def tail_logprobs(model: Any, batch: dict[str, torch.Tensor], rows: slice | None = None) -> torch.Tensor:
-    """log p(x_k | x_<k) in fp32 for the last ``tail`` positions, returned aligned to [B, L] (0 elsewhere).
+    """log p(x_k | x_<k) in fp32 at every policy token k of the rows (``loss_mask`` = 1), returned aligned to [B, L]
+    (0 elsewhere).
 
-    Uses the model's ``logits_to_keep`` so only ``tail`` positions are projected to the vocabulary.
+    Only the positions that predict a policy token are projected to the vocabulary (the model's ``logits_to_keep``
+    given as indices: the union over the rows), so a multi-turn sequence -- a few reply tokens spread over thousands
+    of environment tokens -- never materialises [B, L, V] logits.
     """
     rows = rows or slice(None)
     ids = batch["input_ids"][rows]
-    tail = int(batch["tail"])
-    out = model(input_ids=ids, attention_mask=batch["attention_mask"][rows], position_ids=batch["position_ids"][rows],
-                logits_to_keep=tail)
-    logits = out.logits[:, -tail:].float()  # predicts tokens at positions L-tail+1 .. L (the last is beyond the end)
-    targets = ids[:, ids.shape[1] - tail + 1 :]
-    logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    mask = batch["loss_mask"][rows]
+    targets = torch.nonzero(mask.any(dim=0)).flatten()  # positions holding a policy token in some row
+    targets = targets[targets > 0]  # position 0 has no predecessor (never a policy token in a chat)
     full = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
-    full[:, ids.shape[1] - tail + 1 :] = logp
-    return full
+    if targets.numel() == 0:
+        return full
+    keep = (targets - 1).to(ids.device)
+    out = model(input_ids=ids, attention_mask=batch["attention_mask"][rows], position_ids=batch["position_ids"][rows],
+                logits_to_keep=keep)
+    logits = out.logits[:, -keep.numel():].float()  # [B, K, V]: predictions at positions keep, i.e. of tokens targets
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, targets].unsqueeze(-1)).squeeze(-1)
+    full = full.index_put((torch.arange(ids.shape[0], device=ids.device)[:, None], targets[None, :].to(ids.device)), logp)
+    return full * (mask > 0)  # a position kept for another row is not this row's policy token

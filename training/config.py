@@ -72,7 +72,13 @@ class RolloutConfig:
     top_p: float = _f(1.0, "nucleus sampling, in (0, 1]", gt=0.0, le=1.0)
     max_action_tokens: int = _f(8, "max new tokens per action reply (>= 1)", ge=1)
     max_answer_tokens: int = _f(24, "max new tokens for the final answer (>= 1)", ge=1)
-    max_prompt_tokens: int = _f(8192, "prompt budget in tokens (>= 1; paper: max prompt tokens)", ge=1)
+    max_prompt_tokens: int = _f(8192, "prompt budget in tokens (>= 1; paper: max prompt tokens); a longer multi-turn "
+                                      "context drops whole older turns (logged as dropped_turns_max), never cuts text",
+                                ge=1)
+    context: str = _f("multi-turn", "policy context: multi-turn = the paper's growing chat, trained as one sequence per "
+                                    "trajectory with environment turns loss-masked (harness-g.tex l.443, l.911); "
+                                    "markov = the instruction + current observation only, one short sequence per turn "
+                                    "(an option for small CPU runs)", choices=("multi-turn", "markov"))
     max_response_tokens: int = _f(2048, "budget of policy-generated tokens per rollout, all action replies + the answer "
                                         "(paper: max response tokens); refused when max_turns x max_action_tokens + "
                                         "max_answer_tokens exceeds it", ge=1)

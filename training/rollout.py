@@ -1,10 +1,16 @@
 """Rollout collection through the batched menu environment (graph store queries happen here).
 
-Context mode is *Markov*: each turn's prompt is the policy instruction plus the current observation,
-which already holds the whole state (committed evidence, visible sentences, menu). So every turn is
-one training sequence: environment tokens (loss-masked) followed by the policy's action tokens. The
-final answer is a separate sequence conditioned on C_T only. Both get the rollout's outcome advantage;
-SNC credit lands on the action tokens of its step.
+Rollouts are played by :class:`harness_g.agent.llm.policy.LLMPolicy` -- the same policy object and the same
+context builder (:mod:`harness_g.agent.context`) as ``harness-g eval`` -- over a :class:`Generator` that samples
+from the policy being trained. So a trained checkpoint is evaluated under exactly the prompt it was trained on.
+
+Context mode ``multi-turn`` (the paper's, harness-g.tex l.443 and l.911): a trajectory is one growing chat; it
+trains as one sequence (:meth:`Rollout.sequences`) in which every environment turn is loss-masked and every reply
+carries its own step's advantage. When older turns had to be dropped to fit ``max_prompt_tokens``, the turns after
+the drop start a new sequence (each reply is trained in exactly the context it was sampled in). Context mode
+``markov``: every turn's prompt is the instruction plus the current observation, one sequence per turn. The final
+answer is always a separate sequence conditioned on C_T only and carries A_out; SNC credit lands on the action
+tokens of its step.
 
 Only tokens the policy sampled are trained (harness-g.tex l.910-911, "update only model-generated tokens"):
 the end-of-turn token after a reply is trained when generation stopped on it, and not when the reply was cut
@@ -21,32 +27,18 @@ import torch
 
 from harness_g.agent.batch import BatchedMenuEnv
 from harness_g.agent.config import EnvConfig
+from harness_g.agent.context import Turn, render_chat
 from harness_g.agent.graph_view import GraphView
+from harness_g.agent.llm.backends import Conversation, Generation
 from harness_g.agent.metrics import exact_match, token_f1
 from harness_g.agent.trajectory import Trajectory
 from harness_g.graph.types import QAItem
+from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
-from harness_g.training.chat import build_sequence, render_prompt
+from harness_g.training.chat import build_chat_sequence
 
 
 INTERFACES = ("menu", "free-query")
-
-
-def policy_user_text(observation: str, error: str | None = None, first: bool = False, interface: str = "menu") -> str:
-    """Markov prompt: the policy instruction (menu ids, or free text for the free-query arm) + the
-    event-conditioned current observation."""
-    from harness_g.agent import prompts
-    from harness_g.agent.free_query import free_query_header
-
-    event = "invalid" if error else ("start" if first else "ok")
-    header = prompts.policy_instruction() if interface == "menu" else free_query_header()
-    return header + "\n\n" + prompts.environment_response(observation, event, error)
-
-
-def answer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
-    from harness_g.agent import prompts
-
-    return prompts.answer_prompt(question, evidence)[0]["content"]
 
 
 def scorer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
@@ -55,10 +47,31 @@ def scorer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
     return prompts.scorer_prompt(question, evidence)[0]["content"]
 
 
-def policy_sequence(tokenizer: Any, user_text: str, reply: str, stopped: bool = True) -> TrainSequence:
-    """:func:`build_sequence` with the loss mask on exactly the tokens the policy generated: the reply and, when
-    generation stopped on it (``stopped``), its end-of-turn token."""
-    return build_sequence(tokenizer, user_text, reply, stopped=stopped)
+def _continues(prev: Turn, nxt: Turn) -> bool:
+    """Whether ``nxt``'s chat is ``prev``'s chat + prev's reply + more (the same growing sequence)."""
+    n = len(prev.messages)
+    return (len(nxt.messages) > n and nxt.messages[:n] == prev.messages
+            and nxt.messages[n] == {"role": "assistant", "content": prev.reply})
+
+
+def turn_sequences(tokenizer: Any, turns: Sequence[Turn]) -> list[TrainSequence]:
+    """Training sequences of one trajectory's decision turns: each maximal run of turns whose chats extend one
+    another becomes one sequence (the last turn's chat + its reply) in which the run's replies, and only those,
+    are trained, each tagged with its turn index. Multi-turn: one sequence (unless turns were dropped);
+    markov: one per turn."""
+    out: list[TrainSequence] = []
+    start = 0
+    for t in range(len(turns)):
+        if t + 1 < len(turns) and _continues(turns[t], turns[t + 1]):
+            continue
+        last = turns[t]
+        messages = [*last.messages, {"role": "assistant", "content": last.reply}]
+        # the run's replies are the last (t - start) assistant messages of the chat, then the new reply
+        assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant"][-(t - start + 1):]
+        replies = [Reply(i, turn, turns[turn].stopped) for i, turn in zip(assistant, range(start, t + 1))]
+        out.append(build_chat_sequence(tokenizer, messages, replies))
+        start = t + 1
+    return out
 
 
 @dataclass
@@ -66,48 +79,52 @@ class Rollout:
     item: QAItem
     group: int
     trajectory: Trajectory
-    step_prompts: list[str] = field(default_factory=list)  # user text per executed turn
-    step_replies: list[str] = field(default_factory=list)
-    step_stopped: list[bool] = field(default_factory=list)  # per turn: generation ended on end-of-turn (not cut)
-    answer_prompt: str = ""
-    answer: str = ""
-    answer_stopped: bool = True
+    turns: list[Turn] = field(default_factory=list)  # per executed decision turn: the chat sent, reply, stop flag
+    answer_turn: Turn | None = None  # the answer's chat (question + C_T), raw reply and stop flag
+    answer: str = ""  # the cleaned answer (what is scored, as in harness-g eval)
     reward: float = 0.0  # max token F1 over aliases
     em: float = 0.0
     response_tokens: int = 0
+
+    @property
+    def step_replies(self) -> list[str]:
+        return [t.reply for t in self.turns]
 
     @property
     def queries(self) -> list[str]:
         """The free-text strings the policy wrote (free-query arm; empty on the menu arm)."""
         return list(self.trajectory.meta.get("queries", [])) if self.trajectory is not None else []
 
-    def sequences(self, tokenizer: Any) -> list[tuple[TrainSequence, int | None]]:
-        """(sequence, step index or None for the answer) for every policy generation of this rollout; a reply cut at
-        its token limit has no end-of-turn token in its loss mask (see :func:`policy_sequence`)."""
-        stopped = self.step_stopped or [True] * len(self.step_replies)
-        out = [(policy_sequence(tokenizer, p, r, s), t)
-               for t, (p, r, s) in enumerate(zip(self.step_prompts, self.step_replies, stopped))]
-        out.append((policy_sequence(tokenizer, self.answer_prompt, self.answer, self.answer_stopped), None))
+    def sequences(self, tokenizer: Any) -> list[TrainSequence]:
+        """Every training sequence of this rollout: its decision turns (:func:`turn_sequences`), then the answer
+        (turn :data:`~harness_g.training.chat.ANSWER_TURN`). A reply cut at its token limit has no end-of-turn
+        token in its loss mask."""
+        out = turn_sequences(tokenizer, self.turns)
+        if self.answer_turn is not None:
+            a = self.answer_turn
+            out.append(build_chat_sequence(tokenizer, [*a.messages, {"role": "assistant", "content": a.reply}],
+                                           [Reply(len(a.messages), ANSWER_TURN, a.stopped)]))
         return out
-
-    @property
-    def n_sequences(self) -> int:
-        """How many rows :meth:`sequences` gives: one per executed turn, plus the answer."""
-        return len(self.step_prompts) + 1
 
 
 class Generator:
-    """Batched sampling with a transformers causal LM (left padding); returns decoded replies."""
+    """A chat backend (:class:`harness_g.agent.llm.backends.ChatBackend`) sampling from the policy being trained:
+    batched transformers generation with left padding. Prompts are rendered with
+    :func:`~harness_g.agent.context.render_chat` and never truncated (the context builder keeps them within
+    ``max_prompt_tokens`` by dropping whole older turns). Sampling draws from the global torch RNG, which the
+    trainer seeds per rank and saves in checkpoints, so ``seed`` is ignored."""
+
+    name = "policy"
+    context_window = None
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int):
         self.model = model
         self.tokenizer = tokenizer
-        self.temperature = temperature
+        self.temperature = temperature  # rollout sampling settings (collect_rollouts reads them)
         self.top_p = top_p
         self.max_prompt_tokens = max_prompt_tokens
         self.seconds = 0.0
         self.tokens = 0
-        self.last_stopped: list[bool] = []  # per reply of the last call: ended on an end-of-turn token (not cut)
 
     def _stop_ids(self) -> set[int]:
         ids = {self.tokenizer.eos_token_id}
@@ -115,22 +132,27 @@ class Generator:
         ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
         return {i for i in ids if i is not None}
 
+    def count_tokens(self, messages: Conversation) -> int:
+        return len(self.tokenizer(render_chat(self.tokenizer, messages), add_special_tokens=False)["input_ids"])
+
     @torch.no_grad()
-    def __call__(self, user_texts: Sequence[str], max_new_tokens: int, greedy: bool = False,
-                 allowed: Sequence[Sequence[str]] | None = None) -> list[str]:
-        """Sample one reply per prompt. ``allowed``: per prompt, the only replies permitted (constrained decoding).
-        Sets :attr:`last_stopped`: whether each reply ended on an end-of-turn token (False: cut at max_new_tokens)."""
+    def generate(self, batch: Sequence[Conversation], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int | None = None, stop: list[str] | None = None,
+                 allowed: Sequence[Sequence[str]] | None = None) -> list[Generation]:
+        """One reply per chat (greedy when ``temperature == 0``). ``allowed``: per chat, the only replies permitted
+        (constrained decoding). ``finish_reason`` is "length" where a reply was cut at ``max_new_tokens``."""
+        if not batch:
+            return []
         t0 = time.perf_counter()
         tok = self.tokenizer
-        prompts = [render_prompt(tok, u) for u in user_texts]
-        enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False, truncation=True,
-                  max_length=self.max_prompt_tokens)
+        enc = tok([render_chat(tok, conv) for conv in batch], return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(next(self.model.parameters()).device) for k, v in enc.items()}
         was_training = self.model.training
         self.model.eval()
-        sample = not greedy and self.temperature > 0
+        sample = temperature > 0
         kwargs: dict[str, Any] = {"do_sample": sample, "max_new_tokens": max_new_tokens, "pad_token_id": tok.pad_token_id}
         if sample:
-            kwargs.update(temperature=self.temperature, top_p=self.top_p)
+            kwargs.update(temperature=temperature, top_p=top_p)
         if allowed is not None:
             from harness_g.agent.llm.constrained import allowed_tokens_fn
 
@@ -139,24 +161,16 @@ class Generator:
         if was_training:
             self.model.train()
         new = gen[:, enc["input_ids"].shape[1] :]
-        stop = torch.tensor(sorted(self._stop_ids()), dtype=new.dtype, device=new.device)
-        self.last_stopped = torch.isin(new, stop).any(dim=1).tolist()  # finished rows hold their stop token
-        self.tokens += int((new != tok.pad_token_id).sum())
-        self.seconds += time.perf_counter() - t0
-        return [t.strip() for t in tok.batch_decode(new, skip_special_tokens=True)]
-
-
-def replies_stopped(generator: Any, replies: Sequence[str], max_new_tokens: int) -> list[bool]:
-    """Per reply of the generator's last call: did generation stop on an end-of-turn token (False: cut at
-    ``max_new_tokens``)? From the generator's ``last_stopped`` when it reports one; otherwise a reply whose
-    re-tokenised length reaches the limit counts as cut (no tokenizer: every reply counts as stopped)."""
-    flags = getattr(generator, "last_stopped", None)
-    if isinstance(flags, list) and len(flags) == len(replies):
-        return [bool(f) for f in flags]
-    tok = getattr(generator, "tokenizer", None)
-    if tok is None:
-        return [True] * len(replies)
-    return [len(tok(r, add_special_tokens=False)["input_ids"]) < max_new_tokens for r in replies]
+        stop_t = torch.tensor(sorted(self._stop_ids()), dtype=new.dtype, device=new.device)
+        stopped = torch.isin(new, stop_t).any(dim=1).tolist()  # finished rows hold their stop token
+        counts = (new != tok.pad_token_id).sum(dim=1).tolist()
+        self.tokens += int(sum(counts))
+        seconds = time.perf_counter() - t0
+        self.seconds += seconds
+        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
+        return [Generation(text=text.strip(), prompt_tokens=int(p), completion_tokens=int(c), seconds=seconds,
+                           finish_reason="stop" if s else "length")
+                for text, p, c, s in zip(tok.batch_decode(new, skip_special_tokens=True), prompt_lens, counts, stopped)]
 
 
 def _observation_tokens(generator: Any, texts: Sequence[str]) -> list[int]:
@@ -166,11 +180,33 @@ def _observation_tokens(generator: Any, texts: Sequence[str]) -> list[int]:
     return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
 
 
-def collect_rollouts(view: GraphView, generator: Generator, items: Sequence[QAItem], group_size: int, env_config: EnvConfig,
+def rollout_policy(generator: Any, *, greedy: bool, max_action_tokens: int, max_answer_tokens: int,
+                   constrain_actions: bool = False, interface: str = "menu", context: str = "multi-turn",
+                   max_prompt_tokens: int | None = None, size: int = 1024) -> Any:
+    """The :class:`~harness_g.agent.llm.policy.LLMPolicy` that plays rollouts: the generator's sampling settings
+    (greedy: temperature 0) for actions and the answer, no per-call reseeding, ``interface``'s header."""
+    from harness_g.agent.llm.policy import LLMPolicy
+
+    temperature = 0.0 if greedy else float(generator.temperature)
+    policy = LLMPolicy(generator, temperature=temperature, top_p=float(generator.top_p), seed=None,
+                       max_new_tokens=max_action_tokens, max_answer_tokens=max_answer_tokens,
+                       max_context_tokens=max_prompt_tokens or getattr(generator, "max_prompt_tokens", None),
+                       answer_temperature=temperature, constrain_actions=constrain_actions and interface == "menu",
+                       context=context, interface=interface, name="policy")
+    policy.max_chats = max(size, policy.max_chats)
+    return policy
+
+
+def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], group_size: int, env_config: EnvConfig,
                      *, max_action_tokens: int, max_answer_tokens: int, greedy: bool = False,
                      constrain_actions: bool = False, interface: str = "menu",
-                     max_observation_tokens: int | None = None) -> tuple[list[Rollout], dict[str, float]]:
+                     max_observation_tokens: int | None = None, context: str = "multi-turn",
+                     max_prompt_tokens: int | None = None) -> tuple[list[Rollout], dict[str, float]]:
     """Play ``group_size`` rollouts of every item through one BatchedMenuEnv; returns rollouts and timings.
+
+    ``generator``: a chat backend over the policy (:class:`Generator` or the vLLM one); ``context``: multi-turn
+    (the paper's) or markov (:mod:`harness_g.agent.context`); ``max_prompt_tokens`` (default: the generator's) is
+    the prompt budget -- older whole turns are dropped to fit it and counted in the stats as ``dropped_turns_max``.
 
     ``max_observation_tokens`` (paper: max tool-response tokens, harness-g.tex l.959): when given, every
     environment response is measured; the largest goes in the stats as ``observation_tokens_max`` (with
@@ -182,69 +218,61 @@ def collect_rollouts(view: GraphView, generator: Generator, items: Sequence[QAIt
     search string resolved to the nearest LOOKUP target), so transitions, previews and SNC are the menu arm's and only
     how a retrieval target is named differs.
     """
+    from harness_g.agent import prompts
     from harness_g.agent.free_query import FreeQueryEnv
-
+    
     if interface not in INTERFACES:
         raise ValueError(f"unknown interface {interface!r}; expected one of {', '.join(INTERFACES)}")
     free = interface == "free-query"
     expanded = [(item, g) for g, item in enumerate(items) for _ in range(group_size)]
     benv = BatchedMenuEnv(view, len(expanded), env_config, record_previews=True)
-    fenvs = [FreeQueryEnv(e) for e in benv.envs] if free else []
+    policy = rollout_policy(generator, greedy=greedy, max_action_tokens=max_action_tokens, max_answer_tokens=max_answer_tokens,
+                            constrain_actions=constrain_actions, interface=interface, context=context,
+                            max_prompt_tokens=max_prompt_tokens, size=len(expanded))
+    envs: list[Any] = [FreeQueryEnv(e) for e in benv.envs] if free else benv.envs
     t_env = time.perf_counter()
     if free:
         view.encode(list(dict.fromkeys(it.question for it, _ in expanded)))  # one encoder call for the batch
-        observations = [fe.reset(it) for fe, (it, _) in zip(fenvs, expanded)]
+        observations: list[str | None] = [fe.reset(it) for fe, (it, _) in zip(envs, expanded)]
     else:
-        observations = benv.reset([it for it, _ in expanded])
+        observations = list(benv.reset([it for it, _ in expanded]))
     env_s = time.perf_counter() - t_env
-    rollouts = [Rollout(item=it, group=g, trajectory=None) for it, g in expanded]  # type: ignore[arg-type]
-    errors: list[str | None] = [None] * len(expanded)
     gen_s0 = generator.seconds
     obs_max, obs_over = 0, 0
     while not benv.all_done:
-        active = [i for i, e in enumerate(benv.envs) if not e.done]
-        texts = [policy_user_text(observations[i], errors[i], first=not rollouts[i].step_prompts, interface=interface)
-                 for i in active]
         if max_observation_tokens is not None:
-            from harness_g.agent import prompts
-
-            sizes = _observation_tokens(generator, [prompts.environment_response(observations[i], "ok") for i in active])
+            live = [o for o in observations if o is not None]
+            sizes = _observation_tokens(generator, [prompts.environment_response(o, "ok") for o in live])
             obs_max = max([obs_max, *sizes])
             over = sum(n > max_observation_tokens for n in sizes)
             if over and not obs_over:
                 warnings.warn(f"an environment response has {max(sizes)} tokens, over rollout.max_observation_tokens "
                               f"({max_observation_tokens})", stacklevel=2)
             obs_over += over
-        allowed = [list(benv.envs[i].menu.by_id) for i in active] if constrain_actions and not free else None  # type: ignore[union-attr]
-        replies = generator(texts, max_action_tokens, greedy=greedy, allowed=allowed)
-        stopped = replies_stopped(generator, replies, max_action_tokens)
-        step_replies: list[str | None] = [None] * len(expanded)
-        for i, text, reply, stop in zip(active, texts, replies, stopped):
-            rollouts[i].step_prompts.append(text)
-            rollouts[i].step_replies.append(reply)
-            rollouts[i].step_stopped.append(stop)
-            step_replies[i] = reply
+        replies = policy.act_batch(observations, envs)
         t_env = time.perf_counter()
         if free:
-            results = [None if step_replies[i] is None else fenvs[i].step(step_replies[i] or "") for i in range(len(expanded))]
+            results = [None if r is None else e.step(r) for e, r in zip(envs, replies)]
         else:
-            results = benv.step(step_replies)
+            results = benv.step(replies)
         env_s += time.perf_counter() - t_env
-        for i in active:
-            r = results[i]
-            assert r is not None
-            observations[i] = r.observation
-            errors[i] = r.error
-    finals = fenvs if free else benv.envs
-    answer_texts = [answer_user_text(ro.item.question, env.committed_texts()) for ro, env in zip(rollouts, finals)]
-    answers = generator(answer_texts, max_answer_tokens, greedy=greedy)
-    answers_stopped = replies_stopped(generator, answers, max_answer_tokens)
-    for ro, env, text, answer, stop in zip(rollouts, finals, answer_texts, answers, answers_stopped):
-        ro.answer_prompt, ro.answer, ro.answer_stopped = text, answer, stop
-        ro.trajectory = env.finish(answer)
-        ro.reward = token_f1(answer, list(ro.item.answers)) if ro.item.answers else 0.0
-        ro.em = exact_match(answer, list(ro.item.answers)) if ro.item.answers else 0.0
-    stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0}
+        observations = [r.observation if r is not None and not r.done else None for r in results]
+    answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], envs)
+    rollouts = []
+    dropped = 0
+    for (item, g), env, answer in zip(expanded, envs, answers):
+        chat = policy.episode_context(env)
+        turns = list(chat.turns) if chat is not None else []
+        dropped = max(dropped, chat.dropped_turns if chat is not None else 0)
+        ro = Rollout(item=item, group=g, trajectory=env.finish(answer, policy=policy.name), turns=turns,
+                     answer_turn=policy.episode_answer(env), answer=answer)
+        ro.reward = token_f1(answer, list(item.answers)) if item.answers else 0.0
+        ro.em = exact_match(answer, list(item.answers)) if item.answers else 0.0
+        rollouts.append(ro)
+    stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0, "dropped_turns_max": float(dropped)}
+    if dropped:
+        warnings.warn(f"older turns were dropped from a rollout's context to fit the prompt budget ({dropped} at most); "
+                      "raise rollout.max_prompt_tokens to keep them", stacklevel=2)
     if max_observation_tokens is not None:
         stats.update(observation_tokens_max=float(obs_max), observations_over_budget=float(obs_over))
     return rollouts, stats

@@ -22,13 +22,13 @@ from harness_g.agent.config import EnvConfig
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 from harness_g.training.advantages import combine_advantages, compute_advantages, zero_advantage_stats
-from harness_g.training.chat import pad_batch, tail_logprobs
+from harness_g.training.chat import ANSWER_TURN, pad_batch, tail_logprobs
 from harness_g.training.config import TrainConfig
 from harness_g.training.credit import (GROUP_SCHEMES, compute_credit, igpo_advantages, igpo_step_advantage, information_gains,
                                        normalise_token_credits)
 from harness_g.training.diagnostics import trajectory_group_diagnostics
 from harness_g.training.losses import policy_loss
-from harness_g.training.rollout import Generator, Rollout, collect_rollouts
+from harness_g.training.rollout import Generator, Rollout, collect_rollouts  # noqa: F401  (Generator: public API)
 from harness_g.training.snc_scoring import score_beliefs, score_rollouts
 
 STATE_FILE = "trainer_state.json"
@@ -82,45 +82,48 @@ def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tens
                 credit_cfg: Any, gather: Any = None,
                 turn_advantages: list[list[float]] | None = None) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
     """Sequences + token advantages: input_ids, attention_mask, position_ids, loss_mask (1 = policy token) and
-    advantages, all [N, L] left-padded, plus ``tail``. Step sequences carry A_out + λ·A_SNC on their policy tokens; the answer
-    sequence carries A_out only; environment tokens carry nothing. ``gather``: list -> the concatenation of that
+    advantages, all [N, L] left-padded, plus ``tail``. N = every rollout's :meth:`Rollout.sequences` (multi-turn: one
+    sequence per trajectory + the answer; markov: one per turn + the answer). The tokens of decision turn t's reply
+    carry A_out + λ·A_SNC_t (harness-g.tex l.443, l.1217); the answer's tokens A_out only; environment tokens nothing. ``gather``: list -> the concatenation of that
     list over all processes, so the SNC scale is global to the whole batch (None when single-process).
     ``turn_advantages`` (IGPO arm, harness-g.tex l.1061): per rollout, its IGPO turn advantages
     (:func:`~harness_g.training.credit.igpo_advantages`); every policy token of a turn carries that turn's value
     instead of A_out + λ·A_SNC, with no SNC scale or clip."""
-    seqs, owners, steps = [], [], []
+    seqs, owners = [], []
     for r_i, ro in enumerate(rollouts):
-        for seq, t in ro.sequences(tokenizer):
+        for seq in ro.sequences(tokenizer):
             seqs.append(seq)
             owners.append(r_i)
-            steps.append(t)
+    batch = pad_batch(seqs, tokenizer.pad_token_id)
+    batch["owner"] = torch.tensor(owners, dtype=torch.long)  # row -> index of its rollout
+    length = batch["input_ids"].shape[1]
+
+    def per_token(values: list[list[float]]) -> torch.Tensor:  # left-padded like pad_batch
+        out = torch.zeros_like(batch["loss_mask"])
+        for i, vals in enumerate(values):
+            out[i, length - len(vals) :] = torch.tensor(vals, dtype=torch.float32)
+        return out
+
     if turn_advantages is not None:
-        batch = pad_batch(seqs, tokenizer.pad_token_id)
-        values = torch.tensor([igpo_step_advantage(turn_advantages[r_i], t) for r_i, t in zip(owners, steps)], dtype=torch.float32)
-        batch["advantages"] = values[:, None] * batch["loss_mask"]
-        return batch, {"snc_scale": 1.0, "snc_nonzero_token_frac": float((batch["advantages"] != 0).sum()) / max(1, int(batch["loss_mask"].sum())),
-                       "snc_token_mean": float(values.mean()) if len(seqs) else 0.0, "sequences": float(len(seqs)),
-                       "max_len": float(batch["input_ids"].shape[1])}
-    raw_credit = []
-    for seq, r_i, t in zip(seqs, owners, steps):
-        value = step_credits[r_i][t] if t is not None and t < len(step_credits[r_i]) else 0.0
-        raw_credit.append([value if m else 0.0 for m in seq.loss_mask])
+        values = [[igpo_step_advantage(turn_advantages[r_i], t if t != ANSWER_TURN else None) if m else 0.0
+                   for m, t in zip(seq.loss_mask, seq.turn_of)] for seq, r_i in zip(seqs, owners)]
+        batch["advantages"] = per_token(values)
+        flat = [v for vals in values for v in vals if v != 0.0]
+        return batch, {"snc_scale": 1.0, "snc_nonzero_token_frac": len(flat) / max(1, int(batch["loss_mask"].sum())),
+                       "snc_token_mean": sum(flat) / len(flat) if flat else 0.0, "sequences": float(len(seqs)),
+                       "max_len": float(length)}
+    # SNC credit of the step whose reply each policy token is (answer and environment tokens: none)
+    raw_credit = [[step_credits[r_i][t] if m and 0 <= t < len(step_credits[r_i]) else 0.0
+                   for m, t in zip(seq.loss_mask, seq.turn_of)] for seq, r_i in zip(seqs, owners)]
     local = [v for vals in raw_credit for v in vals if v != 0.0]
     norm = normalise_token_credits(raw_credit, s_min=credit_cfg.scale_floor, clip=credit_cfg.clip,
                                    pool=gather(local) if gather is not None else None)
-    batch = pad_batch(seqs, tokenizer.pad_token_id)
-    length = batch["input_ids"].shape[1]
-    snc = torch.zeros_like(batch["loss_mask"])
-    action = torch.zeros_like(batch["loss_mask"])
-    for i, (vals, t) in enumerate(zip(norm.values, steps)):
-        snc[i, length - len(vals) :] = torch.tensor(vals)  # left-padded
-        if t is not None:
-            action[i] = batch["loss_mask"][i]
+    snc = per_token(norm.values)
+    action = per_token([[1.0 if m and t != ANSWER_TURN else 0.0 for m, t in zip(seq.loss_mask, seq.turn_of)] for seq in seqs])
     outcome = outcome_adv[torch.tensor(owners)]
     batch["advantages"] = combine_advantages(outcome, snc, action, batch["loss_mask"], lam)
-    nonzero = [v for vals in raw_credit for v in vals if v != 0.0]
-    stats = {"snc_scale": norm.scale, "snc_nonzero_token_frac": len(nonzero) / max(1, int(batch["loss_mask"].sum())),
-             "snc_token_mean": sum(nonzero) / len(nonzero) if nonzero else 0.0, "sequences": float(len(seqs)),
+    stats = {"snc_scale": norm.scale, "snc_nonzero_token_frac": len(local) / max(1, int(batch["loss_mask"].sum())),
+             "snc_token_mean": sum(local) / len(local) if local else 0.0, "sequences": float(len(seqs)),
              "max_len": float(length)}
     return batch, stats
 
@@ -192,6 +195,12 @@ class Trainer:
         warm = max(config.optim.warmup_steps, 0)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
         self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        r = config.rollout
+        self.env_config = EnvConfig.from_dict({**r.env, "max_turns": r.max_turns})
+        # the context must fit the model: prompt budget + the longest reply <= max positions
+        new_tokens = max(r.max_action_tokens, r.max_answer_tokens)
+        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None) or r.max_prompt_tokens + new_tokens
+        self.prompt_budget = min(r.max_prompt_tokens, limit - new_tokens)
         self.step = 0
         self.skipped_batches = 0
         self.order: DataOrder | None = None
@@ -199,14 +208,44 @@ class Trainer:
 
     # -- checkpoints ----------------------------------------------------------------------
     def save(self, tag: str | None = None) -> Path:
+        """Resume state in ``RUN_DIR/checkpoints/<tag or step-N>`` and the policy, loadable like a Hugging Face
+        checkpoint, in ``RUN_DIR/checkpoint-N`` (:mod:`harness_g.agent.llm.checkpoint`)."""
         path = self.out / "checkpoints" / (tag or f"step-{self.step:06d}")
         self.accelerator.save_state(str(path))
         assert self.order is not None
         state = {"step": self.step, "epoch": self.order.epoch, "index": self.order.index, "skipped_batches": self.skipped_batches}
         if self.accelerator.is_main_process:
             (path / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+            self.export_policy()
         self.accelerator.wait_for_everyone()
         return path
+
+    def policy_settings(self) -> dict[str, Any]:
+        """How this run plays its policy: what ``harness-g eval`` needs to run a checkpoint exactly as the trainer's
+        own evaluation does (see :mod:`harness_g.agent.llm.checkpoint`)."""
+        cfg, r, m = self.config, self.config.rollout, self.config.model
+        return {"step": self.step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.dtype,
+                "policy": {"max_new_tokens": r.max_action_tokens, "max_answer_tokens": r.max_answer_tokens,
+                           "constrain_actions": r.constrain_actions, "context": r.context,
+                           "max_context_tokens": self.prompt_budget},
+                "interface": r.interface, "env": self.env_config.to_dict(), "graph_dir": str(cfg.data.graph_dir)}
+
+    def export_policy(self) -> Path:
+        """Write ``RUN_DIR/checkpoint-N`` (main process only). A LoRA run saves its adapter; over the offline
+        tiny-random base (no hub id to reload it from) the frozen base weights are saved once to RUN_DIR/base-model."""
+        from harness_g.agent.llm.checkpoint import write_policy_checkpoint
+
+        model = self.accelerator.unwrap_model(self.model)
+        settings = self.policy_settings()
+        if self.config.model.lora and self.config.model.name == "tiny-random":
+            import copy
+
+            base_dir = self.out / "base-model"
+            if not (base_dir / "config.json").is_file():
+                copy.deepcopy(model).unload().save_pretrained(base_dir)  # adapters removed, not merged: the initial weights
+                self.tokenizer.save_pretrained(base_dir)
+            settings["base_model"] = str(base_dir.resolve())
+        return write_policy_checkpoint(model, self.tokenizer, self.out / f"checkpoint-{self.step}", settings)
 
     def _restore(self, path: Path) -> None:
         if not (path / STATE_FILE).exists():
@@ -246,19 +285,16 @@ class Trainer:
     def _make_generator(self, policy: Any) -> Any:
         """transformers: sample with the policy itself; vllm: a colocated engine synced after every update."""
         r = self.config.rollout
+        prompt_budget = self.prompt_budget
         if r.generator == "transformers":
-            return Generator(policy, self.tokenizer, temperature=r.temperature, top_p=r.top_p, max_prompt_tokens=r.max_prompt_tokens)
+            return Generator(policy, self.tokenizer, temperature=r.temperature, top_p=r.top_p, max_prompt_tokens=prompt_budget)
         from harness_g.training.vllm_generator import VLLMGenerator, export_for_engine
 
         if self.accelerator.num_processes > 1:  # each rank would start its own engine on the default device
             raise ConfigError("rollout.generator vllm runs single-process for now (one colocated engine); "
                               "launch with one process, or use rollout.generator transformers for multi-process runs")
         source = export_for_engine(policy, self.tokenizer, self.out / "vllm-init")
-        # the engine's context must fit the model: prompt budget + the longest reply <= max positions
-        new_tokens = max(r.max_action_tokens, r.max_answer_tokens)
-        limit = getattr(getattr(policy, "config", None), "max_position_embeddings", None) or r.max_prompt_tokens + new_tokens
-        prompt_budget = min(r.max_prompt_tokens, limit - new_tokens)
-        engine = {"max_model_len": prompt_budget + new_tokens, **r.vllm}
+        engine = {"max_model_len": prompt_budget + max(r.max_action_tokens, r.max_answer_tokens), **r.vllm}
         return VLLMGenerator(source, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                              max_prompt_tokens=prompt_budget, seed=self.config.seed, **engine)
 
@@ -288,7 +324,7 @@ class Trainer:
         cfg = self.config
         if self.accelerator.is_main_process:
             cfg.save(self.out / "config.yaml")
-        env_cfg = EnvConfig.from_dict({**cfg.rollout.env, "max_turns": cfg.rollout.max_turns})
+        env_cfg = self.env_config
         unwrapped = self.accelerator.unwrap_model(self.model)
         generator = self._make_generator(unwrapped)
         answerer = FrozenAnswerer(*self._answerer_model(), scorer_user_text, max_aliases=cfg.credit.max_aliases)
@@ -347,7 +383,8 @@ class Trainer:
                                              max_action_tokens=cfg.rollout.max_action_tokens,
                                              max_answer_tokens=cfg.rollout.max_answer_tokens,
                                              constrain_actions=cfg.rollout.constrain_actions, interface=cfg.rollout.interface,
-                                             max_observation_tokens=cfg.rollout.max_observation_tokens)
+                                             max_observation_tokens=cfg.rollout.max_observation_tokens,
+                                             context=cfg.rollout.context)
         t_rollout = time.perf_counter() - t0
         rewards = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
         groups = torch.tensor([r.group for r in rollouts])
@@ -383,7 +420,7 @@ class Trainer:
                                     cfg.credit.lam, cfg.credit,
                                     gather=self._concat_over_ranks if self.accelerator.num_processes > 1 else None,
                                     turn_advantages=[turn_adv[i] for i in keep] if turn_adv is not None else None)
-        batch["question"] = torch.tensor([ro.group for ro in kept for _ in range(ro.n_sequences)])  # row -> its question
+        batch["question"] = torch.tensor([kept[i].group for i in batch["owner"].tolist()])  # row -> its question
         t2 = time.perf_counter()
         upd = self._update(batch)
         t_update = time.perf_counter() - t2
@@ -532,23 +569,40 @@ class Trainer:
         return {**{k: avg(v) for k, v in stats.items()}, "skipped_batches": float(self.skipped_batches),
                 "optimizer_steps": float(len(stats["loss"]))}
 
-    def _evaluate(self, view: Any, generator: Generator, env_cfg: EnvConfig, sets: dict[str, list[QAItem]], tag: str) -> None:
+    def eval_policy(self) -> Any:
+        """The greedy :class:`~harness_g.agent.llm.policy.LLMPolicy` over the current weights, built exactly as
+        ``harness-g eval --policy transformers --model RUN_DIR/checkpoint-N`` builds it from this run's
+        :meth:`policy_settings` (same backend class, options and, on CPU, one generation thread)."""
+        from harness_g.agent.llm.policy import LLMPolicy
+        from harness_g.agent.llm.transformers_backend import TransformersBackend
+
+        model = self.accelerator.unwrap_model(self.model)
+        on_cpu = next(model.parameters()).device.type == "cpu"
+        backend = TransformersBackend.from_loaded(model, self.tokenizer, num_threads=1 if on_cpu else None)
+        return LLMPolicy(backend, temperature=0.0, seed=0, **self.policy_settings()["policy"], name="policy")
+
+    def _evaluate(self, view: Any, generator: Any, env_cfg: EnvConfig, sets: dict[str, list[QAItem]], tag: str) -> None:
         """Greedy episodes on held-out and training questions; appended to eval.jsonl as {tag, split, f1, em, ...}.
 
+        The episodes run through ``harness-g eval``'s own path (:meth:`eval_policy` + the interface runner, one
+        question at a time), so evaluating ``RUN_DIR/checkpoint-N`` with ``harness-g eval`` reproduces these numbers.
         Multi-process: every process plays its own contiguous share of each set and the per-question results are
         gathered in order, so rank 0 reports the same numbers as a single process would (each question played once)."""
-        cfg = self.config
+        from harness_g.agent.interfaces import make_interface
+        from harness_g.agent.metrics import exact_match, token_f1
+
         procs, rank = self.accelerator.num_processes, self.accelerator.process_index
+        runner = make_interface(self.config.rollout.interface, view, self.eval_policy(), env_cfg)
         for split, items in sets.items():
             if not items:
                 continue
             mine = items[round(rank * len(items) / procs) : round((rank + 1) * len(items) / procs)]
-            rollouts = collect_rollouts(view, generator, mine, 1, env_cfg, max_action_tokens=cfg.rollout.max_action_tokens,
-                                        max_answer_tokens=cfg.rollout.max_answer_tokens, greedy=True,
-                                        constrain_actions=cfg.rollout.constrain_actions,
-                                        interface=cfg.rollout.interface)[0] if mine else []
-            results = [(r.reward, r.em, len(r.trajectory.steps), r.trajectory.invalid_turns,
-                        [r.item.question, r.answer, list(r.item.answers)]) for r in rollouts]
+            results = []
+            for item in mine:
+                traj = runner.run(item)
+                answer, gold = traj.answer or "", list(item.answers)
+                results.append((token_f1(answer, gold), exact_match(answer, gold), len(traj.steps), traj.invalid_turns,
+                                [item.question, answer, gold, item.id]))
             parts = [results]
             if procs > 1:
                 from accelerate.utils import gather_object
@@ -560,6 +614,8 @@ class Trainer:
                    "f1": sum(x[0] for x in results) / n, "em": sum(x[1] for x in results) / n, "turns": turns / n,
                    "invalid_action_frac": sum(x[3] for x in results) / max(1, turns),
                    "answers": [x[4] for x in results]}
+            if (self.out / f"checkpoint-{self.step}").is_dir():  # `harness-g eval --model` of it reproduces this row
+                row["checkpoint"] = str(self.out / f"checkpoint-{self.step}")
             if self.accelerator.is_main_process:
                 with open(self.out / "eval.jsonl", "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(row) + "\n")

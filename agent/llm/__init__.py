@@ -16,7 +16,7 @@ from typing import Any
 from harness_g.agent.llm.backends import BackendError, ChatBackend, Generation, InvalidRequest
 
 POLICY_KWARGS = ("temperature", "top_p", "seed", "max_new_tokens", "constrain_actions", "max_answer_tokens", "max_context_tokens", "stop",
-                 "answer_temperature", "name")
+                 "answer_temperature", "name", "context", "interface")
 
 _BACKENDS: dict[tuple, Any] = {}
 _LOCK = threading.Lock()

@@ -7,8 +7,10 @@ The episode's chat (paper appendix "Environment Protocol and Prompts"; no custom
 - user      environment_response(o_t, "ok" | "invalid" + reason)
 - ...
 
-When the chat outgrows the context budget the oldest turns are dropped, always keeping the
-instruction, the tool schema and the latest observation. ``answer`` opens a fresh chat holding
+The chat is built by :class:`harness_g.agent.context.EpisodeContext`, the one context builder the trainer's
+rollouts use too (so a trained checkpoint is evaluated under the prompt it was trained on); ``context="markov"``
+sends only the current observation. When the chat outgrows the context budget the oldest whole turns are dropped,
+always keeping the instruction, the tool schema and the latest observation. ``answer`` opens a fresh chat holding
 only the question and the committed evidence C_T. Per-episode token counts and seconds are kept
 (``episode_stats(env)``, ``stats`` for the latest episode) and copied into ``trajectory.meta["llm"]``.
 """
@@ -22,9 +24,9 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, TYPE_CHECKING, Sequence
 
+from harness_g.agent.context import OMITTED, EpisodeContext, Turn, answer_messages, check_mode, policy_header
 from harness_g.agent.llm.backends import ChatBackend, Conversation, Generation, context_limit, count_tokens
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.prompts import answer_prompt, environment_response, policy_instruction, tool_schema
 from harness_g.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness_g.agent.trajectory import Trajectory
     from harness_g.graph.types import QAItem
 
-OMITTED = "(Earlier turns omitted to fit the context.)"
+__all__ = ["LLMPolicy", "OMITTED", "clean_answer", "run_batch"]
 MAX_CHATS = 1024  # chats (and their stats) kept, most recent environments first
 
 
@@ -56,9 +58,9 @@ class EpisodeStats:
 
 @dataclass
 class _Chat:
-    responses: list[str] = field(default_factory=list)  # environment responses (user turns)
-    replies: list[str] = field(default_factory=list)  # model replies (assistant turns)
+    context: EpisodeContext  # what every turn was sent and replied (agent/context.py)
     stats: EpisodeStats = field(default_factory=EpisodeStats)
+    answer: Turn | None = None  # the answer's fresh chat, the raw reply (before clean_answer) and its stop flag
 
 
 _PREFIX = re.compile(r"^(?:the\s+)?(?:final\s+)?answer(?:\s+to\s+(?:this|the)\s+question)?(?:\s+is)?\s*[:\-]\s*", re.I)
@@ -84,7 +86,8 @@ class LLMPolicy(Policy):
     ``max_new_tokens`` bounds each action reply, ``max_answer_tokens`` the answer.
     ``max_context_tokens`` is the prompt budget (default: the backend's context window minus
     ``max_new_tokens``; no truncation when neither is known). ``stop`` optional stop strings for
-    action replies. ``seed`` makes sampling reproducible per (question, turn).
+    action replies. ``seed`` makes sampling reproducible per (question, turn). ``context``: "multi-turn" (the
+    paper's growing chat, default) or "markov" (the current observation only), see :mod:`harness_g.agent.context`.
     """
 
     name = "llm"
@@ -92,7 +95,7 @@ class LLMPolicy(Policy):
     def __init__(self, backend: ChatBackend, *, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = 0,
                  max_new_tokens: int = 8, max_answer_tokens: int = 32, max_context_tokens: int | None = None,
                  stop: list[str] | None = None, answer_temperature: float = 0.0, name: str | None = None,
-                 constrain_actions: bool = False):
+                 constrain_actions: bool = False, context: str = "multi-turn", interface: str = "menu"):
         if max_new_tokens < 1 or max_answer_tokens < 1:
             raise ConfigError("max_new_tokens and max_answer_tokens must be >= 1")
         if constrain_actions and "allowed" not in inspect.signature(backend.generate).parameters:
@@ -111,7 +114,10 @@ class LLMPolicy(Policy):
         self.answer_temperature = float(answer_temperature)
         if name:
             self.name = name
-        self.header = f"{policy_instruction()}\n\n{tool_schema()}"
+        self.context_mode = check_mode(context)
+        self.header = policy_header(interface)
+        self.free_query = interface == "free-query"
+        self.max_chats = MAX_CHATS
         self._chats: dict[int, _Chat] = {}
         self._last: int | None = None
 
@@ -120,13 +126,23 @@ class LLMPolicy(Policy):
         key = id(env)
         steps = env.trajectory.steps if env.trajectory is not None else []
         chat = self._chats.get(key)
-        if chat is None or not steps or len(chat.replies) > len(steps):  # a new episode on this env
+        if chat is None or not steps or len(chat.context.turns) > len(steps):  # a new episode on this env
             self._chats.pop(key, None)
-            while len(self._chats) >= MAX_CHATS:  # keep memory bounded over many environments
+            while len(self._chats) >= self.max_chats:  # keep memory bounded over many environments
                 self._chats.pop(next(iter(self._chats)))
-            chat = self._chats[key] = _Chat()
+            chat = self._chats[key] = _Chat(EpisodeContext(self.header, self.context_mode))
         self._last = key
         return chat
+
+    def episode_context(self, env: "MenuEnv") -> EpisodeContext | None:
+        """The context of the episode last played on ``env``: every turn's chat, reply and stop flag."""
+        chat = self._chats.get(id(env))
+        return chat.context if chat is not None else None
+
+    def episode_answer(self, env: "MenuEnv") -> Turn | None:
+        """The answer of the episode last played on ``env``: its chat, raw reply (before cleaning), stop flag."""
+        chat = self._chats.get(id(env))
+        return chat.answer if chat is not None else None
 
     def episode_stats(self, env: "MenuEnv") -> EpisodeStats:
         chat = self._chats.get(id(env))
@@ -139,24 +155,10 @@ class LLMPolicy(Policy):
         return chat.stats.to_dict() if chat is not None else {}
 
     # -- prompts ------------------------------------------------------------------------------
-    def _messages_from(self, chat: _Chat, k: int) -> Conversation:
-        first = self.header + ("\n\n" + OMITTED if k else "") + "\n\n" + chat.responses[k]
-        msgs: Conversation = [{"role": "user", "content": first}]
-        for i in range(k, len(chat.responses) - 1):
-            msgs.append({"role": "assistant", "content": chat.replies[i]})
-            msgs.append({"role": "user", "content": chat.responses[i + 1]})
-        return msgs
-
     def messages(self, chat: _Chat) -> Conversation:
-        """The chat sent to the model, dropping the oldest turns while it exceeds the budget."""
-        last = len(chat.responses) - 1
-        k = 0
-        msgs = self._messages_from(chat, 0)
-        if self.max_context_tokens:
-            while k < last and count_tokens(self.backend, msgs) > self.max_context_tokens:
-                k += 1
-                msgs = self._messages_from(chat, k)
-        chat.stats.dropped_turns = max(chat.stats.dropped_turns, k)
+        """The chat sent to the model this turn (oldest whole turns dropped while it exceeds the budget)."""
+        msgs = chat.context.messages(lambda m: count_tokens(self.backend, m), self.max_context_tokens)
+        chat.stats.dropped_turns = chat.context.dropped_turns
         return msgs
 
     @staticmethod
@@ -184,7 +186,7 @@ class LLMPolicy(Policy):
         for i in live:
             env, chat = envs[i], self._chat(envs[i])
             event, error = self._event(env)
-            chat.responses.append(environment_response(str(observations[i]), event, error))
+            chat.context.observe(str(observations[i]), event, error)
             chats.append(chat)
             convs.append(self.messages(chat))
         st0 = envs[live[0]].state
@@ -195,7 +197,7 @@ class LLMPolicy(Policy):
         gens = self.backend.generate(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                      top_p=self.top_p, seed=seed, stop=self.stop, **extra)
         for i, chat, gen in zip(live, chats, gens):
-            chat.replies.append(gen.text)
+            chat.context.reply(gen.text, stopped=gen.finish_reason != "length")
             s = chat.stats
             s.act_calls += 1
             s.prompt_tokens += gen.prompt_tokens
@@ -216,20 +218,21 @@ class LLMPolicy(Policy):
             raise ConfigError("answer_batch needs one question and one evidence list per environment")
         if not questions:
             return []
-        convs = [answer_prompt(q, ev) for q, ev in zip(questions, evidences)]
+        convs = [answer_messages(q, ev) for q, ev in zip(questions, evidences)]
         st0 = envs[0].state
         gens: list[Generation] = self.backend.generate(
             convs, max_new_tokens=self.max_answer_tokens, temperature=self.answer_temperature, top_p=self.top_p,
             seed=_seed(self.seed, st0.question.id if st0 else "", "answer", len(envs)))
         answers = []
-        for env, gen in zip(envs, gens):
-            chat = self._chats.get(id(env)) or self._chats.setdefault(id(env), _Chat())
+        for env, conv, gen in zip(envs, convs, gens):
+            chat = self._chats.get(id(env)) or self._chats.setdefault(id(env), _Chat(EpisodeContext(self.header, self.context_mode)))
             self._last = id(env)
             s = chat.stats
             s.answer_prompt_tokens += gen.prompt_tokens
             s.answer_completion_tokens += gen.completion_tokens
             s.answer_seconds += gen.seconds / len(envs)
             s.answer_truncated = gen.finish_reason == "length"
+            chat.answer = Turn(conv, gen.text, stopped=gen.finish_reason != "length")
             s.failures += gen.finish_reason == "error"
             if env.trajectory is not None:
                 env.trajectory.meta["llm"] = {"backend": getattr(self.backend, "name", type(self.backend).__name__),

@@ -5,7 +5,9 @@ import threading
 import time
 from typing import Any, Sequence
 
+from harness_g.agent.context import render_chat
 from harness_g.agent.llm.backends import BackendError, Conversation, Generation, check_sampling, cut_at_stop
+from harness_g.agent.llm.checkpoint import is_adapter, load_adapter_model
 from harness_g.agent.llm.models import ModelRef, resolve_model
 from harness_g.errors import ConfigError
 
@@ -45,13 +47,32 @@ class TransformersBackend:
         if self.ref.gguf_file:
             kw["gguf_file"] = self.ref.gguf_file
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.ref.name_or_path, **kw)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                self.ref.name_or_path, dtype=dtype if dtype == "auto" else getattr(torch, dtype), **kw)
+            tokenizer = AutoTokenizer.from_pretrained(self.ref.name_or_path, **kw)
+            torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+            if self.ref.gguf_file is None and is_adapter(self.ref.name_or_path):  # a LoRA checkpoint of harness-g train
+                model = load_adapter_model(self.ref.name_or_path, torch_dtype, trust_remote_code=trust_remote_code)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(self.ref.name_or_path, dtype=torch_dtype, **kw)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigError(f"cannot load model {self.name!r}: {first}") from exc
-        self.model.to(device).eval()
+        self._setup(model.to(device), tokenizer, allow_plain_prompt)
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, *, name: str = "policy", num_threads: int | None = None) -> "TransformersBackend":
+        """A backend over a model already in memory (the trainer's policy, for its evaluations): the same rendering
+        and generation as a loaded one, on the model's device. The model is put in eval mode while it generates."""
+        self = cls.__new__(cls)
+        self.num_threads = int(num_threads) if num_threads else None
+        self.ref = ModelRef(name)
+        self.name = name
+        self.device = str(next(model.parameters()).device)
+        self._setup(model, tokenizer, allow_plain_prompt=False)
+        return self
+
+    def _setup(self, model: Any, tokenizer: Any, allow_plain_prompt: bool) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.model.eval()
         self.chat_template = bool(getattr(self.tokenizer, "chat_template", None))
         if not self.chat_template and not allow_plain_prompt:
             raise ConfigError(
@@ -75,7 +96,7 @@ class TransformersBackend:
     def render(self, messages: Conversation) -> str:
         """The exact prompt text the model sees (template + generation prompt)."""
         if self.chat_template:
-            return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+            return render_chat(self.tokenizer, messages)
         return _plain_prompt(messages)
 
     def count_tokens(self, messages: Conversation) -> int:
@@ -117,12 +138,16 @@ class TransformersBackend:
                 torch.set_num_threads(self.num_threads)
             if seed is not None:
                 torch.manual_seed(int(seed))
+            was_training = self.model.training
+            self.model.eval()  # no dropout while generating (a model shared with a trainer may be in train mode)
             try:
                 with torch.inference_mode():
                     out = self.model.generate(**enc, **gen_kw)
             except RuntimeError as exc:
                 raise BackendError(f"{self.name}: generation failed: {exc}") from exc
             finally:
+                if was_training:
+                    self.model.train()
                 if torch.get_num_threads() != threads:
                     torch.set_num_threads(threads)
             seconds = time.perf_counter() - t0
