@@ -25,7 +25,7 @@ KEYS = ["time_generate_s", "time_env_s", "time_rollout_s", "time_snc_s", "time_u
         "snc_share"]
 
 
-def run_arm(config: str, generator: str, steps: int, engine: dict, extra: list[str]) -> dict:
+def run_arm(config: str, generator: str, steps: int, engine: dict, extra: list[str], keys: list[str] = KEYS) -> dict:
     out = Path(tempfile.mkdtemp(prefix=f"hg-gen-{generator}-"))
     sets = ["--set", f"rollout.generator={generator}", "--set", f"optim.steps={steps}", "--set", "log.save_every=0",
             "--set", "data.eval_questions=0", "--set", "log.eval_train_questions=0", "--set", "log.tensorboard=false"]
@@ -40,7 +40,7 @@ def run_arm(config: str, generator: str, steps: int, engine: dict, extra: list[s
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
     timed = rows[1:] if len(rows) > 1 else rows  # step 1 pays one-off warm-up (kernel caches, first allocations)
     return {"generator": generator, "steps": len(rows), "wall_s": wall, "run_dir": str(out), "load_after": load_avg(),
-            "per_step": {k: summarize([r.get(k, 0.0) for r in timed]) for k in KEYS},
+            "per_step": {k: summarize([r.get(k, 0.0) for r in timed]) for k in keys},
             "reward_f1": [r["reward_f1"] for r in rows]}
 
 
