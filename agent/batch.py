@@ -13,6 +13,7 @@ from harness_g.agent.actions import ActionType, parse_action
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv, StepResult
 from harness_g.agent.graph_view import GraphView
+from harness_g.agent.observation import Observation
 from harness_g.agent.retrieval import lookup_query
 from harness_g.agent.trajectory import Trajectory
 from harness_g.errors import HarnessError
@@ -75,6 +76,11 @@ class BatchedMenuEnv:
 
     def observations(self) -> list[str | None]:
         return [None if e.done else e.observation() for e in self.envs]
+
+    def observe(self) -> list[Observation | None]:
+        """Every environment's :class:`~harness_g.agent.observation.Observation`; None for finished ones
+        (what :meth:`harness_g.agent.llm.policy.LLMPolicy.act_batch` takes)."""
+        return [None if e.done else e.observe() for e in self.envs]
 
     def trajectories(self) -> list[Trajectory | None]:
         return [e.trajectory for e in self.envs]

@@ -17,6 +17,8 @@ from harness_g.agent.actions import Action, ActionType, parse_action
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.menu import Menu, build_menu, dedup_by_text
+from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
+                                         VisibleSentence, next_episode_id)
 from harness_g.agent.render import render_observation
 from harness_g.agent.retrieval import lookup_query, rrf
 from harness_g.agent.trajectory import StepRecord, Trajectory
@@ -105,12 +107,18 @@ class MenuEnv:
         self.menu: Menu | None = None
         self.trajectory: Trajectory | None = None
         self._m_vec: np.ndarray | None = None
+        self._m_text: str | None = None
+        self.episode = 0  # the current episode's id (observation.next_episode_id), taken at reset
+        self._event: str = "start"  # what produced the current observation: start, ok or invalid (+ reason)
+        self._error: str | None = None
 
     # -- episode --------------------------------------------------------------------------
     def reset(self, question: QAItem | str) -> str:
         if isinstance(question, str):
             question = QAItem(id="adhoc", question=question, answers=(), dataset="")
         t0 = time.perf_counter()
+        self.episode = next_episode_id()
+        self._event, self._error = "start", None
         q_vec = self.view.encode([question.question])[0]
         state = EnvState(question=question, question_vec=q_vec)
         state.visible = init_retrieve(self.view, question.question, q_vec, self.config)
@@ -146,6 +154,7 @@ class MenuEnv:
         committed_texts = [infos[s].text for s in st.committed if s in infos]
         m_text = lookup_query(st.question.question, committed_texts, self.config.query_max_words)
         self._m_vec = self.view.encode([m_text])[0]
+        self._m_text = m_text
         self.menu = build_menu(
             self.view, question_vec=st.question_vec, m_vec=self._m_vec, committed=st.committed, visible=st.visible,
             visited=st.visited, cfg=self.config,
@@ -174,6 +183,53 @@ class MenuEnv:
         st = self._require_state()
         infos = self.view.sentences(st.committed)
         return [(infos[s].title, infos[s].text) for s in st.committed if s in infos]
+
+    @property
+    def last_event(self) -> tuple[str, str | None]:
+        """What produced the current observation: ("start", None) after reset, ("ok", None) after an executed
+        reply, ("invalid", reason) after a rejected one."""
+        return self._event, self._error
+
+    def tools(self) -> GraphTools:
+        """The read-only :class:`~harness_g.agent.observation.PolicyTools` policies get, with the question's
+        and m_t's vectors pinned to the ones this environment used for its menu."""
+        st = self._require_state()
+        pinned = {st.question.question: st.question_vec}
+        if self._m_text is not None and self._m_vec is not None:
+            pinned.setdefault(self._m_text, self._m_vec)
+        return GraphTools(self.view, pinned)
+
+    def observe(self) -> Observation:
+        """The current :class:`~harness_g.agent.observation.Observation`: what a policy acts on (``text`` is
+        exactly what ``reset``/``step`` returned). Once the episode is over: ``done``, no menu or entities,
+        ``committed`` = C_T, ``text`` = ""."""
+        st = self._require_state()
+        infos = self.view.sentences(st.committed)
+        committed = tuple(CommittedSentence(s, infos[s].title, infos[s].text) for s in st.committed if s in infos)
+        menu = self.menu
+        live = not st.done and menu is not None
+        if live:
+            assert menu is not None
+            visible = tuple(VisibleSentence(s.id, f"S{i}", s.title, s.text) for i, s in enumerate(menu.sentences))
+            entities = tuple(MenuEntity(e.id, f"E{i}", e.name, e.surface, role)
+                             for i, (e, role) in enumerate(zip(menu.entities, menu.entity_roles)))
+            actions = tuple(MenuAction(a.id, a.type, tuple(a.targets), menu.describe(a)) for a in menu.actions)
+        else:
+            vis = self.view.sentences(st.visible)
+            shown = [vis[s] for s in st.visible if s in vis]
+            visible = tuple(VisibleSentence(s.id, f"S{i}", s.title, s.text) for i, s in enumerate(shown))
+            entities, actions = (), ()
+        steps = self.trajectory.steps if self.trajectory is not None else []
+        executed = tuple(ActionType(s.action_type) for s in steps if s.chosen is not None and s.action_type is not None)
+        return Observation(
+            text=self.observation(self._error) if live else "", event=self._event, error=self._error,
+            episode=self.episode, question_id=st.question.id, question=st.question.question, turn=st.turn,
+            max_turns=self.config.max_turns, committed=committed, visible=visible, entities=entities, menu=actions,
+            executed=executed, visited=tuple(st.visited),
+            lookup_query=lookup_query(st.question.question, [c.text for c in committed], self.config.query_max_words),
+            answer_with=self.config.answer_with, search_available=any(a.type is ActionType.LOOKUP for a in actions),
+            done=st.done, interface="menu", tools=self.tools(),
+        )
 
     # -- preview --------------------------------------------------------------------------
     def preview(self, action: Action | str) -> Preview:
@@ -232,6 +288,7 @@ class MenuEnv:
                             observed_before=observed_before, previews=previews)
         if parsed.action is None:
             record.error = parsed.error
+            self._event, self._error = "invalid", parsed.error
             st.turn += 1
             if st.turn >= self.config.max_turns:
                 st.done, st.terminated_by = True, "max_turns"
@@ -242,6 +299,7 @@ class MenuEnv:
             return StepResult(self.observation(parsed.error) if not st.done else "", st.done, False, parsed.error)
 
         action = parsed.action
+        self._event, self._error = "ok", None
         preview = self.preview(action)
         step_no = st.turn
         record.chosen, record.action_type, record.targets = action.id, action.type.value, list(action.targets)

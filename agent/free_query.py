@@ -48,6 +48,7 @@ per resolved search (moves by handle have none: nothing was resolved).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
@@ -58,8 +59,8 @@ from harness_g.agent.actions import MAX_REPLY_CHARS, Action, ActionType
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import EnvState, EpisodeOver, MenuEnv, StepResult
 from harness_g.agent.graph_view import GraphView
+from harness_g.agent.observation import Observation
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.retrieval import lookup_query
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
 
@@ -257,13 +258,12 @@ def parse_free_reply(text: str) -> FreeReply:
 
 
 class FreeQueryEnv:
-    """A :class:`MenuEnv` seen through the free-query arm. Same ``reset/step/done/committed_texts/finish``
+    """A :class:`MenuEnv` seen through the free-query arm. Same ``reset/step/observe/done/committed_texts/finish``
     protocol, so :func:`harness_g.agent.runner.run_episode` and ``training.rollout`` drive it unchanged.
 
-    Deliberately exposes no ``menu``: policies get ``observation`` (no action ids), ``state``
-    (question, committed, visible -- ``state.visible[i]`` is handle ``S<i>`` --, turn), ``view``,
-    ``config`` and :attr:`search_available`. ``inner`` is the wrapped MenuEnv, for the harness and
-    tests only.
+    Deliberately exposes no ``menu``: policies get :meth:`observe` -- the free observation text (no action ids),
+    C_t, U_t with the handles ``S<i>`` it renders, no menu and no entity list, :attr:`search_available`, and the
+    read-only tools. ``inner`` is the wrapped MenuEnv, for the harness and tests only.
     """
 
     interface = "free-query"
@@ -273,6 +273,8 @@ class FreeQueryEnv:
         self.resolver = resolver or Resolver(self.inner.view)
         self.resolutions: list[Resolution] = []
         self.queries: list[str] = []
+        self._event: str = "start"  # what produced the current observation (start, ok, invalid + reason)
+        self._error: str | None = None
 
     # -- what policies may read -----------------------------------------------------------
     @property
@@ -321,11 +323,32 @@ class FreeQueryEnv:
         return render_free_observation(st.turn, self.config.max_turns, st.question.question, self.committed_texts(),
                                        self.visible_texts(), error, search_available=self.search_available)
 
+    @property
+    def episode(self) -> int:
+        return self.inner.episode
+
+    @property
+    def last_event(self) -> tuple[str, str | None]:
+        """What produced the current observation: ("start", None), ("ok", None) or ("invalid", this arm's reason)."""
+        return self._event, self._error
+
+    def observe(self) -> Observation:
+        """The free-query arm's :class:`~harness_g.agent.observation.Observation`: ``text`` is the free observation
+        (exactly what ``reset``/``step`` return), ``visible`` carries the handles it renders, ``menu`` and ``entities``
+        are empty (no executable ids, no LOOKUP entities), ``search_available`` says whether a search string can
+        be resolved. Once the episode is over: ``done``, ``text`` = "", ``committed`` = C_T."""
+        obs = self.inner.observe()
+        done = self.inner.done
+        return dataclasses.replace(obs, text="" if done else self.observation(self._error), event=self._event,
+                                   error=self._error, entities=(), menu=(),
+                                   search_available=not done and self.search_available, interface=self.interface)
+
     # -- episode --------------------------------------------------------------------------
     def reset(self, question: QAItem | str) -> str:
         self.inner.reset(question)
         self.resolutions = []
         self.queries = []
+        self._event, self._error = "start", None
         assert self.inner.trajectory is not None
         self.inner.trajectory.meta["interface"] = self.interface
         self.inner.trajectory.meta["free_query"] = []
@@ -403,6 +426,7 @@ class FreeQueryEnv:
             })
             info["resolution"] = asdict(res) | {"ranked": [list(r) for r in res.ranked[:5]]}
         done = self.inner.done
+        self._event, self._error = ("ok", None) if action is not None else ("invalid", error)
         return StepResult(self.observation(error) if not done else "", done, action is not None, error, info)
 
     def finish(self, answer: str, **meta: Any) -> "Trajectory":
@@ -431,77 +455,82 @@ class HeuristicFreeQueryPolicy(Policy):
         self.base = base or HeuristicPolicy(max_commits=max_commits)
         self.max_commits = getattr(self.base, "max_commits", max_commits)
 
-    def _bridge_entity(self, env: FreeQueryEnv) -> str | None:
+    @staticmethod
+    def _bridge_entity(observation: Observation) -> str | None:
         from harness_g.graph.text.canonical import canonicalize
 
-        st = env.state
-        assert st is not None
-        q_canon = f" {canonicalize(st.question.question)} "
-        ents = env.view.entities_of(st.committed)
+        obs = observation
+        tools = obs.require_tools()
+        q_canon = f" {canonicalize(obs.question)} "
+        committed = obs.committed_ids
+        ents = tools.mentions(committed)
+        visited = set(obs.visited)
         seen: dict[str, Any] = {}
-        for sid in st.committed:
+        for sid in committed:
             for e in ents.get(sid, ()):
-                if e.lookupable and f" {e.name} " not in q_canon and e.id not in st.visited:
+                if e.lookupable and f" {e.name} " not in q_canon and e.id not in visited:
                     seen.setdefault(e.id, e)
         if not seen:
             return None
         cands = list(seen.values())
-        sims = env.view.encode([e.surface for e in cands]) @ st.question_vec
+        sims = tools.encode([e.surface for e in cands]) @ tools.encode([obs.question])[0]
         best = sorted(range(len(cands)), key=lambda i: (-float(sims[i]), cands[i].id))[0]
         return cands[best].surface
 
     @staticmethod
-    def _best_visible(env: FreeQueryEnv, vec: np.ndarray) -> str | None:
-        st = env.state
-        assert st is not None
-        ranked = env.view.rank(vec, list(st.visible))
-        return env.handle_of(ranked[0][0]) if ranked else None
+    def _best_visible(observation: Observation, vec: np.ndarray) -> str | None:
+        ranked = observation.require_tools().rank(vec, observation.visible_ids)
+        return observation.handle_of(ranked[0][0]) if ranked else None
 
-    def act(self, observation: str, env: FreeQueryEnv) -> str:  # type: ignore[override]
-        st = env.state
-        assert st is not None
-        q = st.question.question
-        last_turn = st.turn >= env.config.max_turns - 1
-        answer_with = "ANSWER_WITH" if env.config.answer_with else "SELECT"
-        if not st.committed:
-            handle = self._best_visible(env, st.question_vec)
+    def act(self, observation: Observation) -> str:
+        obs = observation
+        tools = obs.require_tools()
+        last_turn = obs.last_turn
+        answer_with = "ANSWER_WITH" if obs.answer_with else "SELECT"
+        if not obs.committed:
+            handle = self._best_visible(obs, tools.encode([obs.question])[0])
             if handle is not None:
                 return f"{answer_with if last_turn else 'SELECT'} {handle}"
-        elif len(st.committed) < self.max_commits and not last_turn:
-            looked_up = any(s.action_type == ActionType.LOOKUP.value for s in (env.trajectory.steps if env.trajectory else []))
-            if not looked_up and env.search_available:
-                entity = self._bridge_entity(env)
+        elif len(obs.committed) < self.max_commits and not last_turn:
+            looked_up = ActionType.LOOKUP in obs.executed
+            if not looked_up and obs.search_available:
+                entity = self._bridge_entity(obs)
                 if entity:
                     return SEARCH_PREFIX + entity
-            texts = [t for _, t in env.committed_texts()]
-            m_vec = env.view.encode([lookup_query(q, texts, env.config.query_max_words)])[0]
-            handle = self._best_visible(env, m_vec)
+            m_vec = tools.encode([obs.lookup_query])[0]  # m_t = concat(question, C_t), as the environment built it
+            handle = self._best_visible(obs, m_vec)
             if handle is not None:
                 return f"{answer_with} {handle}"
         return "ANSWER"
 
-    def answer(self, question: str, evidence: list[tuple[str, str]], env: FreeQueryEnv) -> str:  # type: ignore[override]
-        return self.base.answer(question, evidence, env)  # type: ignore[arg-type]
+    def answer(self, question: str, evidence: list[tuple[str, str]], observation: Observation) -> str:
+        return self.base.answer(question, evidence, observation)
+
+    def trajectory_meta(self, observation: Observation) -> dict[str, Any]:
+        return self.base.trajectory_meta(observation)
 
 
 class FreeQueryAdapter(Policy):
     """Wraps any policy for the free-query arm.
 
-    Policies that know the arm implement ``free_query_act(observation, env)`` (LLM policies: same
-    model, free-query instruction). Others get the free observation through their usual ``act`` --
-    it already ends with :func:`free_query_instruction` instead of the menu instruction.
+    Policies that know the arm implement ``free_query_act(observation)`` (same model, free-query
+    instruction). Others get the free observation through their usual ``act`` -- its text already ends
+    with :func:`free_query_instruction` instead of the menu instruction, and its ``menu`` is empty.
     """
 
     def __init__(self, policy: Policy):
         self.policy = policy
         self.name = policy.name
 
-    def act(self, observation: str, env: FreeQueryEnv) -> str:  # type: ignore[override]
+    def act(self, observation: Observation) -> str:
         fq = getattr(self.policy, "free_query_act", None)
-        return fq(observation, env) if callable(fq) else self.policy.act(observation, env)  # type: ignore[arg-type]
+        return fq(observation) if callable(fq) else self.policy.act(observation)
 
-    def answer(self, question: str, evidence: list[tuple[str, str]], env: FreeQueryEnv) -> str:  # type: ignore[override]
-        return self.policy.answer(question, evidence, env)  # type: ignore[arg-type]
+    def answer(self, question: str, evidence: list[tuple[str, str]], observation: Observation) -> str:
+        return self.policy.answer(question, evidence, observation)
+
+    def trajectory_meta(self, observation: Observation) -> dict[str, Any]:
+        return self.policy.trajectory_meta(observation)
 
 
 def free_query_policy(policy: Policy) -> Policy:
@@ -526,6 +555,8 @@ def free_query_policy(policy: Policy) -> Policy:
         fq = copy.copy(policy)
         fq.header = free_query_header()  # type: ignore[attr-defined]
         fq._chats, fq._last = {}, None  # type: ignore[attr-defined]
+        if hasattr(fq, "_answered"):
+            fq._answered = []  # type: ignore[attr-defined]  # its own episode bookkeeping, not the menu policy's
         fq.max_new_tokens = max(int(getattr(policy, "max_new_tokens", 0)), FREE_QUERY_MAX_NEW_TOKENS)  # type: ignore[attr-defined]
         if getattr(fq, "max_context_tokens", None):  # keep prompt + reply inside the same window
             fq.max_context_tokens -= fq.max_new_tokens - int(getattr(policy, "max_new_tokens", 0))  # type: ignore[attr-defined]

@@ -25,8 +25,9 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import EnvState, MenuEnv
+from harness_g.agent.env import MenuEnv
 from harness_g.agent.graph_view import GraphView
+from harness_g.agent.observation import CommittedSentence, GraphTools, Observation, next_episode_id
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.trajectory import Trajectory
 from harness_g.errors import ConfigError
@@ -48,13 +49,16 @@ def _base_trajectory(view: GraphView, cfg: EnvConfig, item: QAItem) -> Trajector
                       env_config=cfg.to_dict(), initial_visible=[])
 
 
-def answer_context(view: GraphView, cfg: EnvConfig, item: QAItem, committed: Sequence[str], terminated_by: str) -> MenuEnv:
-    """A finished MenuEnv whose C_T is ``committed``: what ``Policy.answer`` expects as ``env`` when
-    no episode was played (rag / naive). It has no menu and no trajectory."""
-    env = MenuEnv(view, cfg)
-    env.state = EnvState(question=item, question_vec=view.encode([item.question])[0], committed=list(committed), done=True,
-                         terminated_by=terminated_by)
-    return env
+def final_observation(view: GraphView, cfg: EnvConfig, item: QAItem, committed: Sequence[str], interface: str) -> Observation:
+    """The final :class:`Observation` whose C_T is ``committed`` (in that order): what ``Policy.answer`` gets when
+    no episode was played (rag / naive). Over (``done``), no menu, no visible sentences, 0 turns."""
+    infos = view.sentences(list(committed))
+    return Observation(
+        text="", event="start", error=None, episode=next_episode_id(), question_id=item.id, question=item.question,
+        turn=0, max_turns=cfg.max_turns,
+        committed=tuple(CommittedSentence(s, infos[s].title, infos[s].text) for s in committed if s in infos),
+        answer_with=cfg.answer_with, done=True, interface=interface, tools=GraphTools(view),
+    )
 
 
 class MenuInterface:
@@ -140,9 +144,9 @@ class RagInterface:
         # evidence first (the heuristic's "answer hop comes last") start from the best match
         q_vec = self.view.encode([item.question])[0]
         by_relevance = [sid for sid, _ in reversed(self.view.rank(q_vec, committed))]
-        env = answer_context(self.view, self.config, item, by_relevance, "rag")
+        final = final_observation(self.view, self.config, item, by_relevance, self.name)
         t = time.perf_counter()
-        answer = self.policy.answer(item.question, evidence, env)
+        answer = self.policy.answer(item.question, evidence, final)
         policy_s = time.perf_counter() - t
         traj = _base_trajectory(self.view, self.config, item)
         traj.committed, traj.answer, traj.terminated_by = committed, answer, "rag"
@@ -164,8 +168,8 @@ class NaiveInterface:
 
     def run(self, item: QAItem) -> Trajectory:
         t0 = time.perf_counter()
-        env = answer_context(self.view, self.config, item, [], "naive")
-        answer = self.policy.answer(item.question, [], env)
+        final = final_observation(self.view, self.config, item, [], self.name)
+        answer = self.policy.answer(item.question, [], final)
         traj = _base_trajectory(self.view, self.config, item)
         traj.answer, traj.terminated_by = answer, "naive"
         traj.meta.update({"interface": self.name, "policy": self.policy.name})

@@ -2,28 +2,35 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Union
 
 from harness_g.agent.env import MenuEnv
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.trajectory import Trajectory
 from harness_g.graph.types import QAItem
 
+if TYPE_CHECKING:  # pragma: no cover
+    from harness_g.agent.free_query import FreeQueryEnv
 
-def run_episode(env: MenuEnv, policy: Policy, item: QAItem) -> Trajectory:
-    """Play ``item`` to the end with ``policy``; the answer sees only the question and C_T."""
+
+def run_episode(env: Union[MenuEnv, "FreeQueryEnv"], policy: Policy, item: QAItem) -> Trajectory:
+    """Play ``item`` to the end with ``policy``, which sees only :meth:`env.observe() <MenuEnv.observe>`
+    observations; the answer sees the question, C_T and the final observation."""
     t0 = time.perf_counter()
-    observation = env.reset(item)
+    env.reset(item)
     policy_s = 0.0
     while not env.done:
+        observation = env.observe()
         t = time.perf_counter()
-        reply = policy.act(observation, env)
+        reply = policy.act(observation)
         policy_s += time.perf_counter() - t
-        result = env.step(reply)
-        observation = result.observation
+        env.step(reply)
+    final = env.observe()
     t = time.perf_counter()
-    answer = policy.answer(item.question, env.committed_texts(), env)
+    answer = policy.answer(item.question, env.committed_texts(), final)
+    meta = {**policy.trajectory_meta(final), "policy": policy.name}
     policy_s += time.perf_counter() - t
-    trajectory = env.finish(answer, policy=policy.name)
+    trajectory = env.finish(answer, **meta)
     trajectory.seconds["policy"] = policy_s
     trajectory.seconds["total"] = time.perf_counter() - t0
     trajectory.seconds["env"] = trajectory.seconds["total"] - policy_s

@@ -59,7 +59,7 @@ def test_heuristic_yes_no_and_empty_evidence(hotpot_view) -> None:
     assert traj.answer == "yes"
     env.reset(QAItem("e", "Who?", (), ""))
     env.step(env.menu.actions[-1].id)  # ANSWER at once: nothing committed
-    assert policy.answer("Who?", env.committed_texts(), env) == ""
+    assert policy.answer("Who?", env.committed_texts(), env.observe()) == ""
 
 
 def test_heuristic_single_turn_without_answer_with(hotpot_view) -> None:

@@ -47,10 +47,10 @@ class SaysHello(Policy):
 
     name = "hello"
 
-    def act(self, observation, env) -> str:
+    def act(self, observation) -> str:
         return "hello"
 
-    def answer(self, question, evidence, env) -> str:
+    def answer(self, question, evidence, observation) -> str:
         return ""
 
 

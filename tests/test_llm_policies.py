@@ -176,7 +176,7 @@ def test_smollm2_plays_one_episode(smol, hotpot_view: GraphView, hotpot_question
     assert traj.terminated_by in ("ANSWER", "ANSWER_WITH", "max_turns")
     assert 1 <= traj.turns <= 2 and (traj.terminated_by != "max_turns" or traj.turns == 2)
     assert traj.invalid_turns == sum(1 for s in traj.steps if s.error is not None)
-    chat = policy.episode_context(env)
+    chat = policy.episode_context(env.observe())
     assert [s.reply for s in traj.steps] == [t.reply for t in chat.turns]  # the env saw the model's raw replies
     assert chat.responses[0].startswith("Episode start.")
     for step, nxt in zip(traj.steps, chat.responses[1:]):  # event-conditioned responses follow the env
@@ -199,7 +199,7 @@ def test_random_model_replies_are_counted_invalid(tiny_dir: Path, hotpot_view: G
     env = MenuEnv(hotpot_view, EnvConfig(max_turns=3))
     traj = run_episode(env, policy, hotpot_questions[1])
     assert traj.terminated_by == "max_turns" and traj.invalid_turns == 3 and traj.committed == []
-    chat = policy.episode_context(env)
+    chat = policy.episode_context(env.observe())
     assert all(r.startswith("Rejected: ") for r in chat.responses[1:])
     assert isinstance(traj.answer, str) and policy.stats["answer_completion_tokens"] <= 4
     assert policy.stats["answer_truncated"] == (policy.stats["answer_completion_tokens"] == 4)
@@ -222,7 +222,7 @@ def test_act_batch_one_generate_call_per_step(tiny_dir: Path, hotpot_view: Graph
     assert backend.calls == [3, 3, 3]  # two action steps and the answers, each one call for the group
     assert all(t.terminated_by == "max_turns" and t.invalid_turns == 2 for t in trajs)
     assert all(isinstance(t.answer, str) and "llm" in t.meta for t in trajs)
-    assert [policy.episode_stats(e).act_calls for e in benv.envs] == [2, 2, 2]
+    assert [policy.episode_stats(e.observe()).act_calls for e in benv.envs] == [2, 2, 2]
 
 
 def test_constrained_actions_make_smollm2_play_valid_ids(hotpot_view, hotpot_questions):

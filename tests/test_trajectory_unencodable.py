@@ -76,10 +76,10 @@ class SurrogatePolicy(Policy):
 
     name = "surrogates"
 
-    def act(self, observation, env) -> str:
-        return BAD_REPLIES[env.state.turn % len(BAD_REPLIES)]
+    def act(self, observation) -> str:
+        return BAD_REPLIES[observation.turn % len(BAD_REPLIES)]
 
-    def answer(self, question, evidence, env) -> str:
+    def answer(self, question, evidence, observation) -> str:
         return "Paris\udcff"
 
 

@@ -249,7 +249,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
                 warnings.warn(f"an environment response has {max(sizes)} tokens, over rollout.max_observation_tokens "
                               f"({max_observation_tokens})", stacklevel=2)
             obs_over += over
-        replies = policy.act_batch(observations, envs)
+        replies = policy.act_batch([None if o is None else e.observe() for o, e in zip(observations, envs)])
         t_env = time.perf_counter()
         if free:
             results = [None if r is None else e.step(r) for e, r in zip(envs, replies)]
@@ -257,15 +257,16 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
             results = benv.step(replies)
         env_s += time.perf_counter() - t_env
         observations = [r.observation if r is not None and not r.done else None for r in results]
-    answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], envs)
+    finals = [e.observe() for e in envs]
+    answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], finals)
     rollouts = []
     dropped = 0
-    for (item, g), env, answer in zip(expanded, envs, answers):
-        chat = policy.episode_context(env)
+    for (item, g), env, answer, final in zip(expanded, envs, answers, finals):
+        chat = policy.episode_context(final)
         turns = list(chat.turns) if chat is not None else []
         dropped = max(dropped, chat.dropped_turns if chat is not None else 0)
-        ro = Rollout(item=item, group=g, trajectory=env.finish(answer, policy=policy.name), turns=turns,
-                     answer_turn=policy.episode_answer(env), answer=answer)
+        ro = Rollout(item=item, group=g, trajectory=env.finish(answer, **{**policy.trajectory_meta(final), "policy": policy.name}),
+                     turns=turns, answer_turn=policy.episode_answer(final), answer=answer)
         ro.reward = token_f1(answer, list(item.answers)) if item.answers else 0.0
         ro.em = exact_match(answer, list(item.answers)) if item.answers else 0.0
         rollouts.append(ro)

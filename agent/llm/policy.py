@@ -12,7 +12,12 @@ rollouts use too (so a trained checkpoint is evaluated under the prompt it was t
 sends only the current observation. When the chat outgrows the context budget the oldest whole turns are dropped,
 always keeping the instruction, the tool schema and the latest observation. ``answer`` opens a fresh chat holding
 only the question and the committed evidence C_T. Per-episode token counts and seconds are kept
-(``episode_stats(env)``, ``stats`` for the latest episode) and copied into ``trajectory.meta["llm"]``.
+(``episode_stats(observation)``, ``stats`` for the latest episode) and recorded in ``trajectory.meta["llm"]``
+(:meth:`LLMPolicy.trajectory_meta`).
+
+The policy sees :class:`~harness_g.agent.observation.Observation` objects, never an environment: each episode's chat
+is keyed by ``observation.episode``; the event of each environment response (start / ok / invalid + reason) is the
+observation's own.
 """
 from __future__ import annotations
 
@@ -31,12 +36,12 @@ from harness_g.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness_g.agent.batch import BatchedMenuEnv
-    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.observation import Observation
     from harness_g.agent.trajectory import Trajectory
     from harness_g.graph.types import QAItem
 
 __all__ = ["LLMPolicy", "OMITTED", "clean_answer", "run_batch"]
-MAX_CHATS = 1024  # chats (and their stats) kept, most recent environments first
+MAX_CHATS = 1024  # chats (and their stats) kept, most recent episodes first
 
 
 @dataclass
@@ -118,35 +123,56 @@ class LLMPolicy(Policy):
         self.header = policy_header(interface)
         self.free_query = interface == "free-query"
         self.max_chats = MAX_CHATS
-        self._chats: dict[int, _Chat] = {}
+        self._chats: dict[int, _Chat] = {}  # by episode id (Observation.episode)
+        self._answered: list[int] = []  # episodes whose answer was written: dropped when a new episode starts
         self._last: int | None = None
 
     # -- bookkeeping --------------------------------------------------------------------------
-    def _chat(self, env: "MenuEnv") -> _Chat:
-        key = id(env)
-        steps = env.trajectory.steps if env.trajectory is not None else []
+    @staticmethod
+    def _key(ref: "Observation | int") -> int:
+        return ref if isinstance(ref, int) else ref.episode
+
+    def _new_chat(self, key: int) -> _Chat:
+        """A fresh chat for episode ``key``; answered episodes and the oldest chats beyond ``max_chats`` go."""
+        for done in self._answered:
+            if done != key:
+                self._chats.pop(done, None)
+        self._answered = [k for k in self._answered if k == key]
+        self._chats.pop(key, None)
+        while len(self._chats) >= self.max_chats:  # keep memory bounded over many episodes
+            self._chats.pop(next(iter(self._chats)))
+        chat = self._chats[key] = _Chat(EpisodeContext(self.header, self.context_mode))
+        return chat
+
+    def _chat(self, observation: "Observation") -> _Chat:
+        key = observation.episode
         chat = self._chats.get(key)
-        if chat is None or not steps or len(chat.context.turns) > len(steps):  # a new episode on this env
-            self._chats.pop(key, None)
-            while len(self._chats) >= self.max_chats:  # keep memory bounded over many environments
-                self._chats.pop(next(iter(self._chats)))
-            chat = self._chats[key] = _Chat(EpisodeContext(self.header, self.context_mode))
+        # a new episode, or its first turn (or an earlier turn) played again: a fresh chat
+        if chat is None or observation.turn == 0 or len(chat.context.turns) > observation.turn:
+            chat = self._new_chat(key)
         self._last = key
         return chat
 
-    def episode_context(self, env: "MenuEnv") -> EpisodeContext | None:
-        """The context of the episode last played on ``env``: every turn's chat, reply and stop flag."""
-        chat = self._chats.get(id(env))
+    def episode_context(self, ref: "Observation | int") -> EpisodeContext | None:
+        """The context of an episode (any of its observations, or its id): every turn's chat, reply and stop flag."""
+        chat = self._chats.get(self._key(ref))
         return chat.context if chat is not None else None
 
-    def episode_answer(self, env: "MenuEnv") -> Turn | None:
-        """The answer of the episode last played on ``env``: its chat, raw reply (before cleaning), stop flag."""
-        chat = self._chats.get(id(env))
+    def episode_answer(self, ref: "Observation | int") -> Turn | None:
+        """The answer of an episode (any of its observations, or its id): its chat, raw reply (before cleaning), stop flag."""
+        chat = self._chats.get(self._key(ref))
         return chat.answer if chat is not None else None
 
-    def episode_stats(self, env: "MenuEnv") -> EpisodeStats:
-        chat = self._chats.get(id(env))
+    def episode_stats(self, ref: "Observation | int") -> EpisodeStats:
+        chat = self._chats.get(self._key(ref))
         return chat.stats if chat is not None else EpisodeStats()
+
+    def trajectory_meta(self, observation: "Observation") -> dict[str, Any]:
+        """``{"llm": {"backend": ..., token counts, seconds, ...}}`` of the episode once answered, else {}."""
+        chat = self._chats.get(observation.episode)
+        if chat is None or chat.answer is None:
+            return {}
+        return {"llm": {"backend": getattr(self.backend, "name", type(self.backend).__name__), **chat.stats.to_dict()}}
 
     @property
     def stats(self) -> dict:
@@ -161,39 +187,30 @@ class LLMPolicy(Policy):
         chat.stats.dropped_turns = chat.context.dropped_turns
         return msgs
 
-    @staticmethod
-    def _event(env: "MenuEnv") -> tuple[str, str | None]:
-        steps = env.trajectory.steps if env.trajectory is not None else []
-        if not steps:
-            return "start", None
-        if steps[-1].error:
-            return "invalid", steps[-1].error
-        return "ok", None
-
     # -- acting -------------------------------------------------------------------------------
-    def act(self, observation: str, env: "MenuEnv") -> str:
-        return self.act_batch([observation], [env])[0] or ""
+    def act(self, observation: "Observation") -> str:
+        return self.act_batch([observation])[0] or ""
 
-    def act_batch(self, observations: Sequence[str | None], envs: Sequence["MenuEnv"]) -> list[str | None]:
-        """One backend call for every unfinished environment; ``None`` for finished ones (or a None observation)."""
-        if len(observations) != len(envs):
-            raise ConfigError(f"act_batch got {len(observations)} observations for {len(envs)} environments")
-        live = [i for i, (obs, env) in enumerate(zip(observations, envs)) if obs is not None and not env.done]
-        out: list[str | None] = [None] * len(envs)
+    def act_batch(self, observations: Sequence["Observation | None"]) -> list[str | None]:
+        """One backend call for every live observation; ``None`` for a None observation or a finished episode."""
+        live = [i for i, obs in enumerate(observations) if obs is not None and not obs.done]
+        out: list[str | None] = [None] * len(observations)
         if not live:
             return out
         chats, convs = [], []
         for i in live:
-            env, chat = envs[i], self._chat(envs[i])
-            event, error = self._event(env)
-            chat.context.observe(str(observations[i]), event, error)
+            obs = observations[i]
+            assert obs is not None
+            chat = self._chat(obs)
+            chat.context.observe(obs.text, obs.event, obs.error)
             chats.append(chat)
             convs.append(self.messages(chat))
-        st0 = envs[live[0]].state
-        seed = _seed(self.seed, st0.question.id if st0 else "", st0.turn if st0 else 0, len(live))
+        o0 = observations[live[0]]
+        assert o0 is not None
+        seed = _seed(self.seed, o0.question_id, o0.turn, len(live))
         extra: dict[str, Any] = {}
         if self.constrain_actions:  # the reply can only be one of the offered ids
-            extra["allowed"] = [list(envs[i].menu.by_id) if envs[i].menu is not None else [] for i in live]
+            extra["allowed"] = [list(observations[i].action_ids) for i in live]  # type: ignore[union-attr]
         gens = self.backend.generate(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                      top_p=self.top_p, seed=seed, stop=self.stop, **extra)
         for i, chat, gen in zip(live, chats, gens):
@@ -208,35 +225,35 @@ class LLMPolicy(Policy):
         return out
 
     # -- answering ----------------------------------------------------------------------------
-    def answer(self, question: str, evidence: list[tuple[str, str]], env: "MenuEnv") -> str:
-        return self.answer_batch([question], [evidence], [env])[0]
+    def answer(self, question: str, evidence: list[tuple[str, str]], observation: "Observation") -> str:
+        return self.answer_batch([question], [evidence], [observation])[0]
 
     def answer_batch(self, questions: Sequence[str], evidences: Sequence[list[tuple[str, str]]],
-                     envs: Sequence["MenuEnv"]) -> list[str]:
-        """Answers from the question and C_T only: a fresh chat per episode, no menu history."""
-        if not (len(questions) == len(evidences) == len(envs)):
-            raise ConfigError("answer_batch needs one question and one evidence list per environment")
+                     observations: Sequence["Observation"]) -> list[str]:
+        """Answers from the question and C_T only: a fresh chat per episode, no menu history. ``observations``: each
+        episode's final observation (its ``episode`` keys the stats; :meth:`trajectory_meta` reads them after)."""
+        if not (len(questions) == len(evidences) == len(observations)):
+            raise ConfigError("answer_batch needs one question, one evidence list and one observation per episode")
         if not questions:
             return []
         convs = [answer_messages(q, ev) for q, ev in zip(questions, evidences)]
-        st0 = envs[0].state
+        o0 = observations[0]
         gens: list[Generation] = self.backend.generate(
             convs, max_new_tokens=self.max_answer_tokens, temperature=self.answer_temperature, top_p=self.top_p,
-            seed=_seed(self.seed, st0.question.id if st0 else "", "answer", len(envs)))
+            seed=_seed(self.seed, o0.question_id, "answer", len(observations)))
         answers = []
-        for env, conv, gen in zip(envs, convs, gens):
-            chat = self._chats.get(id(env)) or self._chats.setdefault(id(env), _Chat(EpisodeContext(self.header, self.context_mode)))
-            self._last = id(env)
+        for obs, conv, gen in zip(observations, convs, gens):
+            key = obs.episode
+            chat = self._chats.get(key) or self._new_chat(key)
+            self._last = key
             s = chat.stats
             s.answer_prompt_tokens += gen.prompt_tokens
             s.answer_completion_tokens += gen.completion_tokens
-            s.answer_seconds += gen.seconds / len(envs)
+            s.answer_seconds += gen.seconds / len(observations)
             s.answer_truncated = gen.finish_reason == "length"
             chat.answer = Turn(conv, gen.text, stopped=gen.finish_reason != "length")
             s.failures += gen.finish_reason == "error"
-            if env.trajectory is not None:
-                env.trajectory.meta["llm"] = {"backend": getattr(self.backend, "name", type(self.backend).__name__),
-                                              **s.to_dict()}
+            self._answered.append(key)
             answers.append(clean_answer(gen.text))
         return answers
 
@@ -245,14 +262,15 @@ def run_batch(batch_env: "BatchedMenuEnv", policy: LLMPolicy, items: Sequence["Q
     """Play ``items`` (one per environment) together: one generation call per step for all unfinished
     environments, then one call for all the answers."""
     t0 = time.perf_counter()
-    observations: list[str | None] = list(batch_env.reset(items))
+    batch_env.reset(items)
     while not batch_env.all_done:
-        replies = policy.act_batch(observations, batch_env.envs)
-        results = batch_env.step(replies)
-        observations = [r.observation if r is not None and not r.done else None for r in results]
+        replies = policy.act_batch(batch_env.observe())
+        batch_env.step(replies)
     envs = batch_env.envs
-    answers = policy.answer_batch([i.question for i in items], [e.committed_texts() for e in envs], envs)
-    trajectories = [env.finish(a, policy=policy.name) for env, a in zip(envs, answers)]
+    finals = [e.observe() for e in envs]
+    answers = policy.answer_batch([i.question for i in items], [e.committed_texts() for e in envs], finals)
+    trajectories = [env.finish(a, **{**policy.trajectory_meta(o), "policy": policy.name})
+                    for env, a, o in zip(envs, answers, finals)]
     total = time.perf_counter() - t0
     for t in trajectories:
         t.seconds["batch_total"] = total

@@ -1,21 +1,33 @@
-"""The policy protocol: pick one action id per step, then answer from committed evidence only."""
+"""The policy protocol: pick one action per step from an :class:`Observation`, then answer from C_T only.
+
+A policy never sees the environment: it gets an :class:`~harness_g.agent.observation.Observation` (rendered
+text, the menu, a read-only state summary and read-only ``tools``), so it can be tested without a graph and the
+trainer and ``harness-g eval`` drive the same policy object (issue 11 §1). This is the paper's
+a_t ~ pi_theta(. | o_t, M_t) (harness-g.tex l.275-277).
+"""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.observation import Observation
 
 
 class Policy(ABC):
-    """``act`` returns the raw reply (normally an action id such as ``A3``); the environment
-    parses it strictly. ``answer`` sees only the question and C_T as ``[(title, text)]``."""
+    """``act`` returns the raw reply (normally an action id such as ``A3``); the environment parses it strictly.
+    ``answer`` sees the question and C_T as ``[(title, text)]``; its ``observation`` is the episode's final one
+    (``done``, empty ``menu``, ``committed`` = C_T)."""
 
     name: str = "policy"
 
     @abstractmethod
-    def act(self, observation: str, env: "MenuEnv") -> str: ...
+    def act(self, observation: "Observation") -> str: ...
 
     @abstractmethod
-    def answer(self, question: str, evidence: list[tuple[str, str]], env: "MenuEnv") -> str: ...
+    def answer(self, question: str, evidence: list[tuple[str, str]], observation: "Observation") -> str: ...
+
+    def trajectory_meta(self, observation: "Observation") -> dict[str, Any]:
+        """What this policy records in ``trajectory.meta`` for the episode of ``observation`` (after ``answer``);
+        none by default (LLM policies: ``{"llm": token counts and seconds}``)."""
+        return {}

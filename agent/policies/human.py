@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, TextIO
 from harness_g.agent.policies.base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.observation import Observation
 
 
 class HumanPolicy(Policy):
@@ -25,15 +25,14 @@ class HumanPolicy(Policy):
             raise EOFError("no more input")
         return line.rstrip("\n")
 
-    def act(self, observation: str, env: "MenuEnv") -> str:
-        self.stdout.write("\n" + observation + "\n")
+    def act(self, observation: "Observation") -> str:
+        self.stdout.write("\n" + observation.text + "\n")
         try:
             return self._read("action> ")
-        except EOFError:
-            assert env.menu is not None
-            return env.menu.actions[-1].id  # ANSWER
+        except EOFError:  # ANSWER: the menu's last action (the free-query arm has no ids: its ANSWER move)
+            return observation.menu[-1].id if observation.menu else "ANSWER"
 
-    def answer(self, question: str, evidence: list[tuple[str, str]], env: "MenuEnv") -> str:
+    def answer(self, question: str, evidence: list[tuple[str, str]], observation: "Observation") -> str:
         self.stdout.write("\nCommitted evidence:\n" + "\n".join(f"  {i + 1}. {t}: {s}" for i, (t, s) in enumerate(evidence)) + "\n")
         try:
             return self._read("answer> ")
