@@ -12,7 +12,9 @@ from typing import Any, Callable, Sequence
 from harness_g import __version__
 from harness_g.errors import ConfigError, HarnessError
 
-EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "hotpotqa-dev-slice"
+# shipped inside the package (package data), so `harness-g demo` works from a wheel too; examples/ in the repo
+# is a link to harness/examples/
+EXAMPLE_DIR = Path(__file__).resolve().parent / "examples" / "hotpotqa-dev-slice"
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -291,15 +293,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _register_later_commands(sub: Any) -> None:
-    """Commands from harness_g.agent / training register here when those packages provide them."""
-    for module_name in ("harness_g.agent.cli", "harness_g.training.cli"):
-        try:
-            module = __import__(module_name, fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        module.register(sub)
+    """The agent's commands (ask, menu, eval, report) and ``train``: both modules import only the standard library
+    at module level, so a broken install fails here, loudly, instead of silently losing a command."""
+    from harness_g.agent import cli as agent_cli
+    from harness_g.training import cli as training_cli
+
+    agent_cli.register(sub)
+    training_cli.register(sub)
     _route_training_reports(sub)
 
 

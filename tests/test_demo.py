@@ -13,3 +13,28 @@ def test_demo_builds_shows_stats_and_a_menu(tmp_path, capsys):
     assert "== 2. stats" in out and "Sentence" in out and "sentence_embedding" in out
     assert "[Step 1/6]" in out and "A0 = SELECT S0" in out and "= ANSWER" in out
     assert "heuristic policy" in out and (out_dir / "manifest.json").exists()
+
+
+def test_the_wheel_ships_the_demo_slice_the_queries_and_the_neo4j_launcher(tmp_path):
+    """`harness-g demo` must work from a wheel install: the example slice is package data, found next to the CLI
+    module (not through the repository layout), as are every Cypher file and the Neo4j launcher's sources."""
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    from harness_g import cli
+
+    root = Path(__file__).resolve().parents[1]
+    assert cli.EXAMPLE_DIR.is_relative_to(Path(cli.__file__).resolve().parent)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+                    str(root)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("harness_g-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "harness_g/examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json" in names
+    cypher = {f"harness_g/cypher/{p.relative_to(root / 'cypher')}" for p in (root / "cypher").rglob("*.cypher")}
+    assert cypher and cypher <= names
+    assert "harness_g/graph/stores/neo4j_launcher/pom.xml" in names
+    requires = [line for line in zipfile.ZipFile(wheel).read(
+        next(n for n in names if n.endswith("METADATA"))).decode().splitlines() if line.startswith("Requires-Dist:")]
+    assert any(line.startswith("Requires-Dist: transformers") for line in requires)  # imported by the policies
