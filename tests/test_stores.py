@@ -302,6 +302,27 @@ def test_second_store_reuses_running_server(tmp_path: Path) -> None:
     assert not first.server.alive()
 
 
+def test_a_server_whose_directory_was_deleted_is_replaced_not_adopted(tmp_path: Path) -> None:
+    """``rm -rf GRAPH_DIR`` while its server runs, then a store at the same path (same socket name): the orphan,
+    which serves no directory any more, is shut down and a fresh server starts (it used to be a one-line refusal,
+    "the server on ... serves , not ...", until someone killed the orphan by hand)."""
+    import shutil
+
+    orphan = EmbeddedFalkorDB(tmp_path / "store")
+    orphan_pid = orphan.pid
+    try:
+        shutil.rmtree(tmp_path / "store")
+        fresh = EmbeddedFalkorDB(tmp_path / "store")
+        try:
+            assert fresh.owned and fresh.pid != orphan_pid and fresh.ping()
+            assert not orphan.alive()  # shut down (this process spawned it, so alive() also reaps it)
+        finally:
+            fresh.stop()
+    finally:
+        if orphan.alive():
+            orphan.stop()
+
+
 def test_embedded_on_tcp_port(tiny_artifact: Artifact, tmp_path: Path) -> None:
     port = free_port()
     with open_store(f"embedded:{port}", tmp_path) as store:

@@ -175,8 +175,10 @@ class EmbeddedFalkorDB:
         """Attach to a server already serving data_dir; clean up a stale pid file / socket."""
         pid_file = self.data_dir / PID_FILE
         if self.ping():  # answers on our socket (even if someone deleted its pid file)
-            self._adopt()
-            return True
+            if not self._stop_if_orphaned():
+                self._adopt()
+                return True
+            self.socket_path.unlink(missing_ok=True)
         pid = _read_pid(pid_file)
         if pid is not None and _pid_alive(pid) and _is_redis(pid):
             # a live server creates its socket before loading its snapshot; no socket within 5 s
@@ -192,6 +194,26 @@ class EmbeddedFalkorDB:
         pid_file.unlink(missing_ok=True)
         self.socket_path.unlink(missing_ok=True)
         return False
+
+    def _stop_if_orphaned(self) -> bool:
+        """A server on our socket whose data directory was deleted while it ran (``rm -rf GRAPH_DIR`` then a rebuild at
+        the same path: the socket name is a hash of the path) serves nothing of ours and would refuse to be adopted;
+        it is shut down without saving. Returns whether it was."""
+        client = self._admin()
+        try:
+            served = client.config_get("dir").get("dir", "")
+            if served and Path(served).is_dir():
+                return False
+            try:
+                client.shutdown(nosave=True)
+            except redis.exceptions.ConnectionError:  # the server closes the connection as it exits
+                pass
+            self._wait_for(lambda: not self.ping(), lambda: True, 10.0)
+            return True
+        except redis.exceptions.RedisError:
+            return False
+        finally:
+            client.close()
 
     def _adopt(self) -> None:
         """Take a running server's pid and port (0 = socket only) from the server itself."""
