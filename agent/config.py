@@ -20,7 +20,7 @@ class EnvConfig:
     init_paragraphs: int = field(default=4, metadata={"help": "InitRetrieve: paragraphs expanded by the paragraph-local channel"})
     init_entity_k: int = field(default=20, metadata={"help": "InitRetrieve: sentences kept from the question-entity channel"})
     rrf_k: int = field(default=60, metadata={"help": "reciprocal rank fusion constant: score = sum 1/(rrf_k + rank)"})
-    lookup_pool_cap: int = field(default=400, metadata={"help": "max candidate sentences ranked per LOOKUP (largest entities)"})
+    lookup_pool_cap: int = field(default=400, metadata={"help": "how many of a LOOKUP's candidates, after ranking the whole pool by cosine to m_t, the text de-duplication reads (bounds work on hub entities; no channel is cut before ranking)"})
     question_ngram_max: int = field(default=6, metadata={"help": "longest question n-gram matched against entity names"})
 
     def __post_init__(self) -> None:

@@ -100,6 +100,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if reach:
         decided = [s for s in reach if s in ("reachable", "unreachable")]
         summary["reachability"] = {s: reach.count(s) for s in sorted(set(reach))}
+        summary["reachability_causes"] = {c: [r["reachability"].get("cause") for r in ok if r.get("reachability")].count(c) for c in sorted({r["reachability"].get("cause") for r in ok if r.get("reachability")} - {None})}
         summary["reachable_rate"] = round(100 * reach.count("reachable") / len(decided), 2) if decided else None
     types: dict[str, int] = {}
     for r in ok:

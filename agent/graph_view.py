@@ -302,6 +302,84 @@ class GraphView:
         order = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))
         return [(ids[i], float(sims[i])) for i in order]
 
+    def prefetch_sentences(self, ids: Iterable[str]) -> None:
+        """Fetch, in one round trip, the records of the ids not cached yet (a cheap no-op when all are)."""
+        cached = self._sentences._data
+        missing = [s for s in dict.fromkeys(ids) if s not in cached]
+        if missing:
+            self.sentences(missing)
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        """Canonical names of entities by id, read once from the artifact's entity table (no store round trip)."""
+        names = getattr(self, "_entity_names_cache", None)
+        if names is None:
+            table = self.artifact.table("entities", columns=["id", "name"])
+            names = dict(zip(table.column("id").to_pylist(), table.column("name").to_pylist()))
+            self._entity_names_cache = names
+        return {e: names[e] for e in entity_ids if e in names}
+
+    def _id_order(self) -> np.ndarray:
+        """int64 [n_sentences]: each row's position in ascending sentence-id order (the ranking tie-break)."""
+        order = getattr(self, "_id_order_cache", None)
+        if order is None:
+            order = np.empty(len(self.sentence_ids), dtype=np.int64)
+            order[np.array(sorted(range(len(self.sentence_ids)), key=self.sentence_ids.__getitem__), dtype=np.int64)] = \
+                np.arange(len(self.sentence_ids), dtype=np.int64)
+            self._id_order_cache = order
+        return order
+
+    _BIG_POOL = 256  # pools at least this long: row numbers cached, cosines taken from one product over all sentences
+
+    def _rows(self, sentence_ids: Sequence[str]) -> np.ndarray:
+        """int64 row numbers of the known ids, in order (cached for long tuples: the lookup pools are cached tuples)."""
+        key = sentence_ids if isinstance(sentence_ids, tuple) and len(sentence_ids) >= self._BIG_POOL else None
+        rows = self._rank_caches[0].get(key) if key is not None else None
+        if rows is None:
+            try:  # pools come from this graph's store: every id is known
+                rows = np.fromiter(map(self.row_of.__getitem__, sentence_ids), dtype=np.int64, count=len(sentence_ids))
+            except KeyError:
+                rows = np.fromiter((r for r in map(self.row_of.get, sentence_ids) if r is not None), dtype=np.int64)
+            if key is not None:
+                self._rank_caches[0].put(key, rows)
+        return rows
+
+    def _all_sims(self, vector: np.ndarray) -> np.ndarray:
+        """Cosine of ``vector`` to every sentence, float32 [n_sentences] (cached: one menu ranks many pools with one m_t)."""
+        key = vector.tobytes()
+        sims = self._rank_caches[1].get(key)
+        if sims is None:
+            sims = self.embeddings @ np.asarray(vector, dtype=np.float32)
+            self._rank_caches[1].put(key, sims)
+        return sims
+
+    @property
+    def _rank_caches(self) -> tuple[_LRU, _LRU]:
+        """(long pool tuple -> row numbers, query vector -> all-sentence cosines): bounded, created on first use."""
+        caches = getattr(self, "_rank_lrus", None)
+        if caches is None:
+            caches = self._rank_lrus = (_LRU(20_000), _LRU(64))
+        return caches
+
+    def rank_top(self, vector: np.ndarray, sentence_ids: Sequence[str], k: int, exclude: Iterable[str] = ()) -> list[str]:
+        """The best ``k`` of ``sentence_ids`` minus ``exclude`` by cosine to ``vector`` (descending; ties by id; unknown
+        ids dropped), computed in numpy: the whole list is scored, only the top ``k`` (and every tie with the k-th) is
+        sorted. Same order as :meth:`rank` up to float rounding (long lists take their cosines from one product over
+        all sentences)."""
+        excl = exclude if isinstance(exclude, (set, frozenset)) else set(exclude)
+        rows = self._rows(sentence_ids)
+        want = k + len(excl)  # the excluded ids are few (C_t): rank a few more and drop them
+        if rows.size == 0 or k <= 0:
+            return []
+        sims = self._all_sims(vector)[rows] if rows.size >= self._BIG_POOL else self.embeddings[rows] @ vector
+        if want < rows.size:
+            kth = np.partition(sims, rows.size - want)[rows.size - want]  # want-th largest; keep every tie with it
+            keep = np.flatnonzero(sims >= kth)
+            rows, sims = rows[keep], sims[keep]
+        order = np.lexsort((self._id_order()[rows], -sims))
+        ids = self.sentence_ids
+        out = [ids[r] for r in rows[order[:want]]]
+        return ([s for s in out if s not in excl] if excl else out)[:k]
+
     def cache_stats(self) -> dict[str, Any]:
         caches = {"sentences": self._sentences, "entities_of": self._entities_of, "pools": self._pools, "names": self._names,
                   "vectors": self._vectors, "topk": self._topk}

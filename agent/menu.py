@@ -4,7 +4,9 @@ Propose: SELECT/ANSWER_WITH for each visible sentence, LOOKUP for bridge entitie
 committed evidence) and frontier entities (in visible sentences), ANSWER.
 Filter: committed sentences and visited entities are never offered, invalid targets (the
 build's junk filter) never reach the menu, a LOOKUP whose result adds nothing new or repeats
-a higher-ranked LOOKUP's result is merged away, and duplicate sentence texts are merged.
+a higher-ranked LOOKUP's result is merged away, one name is offered once (a target whose
+canonical name equals a visited or a higher-ranked kept target's, e.g. the TITLE and the PERSON
+entity of one article, is merged away), and duplicate sentence texts are merged.
 """
 from __future__ import annotations
 
@@ -75,10 +77,16 @@ def dedup_by_text(ids: Sequence[str], texts: dict[str, SentenceInfo], exclude_ke
 
 
 def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, committed: set[str], committed_keys: set[str],
-                  cfg: "EnvConfig") -> tuple[str, ...]:
-    """U_{t+1} for a LOOKUP: the pool minus committed sentences, ranked by cosine to m_t, text-deduped, top K_s."""
-    candidates = [s for s in pool[: cfg.lookup_pool_cap] if s not in committed]
-    ranked = [sid for sid, _ in view.rank(m_vec, candidates)]
+                  cfg: "EnvConfig", *, ranked: Sequence[str] | None = None) -> tuple[str, ...]:
+    """U_{t+1} for a LOOKUP: the whole pool minus committed sentences, ranked by cosine to m_t (ties by id),
+    cut to the best ``lookup_pool_cap``, text-deduped, top K_s.
+
+    Ranking comes before any cap, so no channel (mention, synonym, neighbour) of a large entity's pool is
+    lost to the pool's storage order; the cap only bounds how many ranked sentences the de-duplication reads.
+    ``ranked``: that ranking when the caller already has it.
+    """
+    if ranked is None:
+        ranked = _ranked_pool(view, pool, m_vec, committed, cfg)
     out: list[str] = []
     seen = set(committed_keys)
     # fetch texts lazily in small chunks: most lookups fill K_s from the first few ranked sentences
@@ -90,6 +98,10 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
             if len(out) == cfg.visible_cap:
                 return tuple(out)
     return tuple(out)
+
+
+def _ranked_pool(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, committed: set[str], cfg: "EnvConfig") -> list[str]:
+    return view.rank_top(m_vec, pool, cfg.lookup_pool_cap, exclude=committed)
 
 
 def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, committed: Sequence[str], visible: Sequence[str],
@@ -119,20 +131,37 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
         candidates = [candidates[i] for i in order]
 
     current = tuple(s.id for s in sentences)
+    # one LOOKUP per name: same-name entities (TITLE/PERSON/WORK_OF_ART of one article) are one target for a policy
+    taken_names = set(view.entity_names(visited).values()) if visited else set()
     kept: list[EntityInfo] = []
     results: dict[str, tuple[str, ...]] = {}
     current_set = frozenset(current)
     seen_results = {current_set}
     pools = view.lookup_pools([e.id for e in candidates]) if candidates else {}
+    # rank the pools of the likely-kept candidates first and fetch the texts their de-duplication reads in one round trip
+    chunk = max(2 * cfg.visible_cap, 8)
+    ranked: dict[str, list[str]] = {}
+    head_names: set[str] = set()
+    for e in candidates:
+        if len(ranked) == cfg.lookup_cap + 2:
+            break
+        if e.name not in taken_names and e.name not in head_names:
+            head_names.add(e.name)
+            ranked[e.id] = _ranked_pool(view, pools.get(e.id, ()), m_vec, committed_set, cfg)
+    if ranked:
+        view.prefetch_sentences(s for r in ranked.values() for s in r[:chunk])
     for e in candidates:
         if len(kept) == cfg.lookup_cap:
             break
-        res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg)
+        if e.name in taken_names:
+            continue
+        res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg, ranked=ranked.get(e.id))
         key = frozenset(res)
         # merged away: no result, nothing beyond what is already visible, or the same retrieval as a better-ranked lookup
         if not res or key <= current_set or key in seen_results:
             continue
         seen_results.add(key)
+        taken_names.add(e.name)
         kept.append(e)
         results[e.id] = res
 

@@ -1,13 +1,16 @@
 """Menu quality on the six dev sets: reachability, heuristic policy, and a dense top-k baseline.
 
     python benchmarks/bench_quality.py [--root /tmp/hg-dev] [--datasets ...] [--limit N] [--reach-budget 400]
+    python benchmarks/bench_quality.py --reach-only [--merge] [--before OLD/quality.json --before-note "..."]
 
 Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, or the first
 ``--limit``), with the default EnvConfig (T = 6, K_s = 6, K_e = 8):
 
 * menu reachability (``menu_reachability``): reachable / unreachable / unknown (search budget hit)
-  counts, reachable rate over decided questions, mean min_turns of reachable ones, and the fraction
-  of gold units already visible in U_0;
+  counts, reachable rate over decided questions, mean min_turns of reachable ones, the fraction
+  of gold units already visible in U_0, and the cause of every non-reachable question (gold_absent,
+  no_entity_path, pool_or_rank_cap, turn_budget, search_budget: a per-dataset table, printed and in
+  quality.md; ``--before`` adds an earlier run's rows for comparison);
 * the LLM-free heuristic policy (``run_episode`` + ``score_trajectory``): evidence recall and
   precision of C_T, EM/F1 of its extractive answer, answer-in-evidence, mean turns, mean commits;
 * dense top-k sentence retrieval at the SAME evidence budget: k = the number of sentences the
@@ -17,6 +20,9 @@ Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, 
 
 TriviaQA: no gold evidence (its graph is the union of the other five corpora) -> reachability and
 evidence recall/precision are n/a; EM/F1 and answer-in-evidence are reported.
+``--reach-only`` runs only the reachability part, on every question (``--limit`` to cut); with ``--merge``
+the heuristic/dense figures of the existing quality.json stay beside it, each table saying how many
+questions its figures rest on.
 Writes benchmarks/results/quality.{json,md} (per-question records inside quality.json with ``--records``).
 """
 from __future__ import annotations
@@ -82,6 +88,76 @@ def score_ids(view, item, ids: list[str]) -> dict[str, Any]:
             "aie": float(M.answer_in_evidence(list(item.answers), texts)) if item.answers else None}
 
 
+def reach_summary(reach: list[dict[str, Any]], n_questions: int) -> dict[str, Any] | None:
+    """Reachability verdicts, rates and the cause of every non-reachable question (``menu_reachability``)."""
+    from harness_g.agent.reachability import CAUSES
+
+    if not reach:
+        return None
+    status = {s: sum(1 for x in reach if x["status"] == s) for s in ("reachable", "unreachable", "unknown")}
+    decided = status["reachable"] + status["unreachable"]
+    by_units: dict[int, dict[str, int]] = {}
+    for x in reach:
+        d = by_units.setdefault(x["gold_units"], {"n": 0, "reachable": 0})
+        d["n"] += 1
+        d["reachable"] += x["status"] == "reachable"
+    missed = [x for x in reach if x["status"] in ("unreachable", "unknown")]
+    details: dict[str, int] = {}
+    for x in missed:
+        key = f"{x.get('cause')}/{x.get('detail')}" if x.get("detail") else str(x.get("cause"))
+        details[key] = details.get(key, 0) + 1
+    return {
+        **status, "no_gold": n_questions - len(reach), "questions": len(reach),
+        "reachable_rate": r100(status["reachable"] / decided) if decided else None,
+        "reachable_rate_all": r100(status["reachable"] / len(reach)),
+        "mean_min_turns": round(mean(x["min_turns"] for x in reach if x["status"] == "reachable") or 0, 2),
+        "gold_units_in_U0": r100(mean(x["initially_visible"] / x["gold_units"] for x in reach if x["gold_units"])),
+        "all_gold_in_U0": r100(mean(float(x["initially_visible"] == x["gold_units"]) for x in reach)),
+        "mean_expansions": round(mean(x["expansions"] for x in reach) or 0, 1),
+        "by_gold_units": {str(k): v for k, v in sorted(by_units.items())},
+        "causes": {c: sum(1 for x in missed if x.get("cause") == c) for c in CAUSES},
+        "cause_details": dict(sorted(details.items())),
+    }
+
+
+def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
+                    fixed_query: bool = True, answer_with_max: int = 1) -> dict[str, Any]:
+    """Reachability (verdict + cause) of every question, without the policy and dense runs."""
+    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.reachability import menu_reachability
+    from harness_g.agent.session import open_graph
+
+    cfg = EnvConfig()
+    t_start = time.perf_counter()
+    records: list[dict[str, Any]] = []
+    with open_graph(graph_dir(root, name)) as view:
+        fix_check = None
+        if fixed_query:
+            fix_check = verify_fixed_query(view.store, view.artifact)
+            assert fix_check["identical"] == fix_check["batches"], fix_check
+            view.store = FixedEntitiesStore(view.store, verify=20)
+        items = questions_of(view, name)
+        n_all = len(items)
+        if limit:
+            items = items[:limit]
+        for item in items:
+            rec: dict[str, Any] = {"id": item.id, "gold_units": len(item.gold_sentence_ids or item.gold_paragraph_ids)}
+            if rec["gold_units"]:
+                t0 = time.perf_counter()
+                rec["reach"] = asdict(menu_reachability(view, item, cfg, budget=reach_budget, answer_with_max=answer_with_max))
+                rec["reach"]["seconds"] = round(time.perf_counter() - t0, 3)
+            records.append(rec)
+        graph_hash = view.version
+    reach = [r["reach"] for r in records if "reach" in r]
+    summary = {"dataset": name, "questions": len(records), "questions_available": n_all, "graph": graph_hash,
+               "reachability": reach_summary(reach, len(records)), "heuristic": None, "dense_same_k": None, "dense_fixed_k": None,
+               "seconds": {"reachability": round(time.perf_counter() - t_start, 1)}, "index_first_entities_query": fix_check,
+               "loadavg_end": load_avg()}
+    if keep_records:
+        summary["records"] = records
+    return summary
+
+
 def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
                  fixed_query: bool = True) -> dict[str, Any]:
     from harness_g.agent.config import EnvConfig
@@ -138,14 +214,6 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
 
     has_gold = any(r["gold_units"] for r in records)
     reach = [r["reach"] for r in records if "reach" in r]
-    status = {s: sum(1 for x in reach if x["status"] == s) for s in ("reachable", "unreachable", "unknown")}
-    decided = status["reachable"] + status["unreachable"]
-    init_frac = mean(x["initially_visible"] / x["gold_units"] for x in reach if x["gold_units"])
-    by_units: dict[int, dict[str, int]] = {}
-    for x in reach:
-        d = by_units.setdefault(x["gold_units"], {"n": 0, "reachable": 0})
-        d["n"] += 1
-        d["reachable"] += x["status"] == "reachable"
     # which gold units the heuristic found among reachable / unreachable questions
     rec_reach = mean(r["recall"] for r in records if r.get("reach", {}).get("status") == "reachable")
     rec_unreach = mean(r["recall"] for r in records if r.get("reach", {}).get("status") == "unreachable")
@@ -158,16 +226,7 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
         "questions": len(records),
         "questions_available": n_all,
         "gold": "none (unknown)" if not has_gold else ("sentence" if any(q.gold_sentence_ids for q in items) else "paragraph"),
-        "reachability": None if not reach else {
-            **status, "no_gold": len(records) - len(reach),
-            "reachable_rate": r100(status["reachable"] / decided) if decided else None,
-            "reachable_rate_all": r100(status["reachable"] / len(reach)),
-            "mean_min_turns": round(mean(x["min_turns"] for x in reach if x["status"] == "reachable") or 0, 2),
-            "gold_units_in_U0": r100(init_frac),
-            "all_gold_in_U0": r100(mean(float(x["initially_visible"] == x["gold_units"]) for x in reach)),
-            "mean_expansions": round(mean(x["expansions"] for x in reach) or 0, 1),
-            "by_gold_units": {str(k): v for k, v in sorted(by_units.items())},
-        },
+        "reachability": reach_summary(reach, len(records)),
         "heuristic": {
             "evidence_recall": r100(mean(r["recall"] for r in records)),
             "evidence_precision": r100(mean(r["precision"] for r in records)),
@@ -207,20 +266,46 @@ def fmt(x, nd=1) -> str:
 
 
 def table_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    cols = ["dataset", "n", "reach/unreach/unk", "reach %", "min turns", "gold in U0 %", "heur R", "heur P", "EM", "F1",
+    cols = ["dataset", "n", "reach n", "reach/unreach/unk", "reach %", "min turns", "gold in U0 %", "heur R", "heur P", "EM", "F1",
             "AiE", "turns", "commits", "dense@same-k R", "dense@same-k AiE", "dense@k R", "dense@k AiE", "k"]
     rows = []
     for r in results:
-        re, h, d, f = r["reachability"], r["heuristic"], r["dense_same_k"], r["dense_fixed_k"]
-        rows.append([r["dataset"], str(r["questions"]),
+        re, h, d, f = r["reachability"], r.get("heuristic"), r.get("dense_same_k"), r.get("dense_fixed_k")
+        h, d, f = h or {}, d or {}, f or {}
+        rows.append([r["dataset"], str(r["questions"]) if h else "n/a", "n/a" if re is None else str(re.get("questions", r["questions"])),
                      "n/a" if re is None else f"{re['reachable']}/{re['unreachable']}/{re['unknown']}",
                      "n/a" if re is None else fmt(re["reachable_rate"]), "n/a" if re is None else fmt(re["mean_min_turns"], 2),
                      "n/a" if re is None else fmt(re["gold_units_in_U0"]),
-                     fmt(h["evidence_recall"]), fmt(h["evidence_precision"]), fmt(h["em"]), fmt(h["f1"]), fmt(h["answer_in_evidence"]),
-                     fmt(h["mean_turns"], 2), fmt(h["mean_committed"], 2),
-                     fmt(d["evidence_recall"]), fmt(d["answer_in_evidence"]), fmt(f["evidence_recall"]), fmt(f["answer_in_evidence"]),
-                     str(f["k"])])
+                     fmt(h.get("evidence_recall")), fmt(h.get("evidence_precision")), fmt(h.get("em")), fmt(h.get("f1")),
+                     fmt(h.get("answer_in_evidence")), fmt(h.get("mean_turns"), 2), fmt(h.get("mean_committed"), 2),
+                     fmt(d.get("evidence_recall")), fmt(d.get("answer_in_evidence")), fmt(f.get("evidence_recall")),
+                     fmt(f.get("answer_in_evidence")), str(f.get("k", "n/a"))])
     return cols, rows
+
+
+def cause_rows(results: list[dict[str, Any]], before: dict[str, Any] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Per dataset: reachable count and the cause of every other question (``before``: dataset -> an earlier run's summary)."""
+    from harness_g.agent.reachability import CAUSES
+
+    cols = ["dataset", "run", "n", "reachable", "reach % (all)", "reach % (decided)", *CAUSES, "details"]
+    rows = []
+    for r in results:
+        runs = [("before", (before or {}).get(r["dataset"])), ("after" if before else "now", r["reachability"])]
+        for label, re in runs:
+            if not re:
+                continue
+            causes = re.get("causes") or {}
+            rows.append([r["dataset"], label, str(re.get("questions", r["questions"])), str(re["reachable"]),
+                         fmt(re["reachable_rate_all"]), fmt(re["reachable_rate"]), *(str(causes.get(c, "n/a")) for c in CAUSES),
+                         ", ".join(f"{k} {v}" for k, v in (re.get("cause_details") or {}).items()) or "-"])
+    return cols, rows
+
+
+def print_table(cols: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
 
 
 def _merged_chain(meta: dict[str, Any]) -> list[dict[str, Any]]:
@@ -231,17 +316,21 @@ def _merged_chain(meta: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "quality.json").write_text(json.dumps({"meta": meta, "datasets": results}, indent=2, default=float) + "\n", encoding="utf-8")
+def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path = RESULTS) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "quality.json").write_text(json.dumps({"meta": meta, "datasets": results}, indent=2, default=float) + "\n", encoding="utf-8")
     cols, rows = table_rows(results)
+    heur_n = ", ".join(f"{r['dataset']} {r['questions']}/{r['questions_available']}" for r in results if r.get("heuristic"))
+    reach_n = ", ".join(f"{r['dataset']} {r['reachability'].get('questions', r['questions'])}/{r['questions_available']}"
+                        for r in results if r.get("reachability"))
     L = ["# Menu quality on the six dev sets", "",
          f"Generated {meta['finished']} ({meta['machine']['cpus']} shared CPUs, load average at start {meta['machine']['loadavg']}, "
          f"at end {meta['loadavg_end']}). Default EnvConfig (T = 6, K_s = 6, K_e = 8); heuristic policy (max 2 commits, "
          f"extractive answer); reachability search budget {meta['reach_budget']} menu expansions/question. "
-         + "Questions evaluated (first n of the dev file): " + ", ".join(
-             f"{r['dataset']} {r['questions']}/{r['questions_available']}" for r in results)
-         + (" (**limited with --limit**). " if any(r["questions"] < r["questions_available"] for r in results) else ". ")
+         + "Questions each figure rests on (first n of the dev file / all): reachability: " + reach_n
+         + "; heuristic and dense columns: " + (heur_n or "none") + ". "
+         + ("The heuristic/dense columns come from an earlier run (reachability-only runs keep them; see `meta.merged_from`), "
+            "on the graph and code of that run. " if meta.get("reach_only") else "")
          + "All values ×100 except counts, turns and k."
          + "".join(f" Earlier merged run: started {m.get('started')}, load average at start {m['machine']['loadavg']}, at end "
                    f"{m.get('loadavg_end')}." for m in _merged_chain(meta))
@@ -250,7 +339,8 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     L += ["| " + " | ".join(r) + " |" for r in rows]
     L += ["",
-          "Columns: *reach/unreach/unk* = menu reachability verdicts (unk = search budget hit); *reach %* = reachable / "
+          "Columns: *n* = questions behind the heuristic and dense columns; *reach n* = questions behind the reachability "
+          "columns; *reach/unreach/unk* = menu reachability verdicts (unk = search budget hit); *reach %* = reachable / "
           "(reachable + unreachable); *min turns* = mean fewest turns to commit all gold units (reachable questions); "
           "*gold in U0 %* = mean fraction of gold units with a sentence in the initial visible set U_0; *heur R/P* = the "
           "heuristic's evidence recall/precision of C_T; *AiE* = answer-in-evidence (a gold alias occurs in the committed "
@@ -259,22 +349,58 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
           "the same with a fixed k = round(mean commits) (last column). Evidence units: gold sentences (HotpotQA, 2Wiki), "
           "gold paragraphs (MuSiQue, NQ, PopQA; any committed sentence of the paragraph satisfies it). TriviaQA: gold "
           "evidence unknown, recall/precision/reachability n/a.", ""]
+    ccols, crows = cause_rows(results, meta.get("reach_before"))
+    if crows:
+        L += ["## Why unreachable (T = 6, K_s = 6, K_e = 8)", "",
+              "Every question that is not reachable gets one cause (`agent/reachability.py` defines each exactly): "
+              "*gold_absent* = a gold unit no sentence of the graph satisfies; *no_entity_path* = the relaxed closure from U_0 "
+              "(every lookup-able entity's full candidate pool, no caps, no turn limit) never reaches a gold unit: no policy "
+              "can; *pool_or_rank_cap* = T turns would do without caps, the capped menus do not reach it even with T + 4 "
+              "(detail: gold_cut = a gold sentence sat in a LOOKUP candidate's pool but was cut by lookup_pool_cap/K_s/K_e; "
+              "upstream = the bridge to it was cut; combination = each unit visible somewhere, never all on one path); "
+              "*turn_budget* = reachable only with more than T turns (relaxed = a proof from the uncapped lookup depth, "
+              "capped = a trajectory of T+1..T+4 turns exists); *search_budget* = the search hit its expansion budget. "
+              "*reach % (all)* counts unknown verdicts as misses."
+              + (" *before* = the previous code and graphs (" + str(meta.get("reach_before_note", "")) + "); *after* = this run."
+                 if meta.get("reach_before") else ""), "",
+              "| " + " | ".join(ccols) + " |", "|" + "---|" * len(ccols)]
+        L += ["| " + " | ".join(r) + " |" for r in crows]
+        L.append("")
     L += ["## Reachability by number of gold units", "", "| dataset | units: n (reachable) |", "|---|---|"]
     for r in results:
         if r["reachability"]:
             L.append(f"| {r['dataset']} | " + ", ".join(f"{k}: {v['n']} ({v['reachable']})" for k, v in r["reachability"]["by_gold_units"].items())
                      + " |")
-    L += ["", "## Heuristic recall split by reachability; action mix; time", "",
-          "| dataset | recall (reachable q) | recall (unreachable q) | all gold in U0 % | zero-commit q | action mix | seconds policy/reach/dense |",
-          "|---|---|---|---|---|---|---|"]
-    for r in results:
-        h, re, s = r["heuristic"], r["reachability"], r["seconds"]
-        L.append(f"| {r['dataset']} | {fmt(h['recall_when_reachable'])} | {fmt(h['recall_when_unreachable'])} | "
-                 f"{'n/a' if re is None else fmt(re['all_gold_in_U0'])} | {h['zero_commit_questions']} | "
-                 f"{', '.join(f'{k} {v}' for k, v in sorted(h['action_mix'].items()))} | {s['policy']}/{s['reachability']}/{s['dense']} |")
+    if any(r.get("heuristic") for r in results):
+        L += ["", "## Heuristic recall split by reachability; action mix; time", "",
+              "Recall split by the reachability verdict of the run that produced the heuristic numbers.", "",
+              "| dataset | recall (reachable q) | recall (unreachable q) | all gold in U0 % | zero-commit q | action mix | seconds policy/reach/dense |",
+              "|---|---|---|---|---|---|---|"]
+        for r in results:
+            h, re, s = r.get("heuristic"), r.get("heuristic_reachability") or r["reachability"], r.get("heuristic_seconds") or r["seconds"]
+            if not h:
+                continue
+            L.append(f"| {r['dataset']} | {fmt(h['recall_when_reachable'])} | {fmt(h['recall_when_unreachable'])} | "
+                     f"{'n/a' if re is None else fmt(re['all_gold_in_U0'])} | {h['zero_commit_questions']} | "
+                     f"{', '.join(f'{k} {v}' for k, v in sorted(h['action_mix'].items()))} | "
+                     f"{s.get('policy', 'n/a')}/{s.get('reachability', 'n/a')}/{s.get('dense', 'n/a')} |")
     if meta.get("discussion"):
         L += ["", "## What the numbers show", ""] + meta["discussion"]
-    (RESULTS / "quality.md").write_text("\n".join(L) + "\n", encoding="utf-8")
+    (out / "quality.md").write_text("\n".join(L) + "\n", encoding="utf-8")
+
+
+def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    """A reachability-only result merged into the earlier full result of the same dataset (heuristic/dense kept)."""
+    if not old or not old.get("heuristic"):
+        return new
+    merged = dict(old)
+    merged["heuristic_reachability"] = old.get("heuristic_reachability") or old["reachability"]
+    merged["heuristic_seconds"] = old.get("heuristic_seconds") or old["seconds"]
+    for k in ("reachability", "seconds", "graph", "index_first_entities_query", "loadavg_end", "records"):
+        if k in new:
+            merged[k] = new[k]
+    merged["questions_available"] = new["questions_available"]
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,6 +409,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", default=",".join(d.name for d in DEV_SETS))
     ap.add_argument("--limit", type=int, help="first N questions per dataset")
     ap.add_argument("--reach-budget", type=int, default=400)
+    ap.add_argument("--reach-only", action="store_true",
+                    help="reachability (verdict + cause) of every question only; with --merge the heuristic/dense figures of "
+                         "the existing quality.json are kept beside it, with their own question counts")
+    ap.add_argument("--answer-with-max", type=int, default=1,
+                    help="with --reach-only: visible sentences one closing ANSWER_WITH may commit (1 = single-sentence)")
+    ap.add_argument("--before", type=Path, help="quality.json of an earlier run: its reachability is shown as 'before' in the cause table")
+    ap.add_argument("--before-note", default="", help="one line saying what the --before run was")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for quality.json/md (default benchmarks/results)")
     ap.add_argument("--records", action="store_true", help="keep per-question records in quality.json")
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--discussion", help="markdown file whose paragraphs are appended under 'What the numbers show'")
@@ -292,12 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true", help="rewrite quality.md from quality.json (e.g. with --discussion)")
     args = ap.parse_args(argv)
     if args.report_only:
-        data = json.loads((RESULTS / "quality.json").read_text())
+        data = json.loads((args.out / "quality.json").read_text())
         meta = data["meta"]
         if args.discussion:
             meta["discussion"] = Path(args.discussion).read_text(encoding="utf-8").strip().split("\n")
-        write_report(data["datasets"], meta)
-        print((RESULTS / "quality.md").read_text())
+        write_report(data["datasets"], meta, args.out)
+        print((args.out / "quality.md").read_text())
         return 0
     if args.torch_threads:
         import torch
@@ -306,13 +440,18 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.torch_threads)
         threadpool_limits(args.torch_threads)
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
-            "reach_budget": args.reach_budget, "torch_threads": args.torch_threads, "index_first_entities_query": args.fixed_query}
+            "reach_budget": args.reach_budget, "torch_threads": args.torch_threads, "index_first_entities_query": args.fixed_query,
+            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max}
     if args.discussion:
         meta["discussion"] = Path(args.discussion).read_text(encoding="utf-8").strip().split("\n")
+    if args.before:
+        before = json.loads(args.before.read_text())
+        meta["reach_before"] = {d["dataset"]: d["reachability"] for d in before["datasets"] if d.get("reachability")}
+        meta["reach_before_note"] = args.before_note
     names = args.datasets.split(",")
     prev: dict[str, Any] = {}
-    if args.merge and (RESULTS / "quality.json").exists():
-        old = json.loads((RESULTS / "quality.json").read_text())
+    if args.merge and (args.out / "quality.json").exists():
+        old = json.loads((args.out / "quality.json").read_text())
         prev = {d["dataset"]: d for d in old["datasets"]}
         meta["merged_from"] = old["meta"]
     results = []
@@ -322,18 +461,20 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(prev[d.name])
             continue
         print(f"[{time.strftime('%H:%M:%S')}] {d.name} (load {load_avg()})", flush=True)
-        res = eval_dataset(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records,
-                           fixed_query=args.fixed_query)
+        if args.reach_only:
+            res = eval_reach_only(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records,
+                                  fixed_query=args.fixed_query, answer_with_max=args.answer_with_max)
+        else:
+            res = eval_dataset(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records,
+                               fixed_query=args.fixed_query)
         print(f"   {res['questions']} q in {res['seconds']}", flush=True)
-        results.append(res)
+        results.append(_merge_reach(res, prev.get(d.name)) if args.reach_only else res)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     meta["loadavg_end"] = load_avg()
-    write_report(results, meta)
-    cols, rows = table_rows(results)
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    for r in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+    write_report(results, meta, args.out)
+    print_table(*table_rows(results))
+    print()
+    print_table(*cause_rows(results, meta.get("reach_before")))
     return 0
 
 

@@ -5,8 +5,9 @@ Stages (each timed; see ``BuildResult.seconds``):
   split     abbreviation-safe sentence splitting (preset sentences kept verbatim)
   ner       spaCy NER over sentences            } run concurrently: embedding runs in a
   embed     sentence embeddings                 } worker thread (torch releases the GIL)
-  entities  canonicalise, group, junk-filter, title anchors
-  link      SYNONYM edges (canonical / title / abbreviation / embedding >= 0.80)
+  entities  canonicalise, group, title anchors, merge truncated person aliases into the name they abbreviate
+            (document-local, see ``linking.person_aliases``), junk-filter
+  link      SYNONYM edges (canonical / title / alias / abbreviation / embedding >= 0.80)
   write     Parquet tables + embeddings + manifest (manifest last) into GRAPH_DIR/.staging-<pid>/,
             then published into GRAPH_DIR (see :mod:`harness_g.graph.artifact`)
   load      idempotent load into the graph store + wait for the vector index
@@ -44,14 +45,14 @@ from harness_g.graph.locks import exclusive_lock
 from harness_g.graph.readers import read_dataset
 from harness_g.graph.text.canonical import canonicalize, display_form
 from harness_g.graph.text.filters import lookup_rejection
-from harness_g.graph.text.linking import EntityRecord, link_entities
+from harness_g.graph.text.linking import _TRAILING_PAREN, EntityRecord, link_entities, person_aliases, title_name
 from harness_g.graph.text.split import split_text
 from harness_g.graph.types import Dataset, Paragraph, QAItem, entity_id, sentence_id
 
 log = logging.getLogger(__name__)
 
 #: bump when the pipeline's output for the same inputs changes
-PIPELINE_VERSION = "2"
+PIPELINE_VERSION = "3"
 TITLE_LABEL = "TITLE"
 
 
@@ -178,6 +179,7 @@ class _EntityTables:
     records: list[EntityRecord]
     lookupable: np.ndarray
     title_ids: set[str]
+    alias_pairs: list[tuple[str, str]] = field(default_factory=list)  # (alias id, full-name id), both kept
 
 
 def build_entities(
@@ -226,6 +228,8 @@ def build_entities(
         if len(m_cols["entity_id"]) > before:
             title_ids.add(m_cols["entity_id"][-1])
 
+    alias_pairs = _merge_person_aliases(m_cols, meta, surfaces, sentences, paragraphs)
+
     # the truncated-alias rule compares a person's single name with longer known person names
     known = {c for c, label in meta.values() if label == "PERSON"}
     counts = Counter(m_cols["entity_id"])
@@ -240,7 +244,66 @@ def build_entities(
             e_cols[col].append(val)
         records.append(EntityRecord(id=eid, canonical=canonical, label=label, surface=surface))
         lookupable.append(reason is None)
-    return _EntityTables(e_cols, m_cols, records, np.array(lookupable, dtype=bool), title_ids)
+    return _EntityTables(e_cols, m_cols, records, np.array(lookupable, dtype=bool), title_ids, alias_pairs)
+
+
+def _merge_person_aliases(m_cols: dict[str, list[Any]], meta: dict[str, tuple[str, str]], surfaces: dict[str, Counter[str]],
+                          sentences: _SentenceRows, paragraphs: Sequence[Paragraph]) -> list[tuple[str, str]]:
+    """Re-point each paragraph's truncated person aliases at the entity they name (``person_aliases``), in place.
+
+    A mention of ``Obama`` in a paragraph that also names ``Barack Obama`` (and no other Obama) becomes a mention of
+    the ``barack obama`` entity (its surface is kept); ``Peder Lauritz Sørensen`` in the article titled
+    ``S. P. L. Sørensen`` becomes a mention of the PERSON entity ``s p l sørensen`` (created if the corpus has no such
+    mention; the title rule links it to the article's TITLE entity), so a PERSON mention keeps its label. The target's
+    display form is computed from its own
+    surfaces only. An alias entity left with no mention disappears; one still mentioned elsewhere is returned as an
+    ``(alias id, full-name id)`` pair, linked as an ``alias`` synonym, so the identity the shared surname gave the
+    other articles' mentions (a film's "directed by Schneider") survives.
+    """
+    par_of = dict(zip(sentences.ids, sentences.paragraph_ids))
+    rows_of: dict[str, list[int]] = defaultdict(list)
+    persons: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for i, (sid, eid) in enumerate(zip(m_cols["sentence_id"], m_cols["entity_id"])):
+        canonical, label = meta[eid]
+        if label == "PERSON":
+            pid = par_of[sid]
+            rows_of[pid].append(i)
+            persons[pid].add((eid, canonical))
+    title_of = {p.id: p.title for p in paragraphs}
+    pairs: set[tuple[str, str]] = set()
+    touched: set[str] = set()
+    for pid in sorted(persons):
+        title = None
+        if title_of.get(pid):
+            tid = entity_id(TITLE_LABEL, canonicalize(title_of[pid]))
+            if tid in meta:
+                title = (tid, title_name(title_of[pid]))
+        aliases = person_aliases(sorted(persons[pid]), title)
+        if title is not None and title[0] in aliases.values():
+            # a PERSON mention stays a PERSON mention (answer typing reads mention labels): an alias of the article's
+            # title becomes a mention of the PERSON entity named like the title (linked to the TITLE by the title rule)
+            person = entity_id("PERSON", title[1])
+            if person not in meta:
+                meta[person] = (title[1], "PERSON")
+                surfaces[person][_TRAILING_PAREN.sub("", title_of[pid]).strip()] += 1
+            aliases = {a: (person if t == title[0] else t) for a, t in aliases.items() if a != person}
+        for i in rows_of[pid] if aliases else ():
+            target = aliases.get(m_cols["entity_id"][i])
+            if target is not None:
+                touched.add(m_cols["entity_id"][i])
+                pairs.add((m_cols["entity_id"][i], target))
+                m_cols["entity_id"][i] = target
+    if touched:
+        left: dict[str, Counter[str]] = defaultdict(Counter)
+        for eid, surface in zip(m_cols["entity_id"], m_cols["surface"]):
+            if eid in touched:
+                left[eid][surface] += 1
+        for eid in touched:
+            if left.get(eid):
+                surfaces[eid] = left[eid]
+            else:
+                del meta[eid], surfaces[eid]
+    return sorted((a, b) for a, b in pairs if a in meta and b in meta)
 
 
 def build_graph(
@@ -326,6 +389,7 @@ def _build_locked(
         lookupable=ent.lookupable,
         top_k=config.link_top_k,
         min_cosine=config.link_min_cosine,
+        alias_pairs=ent.alias_pairs,
     )
     seconds["link"] = time.perf_counter() - t
 

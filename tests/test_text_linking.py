@@ -94,6 +94,24 @@ def test_canonical_title_abbreviation_links() -> None:
     assert all(e.score == 1.0 for e in edges)
 
 
+def test_alias_edges_from_the_person_alias_merge() -> None:
+    """``alias_pairs`` (from the build's document-local person-alias merge) become ``alias`` edges: below title and
+    canonical links in priority, above abbreviation and embedding ones; pairs with an unknown id are ignored."""
+    schneider = ent("Schneider", "PERSON")
+    helge = EntityRecord(entity_id("TITLE", "helge schneider"), "helge schneider", "TITLE", "Helge Schneider")
+    helge_p = ent("Helge Schneider", "PERSON")
+    ents = [schneider, helge, helge_p]
+    edges = link_entities(ents, title_ids={helge.id}, alias_pairs=[(schneider.id, helge.id), (schneider.id, "e_unknown")])
+    check_invariants(edges)
+    kinds = {(e.src, e.dst): e.kind for e in edges}
+    assert kinds[pair(schneider, helge)] == "alias"
+    assert kinds[pair(helge, helge_p)] == "title"  # an alias pair never overrides a title link
+    assert not any("e_unknown" in k for k in kinds)
+    assert link_entities(ents, title_ids={helge.id}, alias_pairs=[(helge_p.id, helge.id)]) == \
+        link_entities(ents, title_ids={helge.id})
+    assert pair(schneider, helge) not in {(e.src, e.dst) for e in link_entities(ents, title_ids={helge.id})}
+
+
 def test_titles_are_not_linked_through_parentheticals() -> None:
     """Two titles "Paris" and "Paris (film)" are different documents, not synonyms."""
     city = EntityRecord(entity_id("TITLE", "paris"), "paris", "TITLE", "Paris")

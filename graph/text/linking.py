@@ -1,9 +1,14 @@
-"""Entity-entity SYNONYM edges: canonical, title, abbreviation and embedding links.
+"""Entity-entity SYNONYM edges: canonical, title, alias, abbreviation and embedding links.
 
 Every edge is undirected and stored once with ``src < dst`` (string order). A pair linked by
-several rules keeps the first kind in the priority ``title > canonical > abbreviation >
+several rules keeps the first kind in the priority ``title > canonical > alias > abbreviation >
 embedding``; rule edges score 1.0, embedding edges their cosine (rounded to 6 decimals).
 The output is sorted by ``(src, dst)`` and does not depend on the input order.
+
+*alias* edges come from the build's document-local person-alias merge (:func:`person_aliases`): a
+truncated name (``Schneider``) whose mentions in one article were re-pointed at the full name
+(``Helge Schneider``) but which is still mentioned elsewhere keeps a link to that full name, so the
+corpus-wide identity the shared surname gave is not lost.
 """
 from __future__ import annotations
 
@@ -17,9 +22,10 @@ import numpy as np
 from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.lexicon import INITIALS_STOPWORDS
 
-__all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "initials"]
+__all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "initials", "name_alias_of", "person_aliases",
+           "title_name"]
 
-KINDS: tuple[str, ...] = ("title", "canonical", "abbreviation", "embedding")
+KINDS: tuple[str, ...] = ("title", "canonical", "alias", "abbreviation", "embedding")
 _PRIORITY = {k: i for i, k in enumerate(KINDS)}
 _TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
 # Cap on one similarity block (rows x candidates float32 values): 2**25 -> 128 MiB.
@@ -182,6 +188,7 @@ def link_entities(
     lookupable: Sequence[bool] | np.ndarray | None = None,
     top_k: int = 5,
     min_cosine: float = 0.80,
+    alias_pairs: Collection[tuple[str, str]] = (),
 ) -> list[SynonymEdge]:
     """SYNONYM edges among ``entities`` (ids must be unique).
 
@@ -191,6 +198,8 @@ def link_entities(
     Embedding links: each entity's ``top_k`` most similar others with cosine >= ``min_cosine``,
     excluding itself and pairs already linked by a rule; exact, computed in row blocks so memory
     stays bounded (about 128 MiB of similarities per block) for 100k+ entities.
+    ``alias_pairs``: ``(alias id, full-name id)`` pairs from the build's person-alias merge -> ``alias`` edges
+    (pairs naming an unknown id are ignored).
     """
     n = len(entities)
     if len({e.id for e in entities}) != n:
@@ -203,6 +212,10 @@ def link_entities(
     edges: dict[tuple[str, str], SynonymEdge] = {}
     _title_edges(ents, titles, edges)
     _canonical_edges(ents, edges)
+    known = {e.id for e in ents}
+    for a, b in sorted(alias_pairs):
+        if a in known and b in known:
+            _add(edges, a, b, "alias", 1.0)
     _abbreviation_edges(ents, edges)
 
     if embeddings is not None and n:
@@ -217,3 +230,76 @@ def link_entities(
         _embedding_edges([entities[i].id for i in sel], sub, set(edges), top_k, min_cosine, edges)
 
     return [edges[k] for k in sorted(edges)]
+
+
+# ---------------------------------------------------------------- person aliases (document-local)
+
+def title_name(title: str) -> str:
+    """Canonical form of a document title without its trailing parenthetical (``John Smith (footballer)`` -> ``john smith``)."""
+    return canonicalize(_TRAILING_PAREN.sub("", title)) if title else ""
+
+
+def _tok_match(a: str, b: str) -> tuple[bool, bool]:
+    """(match, by_initial): equal tokens, or one is a single letter that starts the other."""
+    if a == b:
+        return True, False
+    if (len(a) == 1 and a.isalpha() and b.startswith(a)) or (len(b) == 1 and b.isalpha() and a.startswith(b)):
+        return True, True
+    return False, False
+
+
+def name_alias_of(short: str, long: str) -> bool:
+    """Whether person name ``short`` can be a truncated alias of ``long`` (both canonical forms).
+
+    Rules (conservative): ``long`` has >= 2 tokens; both end in the same surname token; ``short`` has fewer tokens,
+    or as many with more single-letter initials; and ``short``'s given names align, in order, to a subsequence of
+    ``long``'s given names, each pair equal or an initial of the other. A bare surname (``obama`` -> ``barack obama``)
+    always qualifies; a name with given names only when the alignment uses at least one initial
+    (``peder lauritz sørensen`` -> ``s p l sørensen``, ``j r r tolkien`` -> ``john ronald reuel tolkien``), so a
+    dropped middle name alone (``john adams`` vs ``john quincy adams``, father and son) never does.
+    """
+    s, l = short.split(), long.split()
+    if len(l) < 2 or not s or s == l or s[-1] != l[-1]:
+        return False
+    n_init = lambda toks: sum(len(t) == 1 for t in toks)  # noqa: E731
+    if len(s) > len(l) or (len(s) == len(l) and n_init(s) <= n_init(l)):
+        return False
+    sg, lg = s[:-1], l[:-1]
+    if not sg:
+        return True
+    j, used_initial = 0, False
+    for t in sg:  # greedy leftmost alignment is optimal for subsequence embedding under any predicate
+        while j < len(lg):
+            ok, by_initial = _tok_match(t, lg[j])
+            j += 1
+            if ok:
+                used_initial |= by_initial
+                break
+        else:
+            return False
+    return used_initial
+
+
+def person_aliases(names: Sequence[tuple[str, str]], title: tuple[str, str] | None = None) -> dict[str, str]:
+    """Document-local person aliases: ``{alias entity id: entity id it names}`` for one paragraph.
+
+    ``names``: ``(entity id, canonical)`` of the PERSON entities mentioned in the paragraph; ``title``: the paragraph's
+    title entity as ``(entity id, title_name(title))``, or None. Every alias is a PERSON name; its target is a longer
+    name of the same paragraph (:func:`name_alias_of`) or the title. Names are resolved longest first, so a chain
+    (``sørensen`` -> ``peder lauritz sørensen`` -> title ``s p l sørensen``) ends at its root. An alias whose
+    candidates lead to more than one root is ambiguous and left alone (``obama`` beside both ``barack obama`` and
+    ``michelle obama``). Deterministic: the result does not depend on the order of ``names``.
+    """
+    # longest first; among equally long names the fuller (fewer initials) first: every possible target precedes its aliases
+    people = sorted(set(names), key=lambda x: (-len(x[1].split()), sum(len(t) == 1 for t in x[1].split()), x[1], x[0]))
+    root: dict[str, str] = {}
+    out: dict[str, str] = {}
+    done: list[tuple[str, str]] = [title] if title and title[1] else []
+    for eid, canon in people:
+        cands = {root.get(oid, oid) for oid, oc in done if oid != eid and name_alias_of(canon, oc)}
+        if len(cands) == 1:
+            target = next(iter(cands))
+            out[eid] = target
+            root[eid] = target
+        done.append((eid, canon))
+    return dict(sorted(out.items()))

@@ -1,0 +1,186 @@
+"""Why a question is not reachable (``menu_reachability(...).cause``), and the LOOKUP pool ranked before any cap,
+on the real HotpotQA test graph (both stores)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from harness_g.agent.config import EnvConfig
+from harness_g.agent.env import init_retrieve
+from harness_g.agent.menu import build_menu, dedup_by_text, lookup_result
+from harness_g.agent.metrics import gold_units
+from harness_g.agent.reachability import CAUSES, menu_reachability, relaxed_depths
+
+Q_ALL_VISIBLE = "5a7ce50f55429909bec76869"  # both gold sentences in U_0
+Q_ONE_VISIBLE = "5a8268aa55429940e5e1a8aa"  # one of two gold sentences in U_0, the other one LOOKUP away
+Q_HUB = "5a8b1a925542997f31a41c6e"  # reachable by default; its gold hides behind rankings when candidates are capped
+
+
+def _by_id(questions, qid):
+    return next(q for q in questions if q.id == qid)
+
+
+def test_reachable_and_no_gold_have_no_cause(hotpot_view, hotpot_questions) -> None:
+    r = menu_reachability(hotpot_view, _by_id(hotpot_questions, Q_ALL_VISIBLE))
+    assert r.status == "reachable" and r.cause is None and r.detail == "" and r.needed_turns is None
+    none = menu_reachability(hotpot_view, replace(hotpot_questions[0], gold_sentence_ids=(), gold_paragraph_ids=()))
+    assert none.status == "no_gold" and none.cause is None
+
+
+def test_gold_absent(hotpot_view, hotpot_questions) -> None:
+    item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
+    mixed = replace(item, gold_sentence_ids=(item.gold_sentence_ids[0], "p_doesnotexist0000:3"))
+    r = menu_reachability(hotpot_view, mixed)
+    assert (r.status, r.cause, r.expansions) == ("unreachable", "gold_absent", 0)
+    par = menu_reachability(hotpot_view, replace(item, gold_sentence_ids=(), gold_paragraph_ids=("p_doesnotexist0000",)))
+    assert par.cause == "gold_absent"
+
+
+def test_no_entity_path_for_a_sentence_no_pool_contains(hotpot_view, hotpot_questions) -> None:
+    """A sentence that neither mentions a lookup-able entity nor neighbours one that does is in no candidate pool:
+    outside U_0 nothing reaches it, under any caps."""
+    view = hotpot_view
+    ents = view.entities_of(view.sentence_ids)
+
+    def neighbours(sid: str) -> list[str]:
+        pid, pos = sid.rsplit(":", 1)
+        return [n for n in (f"{pid}:{int(pos) - 1}", f"{pid}:{int(pos) + 1}") if n in view.row_of]
+
+    isolated = sorted(s for s in view.sentence_ids if not ents.get(s) and not any(ents.get(n) for n in neighbours(s)))
+    assert isolated, "the test graph has sentences without lookup-able entities around them"
+    all_entities = sorted({e.id for es in ents.values() for e in es})
+    pooled = {s for pool in view.lookup_pools(all_entities).values() for s in pool}
+    item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
+    u0 = init_retrieve(view, item.question, view.encode([item.question])[0], EnvConfig())
+    target = next(s for s in isolated if s not in u0)
+    assert target not in pooled  # the premise, checked on the raw pools
+    ghost = replace(item, gold_sentence_ids=(item.gold_sentence_ids[0], target))
+    r = menu_reachability(view, ghost)
+    assert (r.status, r.cause, r.expansions) == ("unreachable", "no_entity_path", 0)
+    # with large caps and many turns it stays unreachable: the cause is not the caps
+    wide = EnvConfig(max_turns=12, visible_cap=30, lookup_cap=40)
+    assert menu_reachability(view, ghost, wide).cause == "no_entity_path"
+
+
+def test_turn_budget(hotpot_view, hotpot_questions) -> None:
+    item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
+    r = menu_reachability(hotpot_view, item)
+    assert r.status == "reachable" and r.min_turns is not None
+    short = menu_reachability(hotpot_view, item, EnvConfig(max_turns=r.min_turns - 1))
+    assert short.status == "unreachable" and short.cause == "turn_budget"
+    assert short.detail in ("relaxed", "capped") and short.needed_turns is not None
+    assert r.min_turns - 1 < short.needed_turns <= r.min_turns
+    if short.detail == "capped":  # a found trajectory: exactly the shortest one
+        assert short.needed_turns == r.min_turns
+
+
+def test_multi_sentence_answer_with(hotpot_view, hotpot_questions) -> None:
+    """With a closing ANSWER_WITH that commits several visible sentences, two visible gold units take one turn."""
+    item = _by_id(hotpot_questions, Q_ALL_VISIBLE)
+    one = EnvConfig(max_turns=1)
+    r = menu_reachability(hotpot_view, item, one)
+    assert (r.status, r.cause, r.detail, r.needed_turns) == ("unreachable", "turn_budget", "relaxed", 2)
+    multi = menu_reachability(hotpot_view, item, one, answer_with_max=2)
+    assert multi.status == "reachable" and multi.min_turns == 1
+    # gold that needs a LOOKUP still needs its turns: commit, look up, answer
+    two = _by_id(hotpot_questions, Q_ONE_VISIBLE)
+    assert menu_reachability(hotpot_view, two, answer_with_max=2).min_turns == menu_reachability(hotpot_view, two).min_turns
+
+
+def test_search_budget(hotpot_view, hotpot_questions) -> None:
+    item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
+    r = menu_reachability(hotpot_view, item, budget=1)
+    assert (r.status, r.cause, r.expansions) == ("unknown", "search_budget", 1)
+    assert menu_reachability(hotpot_view, item, budget=400).status == "reachable"
+
+
+def test_pool_or_rank_cap(hotpot_view, hotpot_questions) -> None:
+    """With one ranked candidate per LOOKUP the gold sentence is cut although it sits in a candidate's pool; with the
+    default caps the same question is reachable, so the cause is the cap."""
+    item = _by_id(hotpot_questions, Q_HUB)
+    assert menu_reachability(hotpot_view, item).status == "reachable"
+    r = menu_reachability(hotpot_view, item, EnvConfig(lookup_pool_cap=1))
+    assert r.status == "unreachable" and r.cause == "pool_or_rank_cap" and r.detail == "gold_cut"
+
+
+def test_every_cause_is_named_and_relaxed_depths_bound_min_turns(hotpot_view, hotpot_questions) -> None:
+    cfg = EnvConfig()
+    for item in hotpot_questions:
+        r = menu_reachability(hotpot_view, item, cfg)
+        assert (r.cause is None) == (r.status == "reachable")
+        assert r.cause is None or r.cause in CAUSES
+        units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
+        q_vec = hotpot_view.encode([item.question])[0]
+        depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg))
+        if r.status == "reachable":  # the relaxation is a lower bound of every real trajectory
+            assert all(d is not None for d in depths)
+            assert max(depths) + len(units) <= r.min_turns
+        if r.initially_visible == len(units):
+            assert depths == [0] * len(units)
+
+
+# ---------------------------------------------------------------- the LOOKUP pool is ranked before any cap
+
+def test_rank_top_matches_rank(hotpot_view) -> None:
+    view = hotpot_view
+    rng = np.random.default_rng(0)
+    vec = view.encode(["a film directed by an American director"])[0]
+    ids = list(view.sentence_ids)
+    for n, k in ((5, 3), (50, 6), (len(ids), 10), (len(ids), len(ids)), (20, 50)):
+        pool = [ids[i] for i in rng.choice(len(ids), size=n, replace=False)] + ["p_unknown:0"]
+        assert view.rank_top(vec, pool, k) == [s for s, _ in view.rank(vec, pool)][:k]
+    # ties (identical vectors) are broken by id, as in rank()
+    dup_rows = {}
+    for i, row in enumerate(view.embeddings):
+        dup_rows.setdefault(row.tobytes(), []).append(ids[i])
+    tied = next((v for v in dup_rows.values() if len(v) > 1), None)
+    if tied is not None:
+        assert view.rank_top(vec, list(reversed(tied)), 1) == [min(tied)]
+
+
+def test_lookup_ranks_the_whole_pool_before_the_cap(hotpot_view, hotpot_questions) -> None:
+    """The LOOKUP result is the best of the WHOLE pool, not of its first lookup_pool_cap sentences in storage
+    (channel, id) order: a sentence beyond the cap in storage order makes it to U_{t+1} when it ranks high."""
+    view = hotpot_view
+    cap = 5
+    cfg = EnvConfig(lookup_pool_cap=cap)
+    ents = view.entities_of(view.sentence_ids)
+    entity_ids = sorted({e.id for es in ents.values() for e in es})
+    pools = view.lookup_pools(entity_ids)
+    big = [e for e in entity_ids if len(pools.get(e, ())) > cap]
+    assert big
+    beyond = 0
+    for item in hotpot_questions:
+        m_vec = view.encode([item.question])[0]
+        for eid in big:
+            pool = pools[eid]
+            res = lookup_result(view, pool, m_vec, set(), set(), cfg)
+            ranked = [s for s, _ in view.rank(m_vec, pool)][:cap]
+            assert list(res) == dedup_by_text(ranked, view.sentences(ranked), set())[: cfg.visible_cap]
+            beyond += any(s not in pool[:cap] for s in res)
+    assert beyond > 0
+
+
+def test_menu_offers_one_lookup_per_name(hotpot_view, hotpot_questions) -> None:
+    """Same-name targets (an article's TITLE entity and the PERSON/WORK_OF_ART entity of its first sentence) are one
+    LOOKUP, and a name already visited is not offered again under another label."""
+    view = hotpot_view
+    cfg = EnvConfig()
+    seen_dup_candidates = 0
+    for item in hotpot_questions:
+        q_vec = view.encode([item.question])[0]
+        visible = init_retrieve(view, item.question, q_vec, cfg)
+        menu = build_menu(view, question_vec=q_vec, m_vec=q_vec, committed=(), visible=visible, visited=(), cfg=cfg)
+        names = [e.name for e in menu.entities]
+        assert len(names) == len(set(names)), names
+        cands = [e for es in view.entities_of(visible).values() for e in es if e.lookupable]
+        by_name: dict[str, set[str]] = {}
+        for e in cands:
+            by_name.setdefault(e.name, set()).add(e.id)
+        seen_dup_candidates += sum(len(v) > 1 for v in by_name.values())
+        for e in menu.entities[:1]:  # after visiting a name, none of its same-name entities comes back
+            nxt = build_menu(view, question_vec=q_vec, m_vec=q_vec, committed=(), visible=menu.lookup_results[e.id],
+                             visited=(e.id,), cfg=cfg)
+            assert e.name not in {x.name for x in nxt.entities}
+    assert seen_dup_candidates > 0  # the filter had same-name candidates to merge
