@@ -131,15 +131,7 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
     t_start = time.perf_counter()
     records: list[dict[str, Any]] = []
     with open_graph(graph_dir(root, name)) as view:
-        fix_check = None
-        if fixed_query:
-            fix_check = verify_fixed_query(view.store, view.artifact)
-            assert fix_check["identical"] == fix_check["batches"], fix_check
-            view.store = FixedEntitiesStore(view.store, verify=20)
-        items = questions_of(view, name)
-        n_all = len(items)
-        if limit:
-            items = items[:limit]
+        items, n_all, fix_check = _dataset_questions(view, name, limit, fixed_query)
         for item in items:
             rec: dict[str, Any] = {"id": item.id, "gold_units": len(item.gold_sentence_ids or item.gold_paragraph_ids)}
             if rec["gold_units"]:
@@ -158,6 +150,19 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
     return summary
 
 
+def _dataset_questions(view: Any, name: str, limit: int | None, fixed_query: bool) -> tuple[list, int, dict | None]:
+    """(the first ``limit`` questions, how many the dataset has, the fixed-query check or None); with ``fixed_query``
+    the store answers entities_of_sentences with the index-first variant (same rows as the shipped query, checked,
+    ~20-60x faster on FalkorDB: see bench_env)."""
+    fix_check = None
+    if fixed_query:
+        fix_check = verify_fixed_query(view.store, view.artifact)
+        assert fix_check["identical"] == fix_check["batches"], fix_check
+        view.store = FixedEntitiesStore(view.store, verify=20)
+    items = questions_of(view, name)
+    return (items[:limit] if limit else items), len(items), fix_check
+
+
 def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
                  fixed_query: bool = True) -> dict[str, Any]:
     from harness_g.agent.config import EnvConfig
@@ -173,15 +178,7 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
     t_start = time.perf_counter()
     records: list[dict[str, Any]] = []
     with open_graph(gdir) as view:
-        fix_check = None
-        if fixed_query:  # same rows as the shipped query (checked), ~20-60x faster on FalkorDB: see bench_env
-            fix_check = verify_fixed_query(view.store, view.artifact)
-            assert fix_check["identical"] == fix_check["batches"], fix_check
-            view.store = FixedEntitiesStore(view.store, verify=20)
-        items = questions_of(view, name)
-        n_all = len(items)
-        if limit:
-            items = items[:limit]
+        items, n_all, fix_check = _dataset_questions(view, name, limit, fixed_query)
         policy = make_policy("heuristic")
         env = MenuEnv(view, cfg)
         t_reach = t_pol = t_dense = 0.0
