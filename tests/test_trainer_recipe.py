@@ -337,3 +337,22 @@ def test_credit_answerer_names_the_frozen_scorer(tmp_path):
     assert forward.model.config.num_hidden_layers == 1
     ids = torch.tensor([tok("hello", add_special_tokens=False)["input_ids"]])
     assert forward(input_ids=ids).logits.shape[:2] == ids.shape
+
+
+def test_paths_in_a_config_file_are_relative_to_that_file(tmp_path, monkeypatch) -> None:
+    """data.graph_dir / data.build_input written in a config file resolve against the file's folder, whatever the
+    working directory; --set values stay relative to the working directory."""
+    from pathlib import Path
+
+    folder = tmp_path / "exp" / "configs"
+    folder.mkdir(parents=True)
+    (folder / "run.yaml").write_text("data:\n  graph_dir: ../graphs/g\n  build_input: data/q.json\n  build_format: hotpotqa\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(folder / "run.yaml")
+    assert cfg.data.graph_dir == str(tmp_path / "exp" / "graphs" / "g")
+    assert cfg.data.build_input == str(folder / "data" / "q.json")
+    assert load_config(folder / "run.yaml", {"data.graph_dir": "here"}).data.graph_dir == "here"
+    shipped = load_config(Path(__file__).resolve().parents[1] / "training/configs/tiny-cpu.yaml")
+    root = Path(__file__).resolve().parents[1]
+    assert shipped.data.graph_dir == str(root / "graphs" / "2wiki-slice")
+    assert Path(shipped.data.build_input).is_file()  # the shipped slice, found from any working directory

@@ -352,6 +352,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: expected a mapping of sections, got {type(data).__name__}")
         where = str(p)
+        _resolve_paths(data, p.resolve().parent)
     for key, value in (overrides or {}).items():
         node = data
         parts = key.split(".")
@@ -368,6 +369,20 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
     return config
+
+
+#: fields that name files or directories: a relative path written in a config file is relative to that file (as in
+#: any config format that includes other files), so a config works from any working directory; ``--set`` values stay
+#: relative to the working directory, like every other command-line path
+PATH_FIELDS: tuple[tuple[str, str], ...] = (("data", "graph_dir"), ("data", "build_input"))
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Rewrite the relative :data:`PATH_FIELDS` of a config file's mapping as absolute paths under ``base`` (in place)."""
+    for section, key in PATH_FIELDS:
+        node = data.get(section)
+        if isinstance(node, dict) and isinstance(node.get(key), str) and node[key] and not Path(node[key]).is_absolute():
+            node[key] = str((base / node[key]).resolve())
 
 
 def _validate(c: TrainConfig) -> None:
