@@ -71,11 +71,20 @@ def _add_interface_flags(p: argparse.ArgumentParser) -> None:
                         "makes the menu usable for small models such as SmolLM2-135M)")
 
 
-def _make_policy(args: argparse.Namespace):
-    """``make_policy(--policy)``; LLM policies also get model/base_url/temperature/seed/max_new_tokens."""
+def _make_policy(args: argparse.Namespace, **gold: Any):
+    """``make_policy(--policy)``; LLM policies also get model/base_url/temperature/seed/max_new_tokens; the oracle
+    gets ``gold`` (view, env_config, questions: only `harness-g eval` has gold labels)."""
     from harness_g.agent.policies import make_policy
 
     kwargs: dict[str, Any] = {}
+    if args.policy == "oracle":
+        from harness_g.agent.policies.oracle import NEEDS_GOLD
+
+        if not gold:
+            raise ConfigError(NEEDS_GOLD)
+        if getattr(args, "interface", "menu") != "menu":
+            raise ConfigError("the oracle policy plays the menu interface only (--interface menu)")
+        kwargs.update(gold)
     if args.policy in LLM_POLICIES:
         for key in ("model", "base_url", "temperature", "seed", "max_new_tokens"):
             value = getattr(args, key, None)
@@ -93,6 +102,17 @@ def _make_policy(args: argparse.Namespace):
     return make_policy(args.policy, **kwargs)
 
 
+GLOSS_CHARS = 90  # sentence text shown after a SELECT / ANSWER_WITH line of a printed trajectory
+
+
+def _sentence_gloss(action: dict, texts: dict) -> str:
+    """`` | <sentence text>`` for a single-sentence SELECT / ANSWER_WITH line (cut to GLOSS_CHARS), else ""."""
+    if action["type"] not in ("SELECT", "ANSWER_WITH") or len(action["targets"]) != 1 or action["targets"][0] not in texts:
+        return ""
+    text = texts[action["targets"][0]].text
+    return " | " + (text if len(text) <= GLOSS_CHARS else text[: GLOSS_CHARS - 1].rstrip() + "…")
+
+
 def print_trajectory(traj, view, out=None) -> None:
     """Human-readable trajectory: each step's menu with the chosen action marked, then the answer.
 
@@ -100,9 +120,10 @@ def print_trajectory(traj, view, out=None) -> None:
     out = out or sys.stdout
     for step in traj.steps:
         out.write(f"\n-- turn {step.turn + 1}: reply {step.reply!r}" + (f"  INVALID: {step.error}" if step.error else "") + "\n")
+        texts = view.sentences([t for a in step.menu if a["type"] in ("SELECT", "ANSWER_WITH") for t in a["targets"]])
         for a in step.menu:
             mark = ">>" if a["id"] == step.chosen else "  "
-            out.write(f" {mark} {a['label']}\n")
+            out.write(f" {mark} {a['label']}{_sentence_gloss(a, texts)}\n")
         if step.introduced:
             infos = view.sentences(step.introduced)
             verb = "surfaced" if step.action_type == "LOOKUP" else "committed"
@@ -125,8 +146,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from harness_g.agent.session import open_graph
     from harness_g.graph.types import QAItem
 
+    _check_policy_flags(args)
     item = QAItem(id="ask", question=args.question, answers=tuple(args.answer or ()), dataset="")
     from harness_g.agent.interfaces import make_interface
+
+    if args.policy == "oracle":  # before the graph loads: an ad-hoc question has no gold labels
+        _make_policy(args)
 
     with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
         traj = make_interface(args.interface, view, _make_policy(args), _env_config(args)).run(item)
@@ -162,10 +187,38 @@ def cmd_menu(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the terminal summary of `harness-g eval`: metric -> unit (scores are macro averages over scored questions)
+SUMMARY_UNITS = {
+    "questions": "count", "scored": "count", "errors": "count", "em": "% (x100)", "f1": "token F1 x100",
+    "rs": "R-S: cosine(retrieved, gold evidence) x100", "evidence_recall": "% of gold units in C_T",
+    "evidence_precision": "% of C_T that is gold", "answer_in_evidence": "% with a gold answer in C_T",
+    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question", "mean_seconds": "s/question",
+    "reachable_rate": "% of decided questions", "ge": "G-E x100", "ge_failures": "count",
+}
+
+
+def _check_policy_flags(args: argparse.Namespace) -> None:
+    """What can be wrong with --policy and its flags, checked before any graph or model loads (seconds to minutes)."""
+    import os
+
+    from harness_g.agent.policies import POLICIES
+
+    if args.policy not in POLICIES:
+        raise ConfigError(f"unknown policy {args.policy!r}; available: {', '.join(sorted(POLICIES))}")
+    if args.policy == "openai":
+        missing = [flag for flag, value, env in (("--base-url", args.base_url, "OPENAI_BASE_URL"),
+                                                 ("--model", args.model, "OPENAI_MODEL")) if not (value or os.environ.get(env))]
+        if missing:
+            raise ConfigError(f"the openai policy needs {' and '.join(missing)}, e.g. --base-url http://127.0.0.1:8011/v1 "
+                              "--model smollm2")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.evaluate import EvalConfig, run_eval
     from harness_g.agent.session import open_graph
     from harness_g.graph.artifact import Artifact
+
+    _check_policy_flags(args)
 
     if args.questions:
         if not args.format:
@@ -183,16 +236,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     judge = make_judge(args.judge_base_url, args.judge_model, api_key=args.judge_api_key)
     from harness_g.graph.locks import exclusive_lock
 
+    env_config = _env_config(args)
     # the run directory's lock first: a second eval into the same --out is refused before any model loads
     with exclusive_lock(args.out, "--out directory"), \
             open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
-        summary = run_eval(view, _make_policy(args), questions, args.out, env_config=_env_config(args), config=config,
+        gold = {"view": view, "env_config": env_config, "questions": questions} if args.policy == "oracle" else {}
+        summary = run_eval(view, _make_policy(args, **gold), questions, args.out, env_config=env_config, config=config,
                            progress=not args.quiet, judge=judge)
-    keys = ["questions", "scored", "errors", "em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence",
-            "mean_turns", "mean_invalid_turns", "mean_seconds", "reachable_rate", "ge", "ge_failures"]
     from harness_g.table import format_table
 
-    print(format_table(["metric", "value"], [[k, summary.get(k)] for k in keys if k in summary]))
+    print(format_table(["metric", "value", "unit"], [[k, summary.get(k), unit] for k, unit in SUMMARY_UNITS.items() if k in summary]))
     print(f"records: {Path(args.out) / 'records.jsonl'}  summary: {Path(args.out) / 'summary.json'}")
     return 0
 
@@ -202,6 +255,40 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     path = build_report(args.run_dirs, args.out, title=args.title, max_questions=args.max_questions, expand=args.expand)
     print(f"report: {path}")
+    return 0
+
+
+def cmd_browse(args: argparse.Namespace) -> int:
+    """Draw a question's menu neighbourhood, or a Cypher query's result, as one self-contained HTML page."""
+    from harness_g.agent import browse
+
+    if (args.question is None) == (args.cypher is None):
+        raise ConfigError("give a QUESTION (text or question id) or --cypher QUERY" + (", not both" if args.question else ""))
+    if args.param and args.cypher is None:
+        raise ConfigError("--param needs --cypher")
+    if args.port is not None and not args.serve:
+        raise ConfigError("--port needs --serve")
+    if args.cypher is not None:
+        from harness_g.cli import _parse_param
+        from harness_g.graph.load import open_graph_store
+
+        params = dict(_parse_param(p) for p in args.param or [])
+        with open_graph_store(args.graph_dir, args.store) as store:
+            data = browse.cypher_graph(store, args.cypher, params)
+        title = args.title or f"harness-g browse: Cypher on {Path(args.graph_dir).name}"
+    else:
+        from harness_g.agent.session import open_graph
+        from harness_g.graph.artifact import Artifact
+
+        item = browse.resolve_question(Artifact.open(args.graph_dir).questions(), args.question, str(args.graph_dir))
+        with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+            config = browse.BrowseConfig(env=_env_config(args), all_mentions=not args.lookupable_only)
+            data = browse.neighbourhood(view, item, config)
+        title = args.title or "harness-g browse: menu neighbourhood" + (f" of {item.id}" if item.id != "browse" else "")
+    path = browse.write_page(data, args.out, title)
+    print(f"browse: {path}  ({len(data.nodes)} nodes, {len(data.edges)} edges)", flush=True)
+    if args.serve:
+        browse.serve(path, 8000 if args.port is None else args.port)
     return 0
 
 
@@ -231,7 +318,8 @@ def register(sub: Any) -> None:
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
     p.add_argument("--questions", help="questions file (default: the questions read with the graph's corpus)")
     p.add_argument("--format", help="format of --questions (hotpotqa, 2wiki, musique, nq, popqa, triviaqa, questions)")
-    p.add_argument("--policy", default="heuristic", help=f"policy ({policies}); default heuristic")
+    p.add_argument("--policy", default="heuristic",
+                   help=f"policy ({policies}); default heuristic; oracle is privileged: it plans from the gold evidence labels")
     p.add_argument("--out", required=True, metavar="DIR", help="run directory (re-run the same DIR to resume)")
     p.add_argument("--limit", type=int, help="first N questions")
     p.add_argument("--reachability", action="store_true", help="also compute menu reachability of the gold evidence")
@@ -251,3 +339,22 @@ def register(sub: Any) -> None:
     p.add_argument("--max-questions", type=int, help="draw at most N trajectories per run (default: all)")
     p.add_argument("--expand", action="store_true", help="trajectory sections start open (for printing / screenshots)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("browse", help="draw a question's menu neighbourhood or a Cypher result as one offline HTML page",
+                       description="Write one self-contained HTML page (vis-network inlined: works offline, from file://) "
+                                   "drawing either a question's menu neighbourhood -- U_0, the first menu's LOOKUP targets "
+                                   "and what each would surface, their paragraphs and entities, gold evidence marked -- or "
+                                   "the nodes, relationships and ids a read-only Cypher query returns.")
+    p.add_argument("graph_dir", metavar="GRAPH_DIR")
+    p.add_argument("question", nargs="?", metavar="QUESTION",
+                   help="question text, or the id of a question of the graph's set (its gold evidence is then marked)")
+    p.add_argument("--cypher", metavar="QUERY", help="draw this read-only query's result instead; use $name parameters")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="query parameter (VALUE parsed as JSON if possible)")
+    p.add_argument("--out", default="browse.html", metavar="FILE.html", help="output page (default browse.html)")
+    p.add_argument("--title", help="page title")
+    p.add_argument("--lookupable-only", action="store_true",
+                   help="draw only lookup-able entities (default: every mentioned one, dates and numbers included)")
+    p.add_argument("--serve", action="store_true", help="also serve the page on http://127.0.0.1:PORT until Ctrl-C")
+    p.add_argument("--port", type=int, help="port for --serve (default 8000; 0: any free port)")
+    _add_env_flags(p)
+    p.set_defaults(func=cmd_browse)

@@ -88,7 +88,36 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
     entity_channel = [sid for sid, _ in view.rank(q_vec, mention_ids)][: cfg.init_entity_k]
     fused = [sid for sid, _ in rrf([global_hits, local, entity_channel], cfg.rrf_k)]
     head = fused[: cfg.visible_cap * 3]
-    return dedup_by_text(head, view.sentences(head), set())[: cfg.visible_cap]
+    visible = dedup_by_text(head, view.sentences(head), set())[: cfg.visible_cap]
+    if cfg.init_entity_reserve and q_entities:
+        visible = _reserve_entity_slots(view, visible, q_entities, mention_pool, q_vec, cfg)
+    return visible
+
+
+def _reserve_entity_slots(view: GraphView, visible: list[str], q_entities: list, pools: dict[str, tuple[str, ...]],
+                          q_vec: np.ndarray, cfg: EnvConfig) -> list[str]:
+    """Give each question entity that U_0 does not touch its best sentence, replacing U_0's lowest-ranked ones.
+
+    A comparison question ("... X or Y?") names two entities; the fused channels are often filled by X's articles,
+    and when nothing links X to Y no LOOKUP ever reaches Y's. So up to ``init_entity_reserve`` entities named by the
+    question (maximal names only: "malibu express", not also "malibu") whose candidate pool C(e) has no sentence in
+    U_0 get their best sentence by cosine to q (strongest entity first), in place of U_0's last sentences.
+    Still the paper's entity-mention channel (harness-g.tex l.285), fused by slot reservation instead of RRF.
+    """
+    names = {e.name for e in q_entities}
+    maximal = [e for e in q_entities if not any(n != e.name and f" {e.name} " in f" {n} " for n in names)]
+    shown = set(visible)
+    best: list[tuple[float, str, str]] = []  # (-cosine, entity id, sentence id) of uncovered entities
+    for e in maximal:
+        pool = pools.get(e.id, ())
+        if not pool or shown.intersection(pool):
+            continue
+        ranked = view.rank(q_vec, pool)
+        if ranked:
+            best.append((-ranked[0][1], e.id, ranked[0][0]))
+    reserved = list(dict.fromkeys(sid for _, _, sid in sorted(best)[: cfg.init_entity_reserve]))
+    out = list(dict.fromkeys(visible[: cfg.visible_cap - len(reserved)] + reserved))
+    return dedup_by_text(out, view.sentences(out), set())[: cfg.visible_cap]
 
 
 class MenuEnv:
@@ -190,14 +219,30 @@ class MenuEnv:
         reply, ("invalid", reason) after a rejected one."""
         return self._event, self._error
 
-    def tools(self) -> GraphTools:
+    def tools(self, *, preview: bool = True) -> GraphTools:
         """The read-only :class:`~harness_g.agent.observation.PolicyTools` policies get, with the question's
-        and m_t's vectors pinned to the ones this environment used for its menu."""
+        and m_t's vectors pinned to the ones this environment used for its menu.
+
+        ``preview`` (harness-g.tex l.293, Previewability): the tools expand actions of *this* turn's menu with
+        :meth:`preview`; once the episode moves on (a step, a reset) or is over they raise instead of silently
+        describing a later menu (ids are re-bound every turn). ``preview=False``: no preview at all (the
+        free-query arm hides the menu)."""
         st = self._require_state()
         pinned = {st.question.question: st.question_vec}
         if self._m_text is not None and self._m_vec is not None:
             pinned.setdefault(self._m_text, self._m_vec)
-        return GraphTools(self.view, pinned)
+        if not preview or st.done:
+            return GraphTools(self.view, pinned)
+        episode, turn = self.episode, st.turn
+
+        def bound_preview(action_id: str) -> Preview:
+            now = self.state
+            if self.episode != episode or now is None or now.turn != turn or now.done:
+                raise HarnessError(f"stale tools: they preview the menu of turn {turn} of episode {episode}, which is "
+                                   "gone; use the current observation's tools")
+            return self.preview(action_id)
+
+        return GraphTools(self.view, pinned, bound_preview)
 
     def observe(self) -> Observation:
         """The current :class:`~harness_g.agent.observation.Observation`: what a policy acts on (``text`` is

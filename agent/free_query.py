@@ -30,7 +30,8 @@ Reply grammar (after trimming; at most :data:`MAX_REPLY_CHARS` characters are re
 
 =======================  ====================================================================
 ``SELECT S<i>``          commit visible sentence S<i>                    (exact, by handle)
-``ANSWER_WITH S<i>``     commit S<i> and stop                            (exact, by handle)
+``ANSWER_WITH S<i> ...`` commit S<i> (and up to answer_with_max - 1 more visible sentences, e.g.
+                         ``ANSWER_WITH S1 S3``) and stop                 (exact, by handle)
 ``ANSWER``               stop and answer from C_t                        (exact)
 ``SEARCH: <text>``       free search string ``<text>`` -> resolver -> LOOKUP
 anything else            the whole reply is the free search string u_t -> resolver -> LOOKUP
@@ -78,8 +79,8 @@ TIE_DECIMALS = 6
 NO_SEARCH_NOTE = "Search: no new sentences can be retrieved at this step (SELECT, ANSWER_WITH or ANSWER)."
 
 _FREE_QUERY_INSTRUCTION = (
-    "Reply with exactly one move: SELECT S<i> to keep a visible sentence as evidence, ANSWER_WITH S<i> to keep it "
-    "and stop, ANSWER when the committed evidence is enough, or SEARCH: <free text> to search for the evidence you "
+    "Reply with exactly one move: SELECT S<i> to keep a visible sentence as evidence, ANSWER_WITH S<i> (or "
+    "ANSWER_WITH S<i> S<j>) to keep it (them) and stop, ANSWER when the committed evidence is enough, or SEARCH: <free text> to search for the evidence you "
     "need next (the search engine retrieves new sentences about the closest matching entity)."
 )
 
@@ -104,7 +105,7 @@ def free_query_header() -> str:
         "- SELECT S: commit visible sentence S as evidence (the final answer sees committed evidence only).\n"
         "- SEARCH: <text>: write a search request in your own words; the search engine retrieves new sentences "
         "about the closest matching entity.\n"
-        "- ANSWER_WITH S: commit visible sentence S and stop.\n"
+        "- ANSWER_WITH S ...: commit the listed visible sentence(s) and stop.\n"
         "- ANSWER: stop and answer from the committed evidence.\n"
         "Reply with exactly one move and nothing else, e.g. SELECT S0, SEARCH: <what to look up>, ANSWER_WITH S1 "
         "or ANSWER."
@@ -198,7 +199,8 @@ class Resolver:
 # -- reply parsing ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FreeReply:
-    """A parsed free-query reply: ``kind`` is "move" (``move`` = (type, handle or None)), "search"
+    """A parsed free-query reply: ``kind`` is "move" (``move`` = (type, handles or None): the handle ``"S1"``, or
+    several space-separated ones ``"S1 S3"`` for a multi-sentence ANSWER_WITH), "search"
     (``query`` = u_t) or "invalid" (``error``)."""
 
     kind: str
@@ -212,7 +214,10 @@ class FreeReply:
 # characters, so classifying a reply is linear in its length (no backtracking blow-up).
 _OPENERS = "*`\"'[("
 _CLOSERS = "*`\"')]."
-_MOVE = re.compile(r"(SELECT|ANSWER_WITH)[ \t]+S(\d+)|(ANSWER)", re.I)
+# ANSWER_WITH takes one or more handles ("ANSWER_WITH S1 S3", commas allowed); the separator class and "S\d+" share
+# no character, so the repetition cannot backtrack
+_MOVE = re.compile(r"(SELECT)[ \t]+S(\d+)|(ANSWER_WITH)((?:[ \t,]+S\d+)+)|(ANSWER)", re.I)
+_HANDLE = re.compile(r"S(\d+)", re.I)
 _KEYWORD = re.compile(r"(SELECT|ANSWER_WITH|ANSWER)(?![A-Za-z0-9_])")  # upper case only: a move was meant
 _SEARCH_KEY = re.compile(r"(?:SEARCH(?![A-Za-z0-9_])[ \t]*:?|search[ \t]*:)[ \t]*", re.I)
 
@@ -239,9 +244,12 @@ def parse_free_reply(text: str) -> FreeReply:
     core = _unwrap(text)
     m = _MOVE.fullmatch(core)
     if m:
-        if m.group(3):
+        if m.group(5):
             return FreeReply("move", (ActionType.ANSWER, None))
-        return FreeReply("move", (ActionType(m.group(1).upper()), f"S{int(m.group(2))}"))
+        if m.group(1):
+            return FreeReply("move", (ActionType.SELECT, f"S{int(m.group(2))}"))
+        handles = " ".join(f"S{int(h)}" for h in _HANDLE.findall(m.group(4)))
+        return FreeReply("move", (ActionType.ANSWER_WITH, handles))
     if _KEYWORD.match(core):
         return FreeReply("invalid", error=f"malformed move {core[:60]!r}; reply SELECT S<i>, ANSWER_WITH S<i>, ANSWER "
                                           "or SEARCH: <text>")
@@ -341,7 +349,8 @@ class FreeQueryEnv:
         done = self.inner.done
         return dataclasses.replace(obs, text="" if done else self.observation(self._error), event=self._event,
                                    error=self._error, entities=(), menu=(),
-                                   search_available=not done and self.search_available, interface=self.interface)
+                                   search_available=not done and self.search_available, interface=self.interface,
+                                   tools=self.inner.tools(preview=False))  # no menu here, so nothing to preview
 
     # -- episode --------------------------------------------------------------------------
     def reset(self, question: QAItem | str) -> str:
@@ -361,21 +370,30 @@ class FreeQueryEnv:
         return self.resolver.resolve(query, self.inner.menu)
 
     def move_action(self, kind: ActionType, handle: str | None) -> Action:
-        """The menu action a move by handle names, exactly (no text resolution); HarnessError when it is not
-        offered (unknown handle, ANSWER_WITH disabled)."""
+        """The menu action a move by handle(s) names, exactly (no text resolution); HarnessError when it is not
+        offered (unknown handle, a handle named twice, more sentences than ``answer_with_max``, ANSWER_WITH disabled)."""
         self.inner._require_state()
         menu = self.inner.menu
         assert menu is not None
         if kind is ActionType.ANSWER:
             return next(a for a in menu.actions if a.type is ActionType.ANSWER)
         handles = {f"S{i}": s.id for i, s in enumerate(menu.sentences)}
-        sid = handles.get(handle or "")
-        if sid is None:
-            shown = ", ".join(handles) if handles else "none"
-            raise HarnessError(f"unknown sentence {handle}; visible: {shown}")
-        action = next((a for a in menu.actions if a.type is kind and a.targets == (sid,)), None)
+        named = (handle or "").split()
+        for h in named:
+            if h not in handles:
+                shown = ", ".join(handles) if handles else "none"
+                raise HarnessError(f"unknown sentence {h}; visible: {shown}")
+        if len(set(named)) != len(named):
+            raise HarnessError(f"{kind.value} names a sentence twice ({handle})")
+        # the menu lists a multi-sentence ANSWER_WITH's targets in visible order
+        order = list(handles)
+        targets = tuple(handles[h] for h in sorted(named, key=order.index))
+        action = next((a for a in menu.actions if a.type is kind and a.targets == targets), None)
         if action is None:
-            raise HarnessError(f"{kind.value} is not available at this step")
+            cap = self.inner.config.answer_with_max
+            why = (f" (at most {cap} sentences per ANSWER_WITH)" if kind is ActionType.ANSWER_WITH and len(targets) > cap
+                   and self.inner.config.answer_with else "")
+            raise HarnessError(f"{kind.value} {handle} is not available at this step{why}")
         return action
 
     def step(self, reply: str) -> StepResult:

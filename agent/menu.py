@@ -1,6 +1,7 @@
 """Menu proposal and filtering: M_t = Filter(Propose(z_t, G), H_t).
 
-Propose: SELECT/ANSWER_WITH for each visible sentence, LOOKUP for bridge entities (in
+Propose: SELECT for each visible sentence, ANSWER_WITH for each set of 1..k visible sentences
+(k = ``EnvConfig.answer_with_max``), LOOKUP for bridge entities (in
 committed evidence) and frontier entities (in visible sentences), ANSWER.
 Filter: committed sentences and visited entities are never offered, invalid targets (the
 build's junk filter) never reach the menu, a LOOKUP whose result adds nothing new or repeats
@@ -10,6 +11,7 @@ entity of one article, is merged away), and duplicate sentence texts are merged.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
@@ -47,7 +49,8 @@ class Menu:
         return self._s_label.get(target) or self._e_label.get(target) or target
 
     def describe(self, action: Action) -> str:
-        """``A0 = SELECT S0``, ``A1 = LOOKUP E3 | entity: …``, ``A2 = ANSWER_WITH S0``, ``A3 = ANSWER``."""
+        """``A0 = SELECT S0``, ``A1 = LOOKUP E3 | entity: …``, ``A2 = ANSWER_WITH S0``, ``A3 = ANSWER_WITH S0 S2``,
+        ``A4 = ANSWER``."""
         if action.type is ActionType.ANSWER:
             return f"{action.id} = ANSWER"
         labels = " ".join(self.label(t) for t in action.targets)
@@ -175,7 +178,10 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     for e in kept:
         add(ActionType.LOOKUP, (e.id,))
     if cfg.answer_with:
-        for s in sentences:
-            add(ActionType.ANSWER_WITH, (s.id,))
+        # ANSWER_WITH(s_1..s_k) commits one or more visible sentences and stops (harness-g.tex l.291, l.1242): every
+        # subset of U_t of size 1..answer_with_max, by size then visible order, so the menu stays finite and small
+        for size in range(1, min(cfg.answer_with_max, len(sentences)) + 1):
+            for combo in itertools.combinations(sentences, size):
+                add(ActionType.ANSWER_WITH, tuple(s.id for s in combo))
     add(ActionType.ANSWER, ())
     return Menu(sentences, kept, [roles[e.id] for e in kept], actions, results)

@@ -9,8 +9,9 @@ An observation holds the rendered text exactly as the model sees it (``text``), 
 harness-g.tex appendix "Environment Protocol and Prompts"), the executable menu M_t (ids, types, targets,
 labels), and a read-only summary of the state z_t = (question, C_t, U_t, V_t, H_t) (harness-g.tex
 §"The Menu Environment"). Policies that need vectors get them through :attr:`Observation.tools`, a small
-read-only :class:`PolicyTools` protocol (encode, rank, mentions) -- on a real graph a :class:`GraphTools`
-over the shared :class:`~harness_g.agent.graph_view.GraphView`; in a test any stand-in.
+read-only :class:`PolicyTools` protocol (encode, rank, mentions, preview) -- on a real graph a :class:`GraphTools`
+over the shared :class:`~harness_g.agent.graph_view.GraphView`; in a test any stand-in. ``preview`` is the paper's
+Previewability (harness-g.tex l.293): any action of the current menu expanded read-only.
 
 So a policy can be tested without a graph (hand-build an Observation and a fake ``tools``), and the trainer
 and ``harness-g eval`` drive one policy object through one protocol (:class:`harness_g.agent.policies.base.Policy`).
@@ -23,7 +24,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from harness_g.agent.prompts import EVENTS
 from harness_g.errors import HarnessError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from harness_g.agent.env import Preview
     from harness_g.agent.graph_view import GraphView
 
 __all__ = ["CommittedSentence", "EntityInfo", "GraphTools", "MenuAction", "MenuEntity", "Observation", "PolicyTools",
@@ -60,6 +62,11 @@ class PolicyTools(Protocol):
     - ``mentions(sentence_ids)``: ``{sentence_id: [EntityInfo, ...]}`` -- every entity each sentence mentions
       (lookup-able or not: dates and nationalities are answer candidates), ordered by entity id; sentences
       mentioning nothing may be absent.
+    - ``preview(action_id)``: the read-only expansion of an action of the *current* menu
+      (:class:`~harness_g.agent.env.Preview`: ``introduced`` sentence ids, C_{t+1} ``committed``, U_{t+1}
+      ``visible``, ``terminal``; harness-g.tex l.293); raises :class:`HarnessError` where there is no live
+      menu to expand (free-query arm, a finished episode, tools of an earlier turn, tools built without an
+      environment) or the id is not on the menu.
     """
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
@@ -68,19 +75,25 @@ class PolicyTools(Protocol):
 
     def mentions(self, sentence_ids: Sequence[str]) -> Mapping[str, Sequence[EntityInfo]]: ...
 
+    def preview(self, action_id: str) -> "Preview": ...
+
 
 class GraphTools:
-    """:class:`PolicyTools` over a :class:`GraphView`; exposes those three calls and nothing else.
+    """:class:`PolicyTools` over a :class:`GraphView`; exposes those four calls and nothing else.
 
     ``pinned`` maps texts to the vectors the environment already computed for them (the question's and m_t's),
-    so a policy ranks with exactly the vectors the environment used for its menu.
+    so a policy ranks with exactly the vectors the environment used for its menu. ``preview`` is the bound,
+    read-only expansion of the environment that built these tools (:meth:`harness_g.agent.env.MenuEnv.tools`);
+    None where there is none (then :meth:`preview` raises).
     """
 
-    __slots__ = ("_view", "_pinned")
+    __slots__ = ("_view", "_pinned", "_preview")
 
-    def __init__(self, view: "GraphView", pinned: Mapping[str, np.ndarray] | None = None):
+    def __init__(self, view: "GraphView", pinned: Mapping[str, np.ndarray] | None = None,
+                 preview: Callable[[str], "Preview"] | None = None):
         self._view = view
         self._pinned = dict(pinned or {})
+        self._preview = preview
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """float32 [len(texts), d], unit rows (cached by the view)."""
@@ -100,6 +113,13 @@ class GraphTools:
     def mentions(self, sentence_ids: Sequence[str]) -> dict[str, tuple[EntityInfo, ...]]:
         """``{sentence_id: (EntityInfo, ...)}``: every entity each sentence mentions, ordered by entity id."""
         return self._view.mentions_of(list(sentence_ids))
+
+    def preview(self, action_id: str) -> "Preview":
+        """The read-only expansion of ``action_id`` on the current menu (mutates nothing)."""
+        if self._preview is None:
+            raise HarnessError("these tools have no live menu to preview (free-query arm, a finished episode, or tools "
+                               "built without a menu environment): preview needs MenuEnv.observe()'s tools")
+        return self._preview(action_id)
 
 
 # -- the records ---------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def policy_instruction() -> str:
         "action menu (A0, A1, ...). Action types:\n"
         "- SELECT S: commit a visible sentence as evidence (the final answer sees committed evidence only).\n"
         "- LOOKUP E: the environment retrieves new sentences about entity E.\n"
-        "- ANSWER_WITH S: commit sentence S and stop.\n"
+        "- ANSWER_WITH S ...: commit the listed sentence(s) and stop.\n"
         "- ANSWER: stop and answer from the committed evidence.\n"
         "Reply with exactly one action id from the menu, e.g. A0, and nothing else. Never write a search "
         "query. Do not invent entities or ask for dates, nationalities or values you already have."

@@ -1,15 +1,43 @@
-"""Menu reachability: can every gold evidence unit be committed within T turns by *some* policy?
-And when not, why not.
+"""Menu reachability: can every gold evidence unit be committed within T turns by *some* policy? How (the
+trajectory), and when not, why not.
 
-**The verdict** (``status``) comes from a bounded depth-first search over the real menus (the same
-``build_menu`` the environment uses). Two reductions keep it small: (1) when a gold sentence is
-visible, committing it is the only branch explored (committing gold is required anyway; it can
-change later lookup rankings, so this is a heuristic -- a "reachable" verdict is exact, an
-"unreachable" one is with respect to this search); (2) non-gold SELECTs are never explored, so only
-LOOKUPs branch. Each commit costs one turn (the last one can be ANSWER_WITH, which commits up to
-``answer_with_max`` visible sentences at once: 1 unless the caller passes the environment's cap), so
-a state with fewer turns left than the commits it still needs is pruned. ``status`` is 'reachable',
-'unreachable', 'unknown' (the search hit its expansion budget) or 'no_gold'.
+**The search** (:class:`GoldSearch`) walks the real menus (the same ``build_menu`` the environment uses) from any
+state z_t = (C_t, U_t, V_t, turns) (harness-g.tex l.275) and returns the steps of a shortest trajectory it finds:
+``(ActionType, targets)`` with SELECT ``(sid,)``, LOOKUP ``(entity_id,)``, ANSWER_WITH ``(sid, ...)`` and a final
+ANSWER when the last commit was a SELECT. Turns are counted as the environment counts them: every action is one
+turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a final SELECT needs no ANSWER).
+
+- *Reductions* (as before; they bound the search, so a found trajectory is exact but "not found" is relative to
+  them): when a missing gold unit is visible, committing it (the first in visible order) is the only branch
+  explored -- committing gold is required anyway, and a LOOKUP would replace U_t; non-gold SELECTs are never
+  explored, so only LOOKUPs branch. When every missing unit is visible the episode closes: SELECTs, then one
+  ANSWER_WITH of up to ``answer_with_max`` sentences (the menu's k, harness-g.tex l.291, l.1242), so n missing
+  units take max(1, n - k + 1) turns; a state with fewer turns left than that is pruned.
+- *Iterative deepening* on the total number of turns: bound = the state's lower bound, then +1 up to T. The
+  first trajectory found is therefore a shortest one of the search space, and a 2-turn solution is found before
+  the search dives into 5-turn subtrees (a plain depth-first search spent its budget there).
+- *Caches* (kept by a :class:`GoldSearch` across its searches: deepening iterations, the diagnostic search, and
+  the oracle policy's re-plan every turn): each state's menu, reduced to its LOOKUP results, is built once
+  (the ``budget`` counts these builds, "expansions"); a state is keyed by (C_t in commit order, because m_t
+  concatenates it; U_t in order; V_t as a set, as the menu uses it), and a state proven to have no completion
+  within r more turns is never searched again with <= r turns left.
+- *Ordering*: LOOKUP branches are tried by promise: first those whose result (the menu's exact U_{t+1}, a
+  read-only preview) holds the most missing gold units, then those whose uncapped candidate pool C(e) does,
+  then the menu's own order (bridge first, similarity, id).
+- *Lookahead pruning*: LOOKUP(e)'s result depends on C_t only (it ranks C(e) by m_t = concat(q, text(C_t)) and
+  drops C_t; the menu merely decides whether e is offered), so the search computes and caches it per (C_t, e)
+  without building menus. When the bound leaves exactly one more LOOKUP, some candidate entity of C_t ∪ U_t
+  (every one, not only the K_e the menu keeps) must show every missing unit; when it leaves two, some candidate's
+  result must, after the search commits what it shows, leave the rest to one candidate of the next state.
+  Otherwise the state is pruned before its menu is built. Within the search space this loses no trajectory.
+  (The exploration behind the causes' details below skips it: those are read from the explored states.)
+- *Partial plans*: while searching, the best trajectory prefix plus the closing commits of the gold units it
+  makes visible (most units, then fewest turns, within T) is kept, for the oracle policy when no full plan is
+  found.
+
+**The verdict** of :func:`menu_reachability` (``status``) is that search from U_0: 'reachable' (``path`` is a
+trajectory ``MenuEnv`` executes and ``min_turns`` the turn that commits the last unit), 'unreachable' (the search
+space is exhausted without one), 'unknown' (the search hit its expansion budget) or 'no_gold'.
 
 **The cause** of every non-reachable verdict (``cause``; None when reachable or without gold) is
 decided by cheap checks in this order, the first that applies wins:
@@ -39,7 +67,8 @@ decided by cheap checks in this order, the first that applies wins:
     without caps, and the search with T + extra_turns does not succeed either. So what separates
     the question from its evidence is the caps (lookup_pool_cap, ranking into the top K_s of a
     LOOKUP, K_e, text de-duplication) together with LOOKUP *replacing* the visible set.
-    ``detail`` says where, from the extended search's explored states: ``gold_cut`` -- a missing
+    ``detail`` says where, from the states of an exhaustive exploration within T + extra_turns (no
+    lookahead pruning, up to ``budget`` menus): ``gold_cut`` -- a missing
     unit's sentence was in the uncapped pool of a LOOKUP candidate entity (offered, or cut by K_e or
     merged away) of some explored state but never became visible; ``upstream`` -- no explored state
     had it even in a pool (the bridge sentences that lead to it were cut); ``combination`` -- every
@@ -48,24 +77,31 @@ decided by cheap checks in this order, the first that applies wins:
     search hits its budget, the partial exploration both mean this is "not found", not a proof.
 
 Cost: the relaxed closure reads entity lists and candidate pools through the view's caches (the
-whole graph at most once per process); the extended search runs only for 'unreachable' verdicts
-that the static checks did not explain.
+whole graph at most once per process); the extended search and the exploration run only for
+'unreachable' verdicts that the static checks did not explain, and reuse the main search's menus.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Sequence
 
+import numpy as np
+
+from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import init_retrieve
 from harness_g.agent.graph_view import GraphView
-from harness_g.agent.menu import build_menu
+from harness_g.agent.menu import build_menu, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.agent.retrieval import lookup_query
 from harness_g.graph.types import QAItem
 
 CAUSES: tuple[str, ...] = ("gold_absent", "no_entity_path", "pool_or_rank_cap", "turn_budget", "search_budget")
 _CHUNK = 512  # ids per store round trip in the relaxed closure
+
+Unit = frozenset[str] | str
+#: one trajectory step: (SELECT, (sid,)), (LOOKUP, (entity_id,)), (ANSWER_WITH, (sid, ...)) or (ANSWER, ())
+Step = tuple[ActionType, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -75,6 +111,8 @@ class Reachability:
     ``cause``: one of :data:`CAUSES` for 'unreachable'/'unknown', else None (see the module docstring);
     ``detail``: the sub-case of the cause ('' when none); ``needed_turns``: for ``turn_budget``, the
     turns the question needs (a lower bound for detail 'relaxed', a found trajectory's length for 'capped').
+    ``path``: for 'reachable', the steps of a shortest trajectory found from U_0 (else ``()``); it takes
+    ``min_turns`` turns, one more (its closing ANSWER) when ANSWER_WITH is off and min_turns < T.
     """
 
     status: str
@@ -85,20 +123,49 @@ class Reachability:
     cause: str | None = None
     detail: str = ""
     needed_turns: int | None = None
+    path: tuple[Step, ...] = ()
 
     @property
     def reachable(self) -> bool | None:
         return {"reachable": True, "unreachable": False}.get(self.status)
 
 
-def _in_graph(view: GraphView, unit: frozenset[str] | str) -> bool:
+@dataclass(frozen=True)
+class GoldPlan:
+    """What :meth:`GoldSearch.plan` found from one state.
+
+    ``status``: 'reachable' (``path`` commits every gold unit), 'unreachable' (none within T under the search's
+    reductions), 'unknown' (budget hit first) or 'no_gold'. ``path``: the full plan when reachable, else the
+    best partial plan found (it commits ``committed_units`` gold units; ``(ANSWER,)`` alone when it commits none);
+    every path ends the episode (ANSWER_WITH, ANSWER, or turn T). ``min_turns``: the environment's turn count
+    after the step that commits the last gold unit (reachable only). ``expansions``: menus built by this plan.
+    ``visible_units`` / ``pool_units``: unit indices seen visible / in an uncapped candidate pool in some
+    explored state (only with ``diagnose``).
+    """
+
+    status: str
+    path: tuple[Step, ...]
+    units: int
+    committed_units: int
+    min_turns: int | None
+    expansions: int
+    visible_units: frozenset[int] = frozenset()
+    pool_units: frozenset[int] = frozenset()
+
+    @property
+    def turns(self) -> int:
+        """Turns ``path`` takes."""
+        return len(self.path)
+
+
+def _in_graph(view: GraphView, unit: Unit) -> bool:
     """Whether some sentence of the graph satisfies the unit."""
     if isinstance(unit, str):
         return unit in view.row_of
     return bool(view.paragraph_sentences(sorted(unit)))
 
 
-def _satisfies(sid: str, unit: frozenset[str] | str) -> bool:
+def _satisfies(sid: str, unit: Unit) -> bool:
     return sid == unit if isinstance(unit, str) else sid.rsplit(":", 1)[0] in unit
 
 
@@ -108,13 +175,15 @@ def _commit_turns(n_units: int, answer_with_max: int = 1) -> int:
     return max(1, n_units - answer_with_max + 1)
 
 
-def relaxed_depths(view: GraphView, units: Sequence[frozenset[str] | str], start: Sequence[str]) -> list[int | None]:
+def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str], *,
+                   visited: Iterable[str] = ()) -> list[int | None]:
     """Per gold unit, the fewest LOOKUP rounds after which the relaxed closure (module docstring) holds a
-    sentence satisfying it: 0 when ``start`` (U_0) does, None when the closure never does."""
+    sentence satisfying it: 0 when ``start`` (U_0, or C_t ∪ U_t) does, None when the closure never does.
+    ``visited``: entities never looked up again (V_t), so the closure from a later state stays an over-approximation."""
     depth: list[int | None] = [0 if any(_satisfies(s, u) for s in start) else None for u in units]
     reached = set(start)
     frontier = list(dict.fromkeys(start))
-    seen_entities: set[str] = set()
+    seen_entities: set[str] = set(visited)
     level = 0
     while frontier and any(d is None for d in depth):
         new_entities: list[str] = []
@@ -141,90 +210,393 @@ def relaxed_depths(view: GraphView, units: Sequence[frozenset[str] | str], start
     return depth
 
 
+def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str]) -> list[Unit]:
+    """The units some trajectory from ``start`` (U_0) could commit: in the graph and inside the relaxed closure;
+    no trajectory ever commits the others (``gold_absent`` / ``no_entity_path``)."""
+    present = [u for u in units if _in_graph(view, u)]
+    if not present:
+        return []
+    return [u for u, d in zip(present, relaxed_depths(view, present, start)) if d is not None]
+
+
+# -- the search ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _State:
+    """A search node: z_t without the question and history (harness-g.tex l.275), plus the turns used."""
+
+    committed: tuple[str, ...]
+    visible: tuple[str, ...]
+    visited: tuple[str, ...]
+    turns: int
+
+    @property
+    def key(self) -> tuple:
+        # C_t in commit order (m_t concatenates it), U_t in order, V_t as a set (the menu reads it as one)
+        return (self.committed, self.visible, frozenset(self.visited))
+
+    def select(self, sid: str) -> "_State":
+        """SELECT(s): C_{t+1} = C_t ∪ {s}, s leaves U_t (harness-g.tex l.289)."""
+        return _State(self.committed + (sid,), tuple(s for s in self.visible if s != sid), self.visited, self.turns + 1)
+
+    def lookup(self, eid: str, result: tuple[str, ...]) -> "_State":
+        """LOOKUP(e): U_{t+1} = the menu's result for e, e joins V_t (harness-g.tex l.289-293)."""
+        return _State(self.committed, result, self.visited + (eid,), self.turns + 1)
+
+
 @dataclass
-class _Search:
-    best: int | None = None
-    expansions: int = 0
-    visible_units: set[int] | None = None  # diagnostic: units visible in some explored state
-    pool_units: set[int] | None = None  # diagnostic: units in an uncapped candidate pool of an explored state
+class _Run:
+    """One :meth:`GoldSearch.plan` call's bookkeeping (the caches live on the GoldSearch)."""
+
+    budget: int
+    max_turns: int
+    diagnose: bool
+    spent: int = 0
+    exhausted: bool = False
+    stack: list[Step] = field(default_factory=list)  # steps from the plan's start to the current node
+    partial: tuple[int, int] = (-1, 0)  # (gold units committed, -turns) of the best partial plan so far
+    partial_path: tuple[Step, ...] = ()
+    failed: dict[tuple, int] = field(default_factory=dict)  # the proven failures this run reads and extends
+    visible_units: set[int] = field(default_factory=set)
+    pool_units: set[int] = field(default_factory=set)
+    noted: set = field(default_factory=set)
 
 
-def _search(view: GraphView, item: QAItem, units: list, q_vec, visible0: Sequence[str], cfg: EnvConfig, max_turns: int,
-            budget: int, diagnose: bool, answer_with_max: int = 1) -> _Search:
-    st = _Search(visible_units=set() if diagnose else None, pool_units=set() if diagnose else None)
-    seen: set = set()
+@dataclass
+class _Shared:
+    """The caches that do not depend on the goal units: one question's menus and LOOKUP results, shared by a
+    :class:`GoldSearch` and the searches :meth:`GoldSearch.for_units` derives from it."""
 
-    def note(visible: Sequence[str], committed: Sequence[str], visited: Sequence[str], missing_idx: list[int]) -> None:
-        assert st.visible_units is not None and st.pool_units is not None
-        for k in missing_idx:
-            if any(_satisfies(s, units[k]) for s in visible):
-                st.visible_units.add(k)
-        todo = [k for k in missing_idx if k not in st.pool_units]
-        if not todo:
-            return
-        visited_set = set(visited)
-        ents = view.entities_of(list(committed) + list(visible))
-        cand = list(dict.fromkeys(e.id for es in ents.values() for e in es if e.lookupable and e.id not in visited_set))
-        if not cand:
-            return
-        pools = view.lookup_pools(cand)
-        for k in todo:
-            if any(_satisfies(s, units[k]) for e in cand for s in pools.get(e, ())):
-                st.pool_units.add(k)
+    q_vec: np.ndarray
+    visible0: tuple[str, ...] | None = None
+    menus: dict[tuple, tuple[tuple[str, tuple[str, ...]], ...]] = field(default_factory=dict)  # state -> ((e, U'), ...)
+    results: dict[tuple, tuple[str, ...]] = field(default_factory=dict)  # (C_t, entity) -> LOOKUP(entity)'s U_{t+1}
+    queries: dict[tuple[str, ...], tuple[np.ndarray, set[str]]] = field(default_factory=dict)  # C_t -> (m_t, text keys)
+    entities: dict[str, tuple[str, ...]] = field(default_factory=dict)  # sentence -> its lookup-able entities
+    expansions: int = 0  # menus built
 
-    def search(committed: tuple[str, ...], visible: tuple[str, ...], visited: tuple[str, ...], turns: int) -> None:
-        missing_idx = [k for k, u in enumerate(units) if not unit_satisfied(u, committed)]
-        if not missing_idx:
-            st.best = turns if st.best is None else min(st.best, turns)
-            return
-        missing = [units[k] for k in missing_idx]
-        left = max_turns - turns
-        need = _commit_turns(len(missing), answer_with_max)
-        if left < need or (st.best is not None and turns + need >= st.best) or st.expansions >= budget:
-            return
-        key = (frozenset(committed), frozenset(visited), visible)
-        if key in seen:
-            return
-        seen.add(key)
-        if diagnose:
-            note(visible, committed, visited, missing_idx)
-        gold_visible = [s for s in visible if any(unit_satisfied(u, [s]) for u in missing)]
-        if 1 < len(missing) <= answer_with_max and all(unit_satisfied(u, gold_visible) for u in missing):
-            st.best = turns + 1 if st.best is None else min(st.best, turns + 1)  # one ANSWER_WITH commits them all
-            return
-        if gold_visible:
-            sid = gold_visible[0]
-            search(committed + (sid,), tuple(s for s in visible if s != sid), visited, turns + 1)
-            return
-        if left - 1 < need:  # a lookup turn plus the commits must fit
-            return
-        st.expansions += 1
-        infos = view.sentences(list(committed))
-        m_text = lookup_query(item.question, [infos[s].text for s in committed if s in infos], cfg.query_max_words)
-        menu = build_menu(view, question_vec=q_vec, m_vec=view.encode([m_text])[0], committed=committed, visible=visible,
-                          visited=visited, cfg=cfg)
-        for entity in menu.entities:
-            search(committed, menu.lookup_results[entity.id], visited + (entity.id,), turns + 1)
 
-    search((), tuple(visible0), (), 0)
-    return st
+class GoldSearch:
+    """Shortest gold-committing trajectories for one question (module docstring: "The search").
+
+    Reusable: menus, candidate pools and proven failures are cached across :meth:`plan` calls, so re-planning
+    from a state on (or near) an earlier plan costs no new menu. ``units``: the gold units to commit (default:
+    the item's); ``answer_with_max``: the closing ANSWER_WITH's k (default: the config's; 0 when ANSWER_WITH is
+    off). :attr:`env_config` is the configuration under which the paths are executed by ``MenuEnv``.
+    """
+
+    def __init__(self, view: GraphView, item: QAItem, cfg: EnvConfig | None = None, *,
+                 answer_with_max: int | None = None, units: Sequence[Unit] | None = None, _shared: _Shared | None = None):
+        self.view, self.item = view, item
+        self.cfg = cfg or EnvConfig()
+        if answer_with_max is None:  # the environment's own cap (harness-g.tex l.1242); 0 when ANSWER_WITH is off
+            answer_with_max = self.cfg.answer_with_max if self.cfg.answer_with else 0
+        self.awm = answer_with_max
+        # LOOKUP results do not depend on the ANSWER_WITH entries, so an explicit k models this environment
+        self.env_config = self.cfg if (self.cfg.answer_with_max if self.cfg.answer_with else 0) == self.awm else \
+            replace(self.cfg, answer_with=self.awm > 0, answer_with_max=max(self.awm, 1))
+        if units is None:
+            units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
+        self.units: list[Unit] = list(units)
+        self._shared = _shared or _Shared(view.encode([item.question])[0])
+        self.q_vec = self._shared.q_vec
+        self._failed: dict[tuple, int] = {}  # state key -> most turns left proven not to suffice
+        self._pool_hits: dict[str, frozenset[int]] = {}  # entity -> units its uncapped pool C(e) satisfies
+        self._result_hits: dict[tuple, frozenset[int]] = {}  # (C_t, entity) -> the units LOOKUP(entity) shows
+        self._sentence_hits: dict[str, frozenset[int]] = {}  # sentence -> the units it satisfies
+
+    def for_units(self, units: Sequence[Unit]) -> "GoldSearch":
+        """A search for another goal (e.g. a subset of the units) on this question, sharing the menus built so far."""
+        return GoldSearch(self.view, self.item, self.cfg, answer_with_max=self.awm, units=units, _shared=self._shared)
+
+    @property
+    def expansions(self) -> int:
+        """Menus built for this question, over all plans of this search and of those sharing its menus."""
+        return self._shared.expansions
+
+    # -- unit bookkeeping ------------------------------------------------------------------------------------
+    def initial_visible(self) -> tuple[str, ...]:
+        """U_0 = InitRetrieve(q; G), exactly as ``MenuEnv.reset`` computes it."""
+        if self._shared.visible0 is None:
+            self._shared.visible0 = tuple(init_retrieve(self.view, self.item.question, self.q_vec, self.cfg))
+        return self._shared.visible0
+
+    def hits(self, sentence_ids: Iterable[str]) -> frozenset[int]:
+        """Indices of the units some of ``sentence_ids`` satisfies (per-sentence answers cached)."""
+        out: frozenset[int] = frozenset()
+        for sid in sentence_ids:
+            found = self._sentence_hits.get(sid)
+            if found is None:
+                found = self._sentence_hits[sid] = frozenset(k for k, u in enumerate(self.units) if _satisfies(sid, u))
+            if found:
+                out |= found
+        return out
+
+    def missing(self, committed: Sequence[str]) -> frozenset[int]:
+        """Indices of the units ``committed`` (C_t) does not satisfy."""
+        return frozenset(range(len(self.units))) - self.hits(committed)
+
+    def _need(self, n_missing: int) -> int:
+        return _commit_turns(n_missing, max(self.awm, 1))
+
+    def commit_steps(self, visible: Sequence[str], missing: frozenset[int], left: int) -> tuple[list[Step], int]:
+        """The fewest steps that commit the most ``missing`` units ``visible`` satisfies within ``left`` turns, and
+        how many units they commit: SELECTs, then one ANSWER_WITH of up to k sentences in visible order (the
+        menu lists every such subset in that order, harness-g.tex l.291); with ANSWER_WITH off, SELECTs only."""
+        picks = list(self._visible_picks(visible, missing))
+        if left <= 0 or not picks:
+            return [], 0
+        if self.awm == 0:
+            picks = picks[:left]
+            return [(ActionType.SELECT, (s,)) for s in picks], len(picks)
+        picks = picks[: left - 1 + self.awm]
+        closing = min(len(picks), self.awm)
+        steps: list[Step] = [(ActionType.SELECT, (s,)) for s in picks[: len(picks) - closing]]
+        steps.append((ActionType.ANSWER_WITH, tuple(picks[len(picks) - closing:])))
+        return steps, len(picks)
+
+    def _consider_partial(self, run: _Run, st: _State, missing: frozenset[int]) -> None:
+        """Keep the plan "reach ``st``, then commit what is visible" when it commits the most units so far."""
+        steps, gained = self.commit_steps(st.visible, missing, run.max_turns - st.turns)
+        score = (len(self.units) - len(missing) + gained, -(st.turns + len(steps)))
+        if score > run.partial:  # ties: the first found (deepening order) stays
+            run.partial, run.partial_path = score, (*run.stack, *steps)
+
+    def _dfs(self, run: _Run, st: _State, bound: int) -> list[Step] | None:
+        """Steps from ``st`` that commit every gold unit by turn ``bound``, or None (none found, or budget hit)."""
+        missing = self.missing(st.committed)
+        if not missing:
+            return []
+        self._consider_partial(run, st, missing)
+        left = bound - st.turns
+        key = st.key
+        if left < self._need(len(missing)) or run.failed.get(key, -1) >= left:
+            return None
+        if run.spent >= run.budget:
+            run.exhausted = True
+            return None
+        if run.diagnose and key not in run.noted:
+            run.noted.add(key)
+            self._note(run, st, missing)
+        found = self._expand(run, st, missing, bound)
+        if found is None and not run.exhausted:  # a complete failure: never search this state again with <= left turns
+            run.failed[key] = max(run.failed.get(key, -1), left)
+        return found
+
+    def _expand(self, run: _Run, st: _State, missing: frozenset[int], bound: int) -> list[Step] | None:
+        """The branches of ``st``: close (all missing units visible), commit the first visible missing unit
+        (gold-first reduction), or each offered LOOKUP by promise, when the lookahead does not rule them out."""
+        need = self._need(len(missing))
+        visible_hits = self.hits(st.visible) & missing
+        if visible_hits == missing:  # everything visible: the closing commits take exactly `need` turns
+            return self.commit_steps(st.visible, missing, bound - st.turns)[0]
+        if visible_hits:
+            sid = next(s for s in st.visible if self.hits([s]) & missing)
+            return self._child(run, st.select(sid), (ActionType.SELECT, (sid,)), bound)
+        lookups_left = bound - st.turns - need
+        # the diagnostic exploration visits every state within its bound: the causes are read from explored states
+        if lookups_left < 1 or (not run.diagnose and not self._lookups_can_finish(st, missing, lookups_left)):
+            return None
+        for eid, result in self._lookup_order(run, st, missing):
+            found = self._child(run, st.lookup(eid, result), (ActionType.LOOKUP, (eid,)), bound)
+            if found is not None or run.exhausted:
+                return found
+        return None
+
+    def _child(self, run: _Run, child: _State, step: Step, bound: int) -> list[Step] | None:
+        run.stack.append(step)
+        try:
+            rest = self._dfs(run, child, bound)
+        finally:
+            run.stack.pop()
+        return None if rest is None else [step, *rest]
+
+    # -- menus and pools -------------------------------------------------------------------------------------
+    def _candidates(self, st: _State) -> list[str]:
+        """Every lookup-able entity of C_t ∪ U_t not in V_t: a superset of the menu's LOOKUP targets (before K_e)."""
+        return self._candidates_of(st.committed, st.visible, st.visited)
+
+    def _candidates_of(self, committed: Sequence[str], visible: Sequence[str], visited: Iterable[str]) -> list[str]:
+        sids = [*committed, *visible]
+        known = self._shared.entities
+        todo = [s for s in sids if s not in known]
+        if todo:
+            fetched = self.view.entities_of(todo)
+            for sid in todo:
+                known[sid] = tuple(e.id for e in fetched.get(sid, ()) if e.lookupable)
+        seen = set(visited)
+        out: list[str] = []
+        for sid in sids:
+            for eid in known[sid]:
+                if eid not in seen:
+                    seen.add(eid)
+                    out.append(eid)
+        return out
+
+    def _pool_hits_of(self, entity_ids: Sequence[str]) -> dict[str, frozenset[int]]:
+        """Per entity, the units its uncapped candidate pool C(e) satisfies (cached)."""
+        todo = [e for e in entity_ids if e not in self._pool_hits]
+        if todo:
+            pools = self.view.lookup_pools(todo)
+            for e in todo:
+                self._pool_hits[e] = self.hits(pools.get(e, ()))
+        return {e: self._pool_hits[e] for e in entity_ids}
+
+    def _lookups_can_finish(self, st: _State, missing: frozenset[int], lookups_left: int) -> bool:
+        """Whether ``lookups_left`` (1 or 2; more: not checked) LOOKUPs could make every missing unit (none visible
+        now) visible, counting every candidate entity of C_t ∪ U_t as offered (the menu keeps at most K_e of them)."""
+        return lookups_left > 2 or self._can_finish(st.committed, st.visible, st.visited, missing, lookups_left)
+
+    def _can_finish(self, committed: tuple[str, ...], visible: tuple[str, ...], visited: tuple[str, ...],
+                    missing: frozenset[int], lookups_left: int) -> bool:
+        """Some candidate's exact result (which depends on C_t only: :meth:`_result`) shows every missing unit, or
+        shows some, which the search commits (gold-first, visible order), and ``lookups_left - 1`` more do the rest."""
+        for eid in self._candidates_of(committed, visible, visited):
+            result, result_hits = self._result(committed, eid)
+            got = result_hits & missing
+            if got == missing:
+                return True
+            if lookups_left > 1:
+                picks = self._visible_picks(result, got)
+                rest = tuple(s for s in result if s not in picks)
+                if self._can_finish(committed + picks, rest, visited + (eid,), missing - got, lookups_left - 1):
+                    return True
+        return False
+
+    def _visible_picks(self, visible: Sequence[str], units: frozenset[int]) -> tuple[str, ...]:
+        """The first visible sentence of each of ``units``, in visible order (what gold-first SELECTs commit; a
+        sentence satisfies at most one unit: units are distinct sentences or distinct paragraphs)."""
+        picks: list[str] = []
+        done: set[int] = set()
+        for sid in visible:
+            new = (self.hits([sid]) & units) - done
+            if new:
+                picks.append(sid)
+                done |= new
+        return tuple(picks)
+
+    def _result(self, committed: tuple[str, ...], entity_id: str) -> tuple[tuple[str, ...], frozenset[int]]:
+        """LOOKUP(e)'s exact U_{t+1} given C_t and the units it shows (cached): the menu's result for e whenever the
+        menu offers e, since it ranks C(e) by m_t = concat(q, text(C_t)) and removes C_t (menu.lookup_result)."""
+        key = (committed, entity_id)
+        result = self._shared.results.get(key)
+        if result is None:
+            m_vec, keys = self._query(committed)
+            pool = self.view.lookup_pools([entity_id]).get(entity_id, ())
+            result = self._shared.results[key] = lookup_result(self.view, pool, m_vec, set(committed), keys, self.cfg)
+        found = self._result_hits.get(key)
+        if found is None:
+            found = self._result_hits[key] = self.hits(result)
+        return result, found
+
+    def _query(self, committed: tuple[str, ...]) -> tuple[np.ndarray, set[str]]:
+        """m_t's vector and C_t's text keys (cached per C_t in commit order)."""
+        found = self._shared.queries.get(committed)
+        if found is None:
+            infos = self.view.sentences(list(committed))
+            texts = [infos[s].text for s in committed if s in infos]
+            m_text = lookup_query(self.item.question, texts, self.cfg.query_max_words)
+            found = (self.view.encode([m_text])[0], {text_key(t) for t in texts})
+            self._shared.queries[committed] = found
+        return found
+
+    def _menu(self, run: _Run, st: _State) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The LOOKUPs of the real menu at ``st``, in menu order, with their exact U_{t+1} (one expansion, cached)."""
+        key = st.key
+        found = self._shared.menus.get(key)
+        if found is None:
+            run.spent += 1
+            self._shared.expansions += 1
+            menu = build_menu(self.view, question_vec=self.q_vec, m_vec=self._query(st.committed)[0],
+                              committed=st.committed, visible=st.visible, visited=st.visited, cfg=self.cfg)
+            found = tuple((e.id, menu.lookup_results[e.id]) for e in menu.entities)
+            self._shared.menus[key] = found
+        return found
+
+    def _lookup_order(self, run: _Run, st: _State, missing: frozenset[int]) -> list[tuple[str, tuple[str, ...]]]:
+        """The menu's LOOKUPs by promise: most missing units in the result, then in the uncapped pool, then menu order."""
+        entries = self._menu(run, st)
+        pool_hits = self._pool_hits_of([e for e, _ in entries])
+
+        def promise(i: int) -> tuple[int, int, int]:
+            eid, result = entries[i]
+            return (-len(self.hits(result) & missing), -len(pool_hits[eid] & missing), i)
+
+        return [entries[i] for i in sorted(range(len(entries)), key=promise)]
+
+    def _note(self, run: _Run, st: _State, missing: frozenset[int]) -> None:
+        """Diagnostics: missing units visible here, and missing units in a candidate's uncapped pool here."""
+        run.visible_units |= self.hits(st.visible) & missing
+        if missing - run.pool_units:
+            for hit in self._pool_hits_of(self._candidates(st)).values():
+                run.pool_units |= hit & missing
+
+    # -- the entry point -------------------------------------------------------------------------------------
+    def plan(self, committed: Sequence[str] = (), visible: Sequence[str] | None = None, visited: Sequence[str] = (),
+             turns: int = 0, *, budget: int = 400, max_turns: int | None = None, diagnose: bool = False) -> GoldPlan:
+        """A shortest trajectory from the state (C_t = ``committed`` in commit order, U_t = ``visible``, default U_0;
+        V_t = ``visited``; ``turns`` used) that commits every unit by turn ``max_turns`` (default T), by iterative
+        deepening on the turn bound. ``budget``: new menus this call may build. ``diagnose``: instead, explore every
+        state within ``max_turns`` (no lookahead pruning, none of the failures earlier plans proved, no deepening)
+        and report the units seen visible / in an uncapped candidate pool (the causes' details)."""
+        run = _Run(budget, self.cfg.max_turns if max_turns is None else max_turns, diagnose)
+        if not diagnose:
+            run.failed = self._failed  # shared by every plan of this search
+        st = _State(tuple(committed), tuple(self.initial_visible() if visible is None else visible), tuple(visited), turns)
+        if not self.units:
+            return GoldPlan("no_gold", self._finish((), turns, run.max_turns), 0, 0, None, 0)
+        missing = self.missing(st.committed)
+        found: list[Step] | None = [] if not missing else None
+        if missing:
+            self._consider_partial(run, st, missing)  # even when no bound fits: commit what is visible
+            hidden = int(not missing <= self.hits(st.visible))  # at least one LOOKUP before the last commit
+            first = run.max_turns if diagnose else turns + self._need(len(missing)) + hidden
+            for bound in range(first, run.max_turns + 1):
+                found = self._dfs(run, st, bound)
+                if found is not None or run.exhausted:
+                    break
+        diag = (frozenset(run.visible_units), frozenset(run.pool_units))
+        if found is not None:
+            path = self._finish(tuple(found), turns, run.max_turns)
+            return GoldPlan("reachable", path, len(self.units), len(self.units), turns + len(found), run.spent, *diag)
+        status = "unknown" if run.exhausted else "unreachable"
+        units_done = max(run.partial[0], len(self.units) - len(missing))
+        path = self._finish(run.partial_path, turns, run.max_turns)
+        return GoldPlan(status, path, len(self.units), units_done, None, run.spent, *diag)
+
+    @staticmethod
+    def _finish(steps: tuple[Step, ...], turns: int, max_turns: int) -> tuple[Step, ...]:
+        """Close the episode: an ANSWER after a SELECT/LOOKUP (or alone), unless the last step reaches turn T."""
+        ends = bool(steps) and steps[-1][0] in (ActionType.ANSWER_WITH, ActionType.ANSWER)
+        if ends or turns + len(steps) >= max_turns:
+            return steps
+        return (*steps, (ActionType.ANSWER, ()))
+
+
+def shortest_gold_trajectory(view: GraphView, item: QAItem, cfg: EnvConfig | None = None, *, committed: Sequence[str] = (),
+                             visible: Sequence[str] | None = None, visited: Sequence[str] = (), turns: int = 0,
+                             budget: int = 400) -> GoldPlan:
+    """A shortest trajectory committing ``item``'s gold units from the given state (default: the episode start,
+    U_0 = InitRetrieve) within ``cfg.max_turns``; see :class:`GoldPlan`. For repeated calls on one question keep
+    a :class:`GoldSearch` (its caches make re-planning cheap)."""
+    return GoldSearch(view, item, cfg).plan(committed, visible, visited, turns, budget=budget)
 
 
 def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = None, *, budget: int = 400,
-                      extra_turns: int = 4, answer_with_max: int = 1) -> Reachability:
+                      extra_turns: int = 4, answer_with_max: int | None = None) -> Reachability:
     """Reachability of ``item``'s gold units within ``cfg.max_turns`` and, when not reachable, its cause.
 
     ``budget``: menu expansions per search; ``extra_turns``: how far beyond T the diagnostic search
     looks before a capped miss is called ``pool_or_rank_cap`` rather than ``turn_budget``;
-    ``answer_with_max``: how many visible sentences the closing ANSWER_WITH may commit at once (1: the
-    single-sentence ANSWER_WITH; pass the environment's cap when it offers the paper's multi-sentence one).
+    ``answer_with_max``: how many visible sentences the closing ANSWER_WITH may commit at once (default: the
+    environment's ``cfg.answer_with_max``, 0 when ANSWER_WITH is off; another value models
+    ``GoldSearch.env_config``). A 'reachable' verdict's ``path`` is executed as is by ``MenuEnv``.
     """
     cfg = cfg or EnvConfig()
     units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
     if not units:
         return Reachability("no_gold", None, 0, 0, 0)
-    q_vec = view.encode([item.question])[0]
-    visible0 = init_retrieve(view, item.question, q_vec, cfg)
+    search = GoldSearch(view, item, cfg, answer_with_max=answer_with_max)
+    visible0 = search.initial_visible()
     init_hits = sum(any(unit_satisfied(u, [s]) for s in visible0) for u in units)
     n = len(units)
     if not all(_in_graph(view, u) for u in units):  # a gold unit absent from the graph: no menu reaches it
@@ -232,19 +604,19 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     depths = relaxed_depths(view, units, visible0) if init_hits < n else [0] * n
     if any(d is None for d in depths):
         return Reachability("unreachable", None, 0, n, init_hits, "no_entity_path")
-    lower = max(d for d in depths if d is not None) + _commit_turns(n, answer_with_max)
+    lower = max(d for d in depths if d is not None) + search._need(n)
     if lower > cfg.max_turns:
         return Reachability("unreachable", None, 0, n, init_hits, "turn_budget", "relaxed", lower)
 
-    main = _search(view, item, units, q_vec, visible0, cfg, cfg.max_turns, budget, False, answer_with_max)
-    if main.best is not None:
-        return Reachability("reachable", main.best, main.expansions, n, init_hits)
-    if main.expansions >= budget:
+    main = search.plan(budget=budget)
+    if main.status == "reachable":
+        return Reachability("reachable", main.min_turns, main.expansions, n, init_hits, path=main.path)
+    if main.status == "unknown":
         return Reachability("unknown", None, main.expansions, n, init_hits, "search_budget")
-    diag = _search(view, item, units, q_vec, visible0, cfg, cfg.max_turns + extra_turns, budget, True, answer_with_max)
-    if diag.best is not None:
-        return Reachability("unreachable", None, main.expansions, n, init_hits, "turn_budget", "capped", diag.best)
-    assert diag.visible_units is not None and diag.pool_units is not None
+    longer = search.plan(budget=budget, max_turns=cfg.max_turns + extra_turns)
+    if longer.status == "reachable":
+        return Reachability("unreachable", None, main.expansions, n, init_hits, "turn_budget", "capped", longer.min_turns)
+    diag = search.plan(budget=budget, max_turns=cfg.max_turns + extra_turns, diagnose=True)
     never_visible = [k for k in range(n) if k not in diag.visible_units]
     if not never_visible:
         detail = "combination"

@@ -1,6 +1,7 @@
-"""Menu quality on the six dev sets: reachability, heuristic policy, and a dense top-k baseline.
+"""Menu quality on the six dev sets: reachability, the LLM-free and oracle policies, and a dense top-k baseline.
 
     python benchmarks/bench_quality.py [--root /tmp/hg-dev] [--datasets ...] [--limit N] [--reach-budget 400]
+        [--policies heuristic,lookahead,oracle] [--answer-with-max 2] [--out DIR]
     python benchmarks/bench_quality.py --reach-only [--merge] [--before OLD/quality.json --before-note "..."]
 
 Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, or the first
@@ -11,12 +12,19 @@ Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, 
   of gold units already visible in U_0, and the cause of every non-reachable question (gold_absent,
   no_entity_path, pool_or_rank_cap, turn_budget, search_budget: a per-dataset table, printed and in
   quality.md; ``--before`` adds an earlier run's rows for comparison);
-* the LLM-free heuristic policy (``run_episode`` + ``score_trajectory``): evidence recall and
-  precision of C_T, EM/F1 of its extractive answer, answer-in-evidence, mean turns, mean commits;
-* dense top-k sentence retrieval at the SAME evidence budget: k = the number of sentences the
-  heuristic committed for that question (per question; k = 0 retrieves nothing), and also a fixed
-  k = round(mean committed over the dataset). Question embedding (the same MiniLM encoder) against
-  every sentence embedding of the graph, exact cosine, duplicate texts merged (as the menu does).
+* policies (``--policies``, default heuristic, lookahead, oracle; ``run_episode`` + ``score_trajectory``):
+  evidence recall and precision of C_T, EM/F1 of the extractive answer, answer-in-evidence, mean turns, mean
+  commits. *heuristic* is the fixed SELECT -> LOOKUP -> ANSWER_WITH script; *lookahead* the LLM-free baseline
+  that previews LOOKUPs (agent/policies/lookahead.py); *oracle* is PRIVILEGED (plans from the gold labels) and
+  only an upper reference -- skipped where ``make_policy("oracle")`` does not exist;
+* dense top-k sentence retrieval at the SAME evidence budget, per policy: k = the number of sentences that
+  policy committed for that question (per question; k = 0 retrieves nothing), and the delta = the policy's
+  recall - that dense@same-k recall; also a fixed k = round(mean heuristic commits over the dataset). Question
+  embedding (the same MiniLM encoder) against every sentence embedding of the graph, exact cosine, duplicate
+  texts merged (as the menu does).
+
+Every run uses ``EnvConfig`` with ``--answer-with-max`` (default: EnvConfig's own, 2): menus offer ANSWER_WITH
+over 1..k visible sentences, and reachability assumes the same k.
 
 TriviaQA: no gold evidence (its graph is the union of the other five corpora) -> reachability and
 evidence recall/precision are n/a; EM/F1 and answer-in-evidence are reported.
@@ -121,13 +129,14 @@ def reach_summary(reach: list[dict[str, Any]], n_questions: int) -> dict[str, An
 
 
 def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
-                    fixed_query: bool = True, answer_with_max: int = 1) -> dict[str, Any]:
-    """Reachability (verdict + cause) of every question, without the policy and dense runs."""
+                    fixed_query: bool = True, answer_with_max: int | None = None) -> dict[str, Any]:
+    """Reachability (verdict + cause) of every question, without the policy and dense runs; ``answer_with_max``:
+    the environment's ANSWER_WITH k (None: EnvConfig's default)."""
     from harness_g.agent.config import EnvConfig
     from harness_g.agent.reachability import menu_reachability
     from harness_g.agent.session import open_graph
 
-    cfg = EnvConfig()
+    cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
     t_start = time.perf_counter()
     records: list[dict[str, Any]] = []
     with open_graph(graph_dir(root, name)) as view:
@@ -136,12 +145,13 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
             rec: dict[str, Any] = {"id": item.id, "gold_units": len(item.gold_sentence_ids or item.gold_paragraph_ids)}
             if rec["gold_units"]:
                 t0 = time.perf_counter()
-                rec["reach"] = asdict(menu_reachability(view, item, cfg, budget=reach_budget, answer_with_max=answer_with_max))
+                rec["reach"] = asdict(menu_reachability(view, item, cfg, budget=reach_budget))
                 rec["reach"]["seconds"] = round(time.perf_counter() - t0, 3)
             records.append(rec)
         graph_hash = view.version
     reach = [r["reach"] for r in records if "reach" in r]
     summary = {"dataset": name, "questions": len(records), "questions_available": n_all, "graph": graph_hash,
+               "answer_with_max": cfg.answer_with_max,
                "reachability": reach_summary(reach, len(records)), "heuristic": None, "dense_same_k": None, "dense_fixed_k": None,
                "seconds": {"reachability": round(time.perf_counter() - t_start, 1)}, "index_first_entities_query": fix_check,
                "loadavg_end": load_avg()}
@@ -163,98 +173,134 @@ def _dataset_questions(view: Any, name: str, limit: int | None, fixed_query: boo
     return (items[:limit] if limit else items), len(items), fix_check
 
 
-def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
-                 fixed_query: bool = True) -> dict[str, Any]:
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.env import MenuEnv
+#: the policies run per question by default: the fixed script, the preview-based baseline, and the privileged
+#: oracle (an upper reference: it plans from the gold labels; skipped when ``make_policy("oracle")`` is unavailable)
+DEFAULT_POLICIES = ("heuristic", "lookahead", "oracle")
+
+
+def make_bench_policy(name: str, view: Any, cfg: Any, items: list) -> Any | None:
+    """``make_policy(name)``; the oracle gets the graph, the environment config and the gold-labelled questions.
+    None when the policy is not available in this checkout (e.g. no oracle yet)."""
+    from harness_g.agent.policies import POLICIES, make_policy
+
+    if name not in POLICIES:
+        return None
+    if name == "oracle":
+        return make_policy("oracle", view=view, env_config=cfg, questions=items)
+    return make_policy(name)
+
+
+def run_policy(view: Any, env: Any, policy: Any, items: list) -> list[dict[str, Any]]:
+    """One episode per question: scores of C_T and of dense top-k with k = this policy's commits for that question
+    (its dense@same-k), and the trajectory's shape."""
     from harness_g.agent.evaluate import score_trajectory
-    from harness_g.agent.policies import make_policy
-    from harness_g.agent.reachability import menu_reachability
     from harness_g.agent.runner import run_episode
-    from harness_g.agent.session import open_graph
 
-    gdir = graph_dir(root, name)
-    cfg = EnvConfig()
-    t_start = time.perf_counter()
-    records: list[dict[str, Any]] = []
-    with open_graph(gdir) as view:
-        items, n_all, fix_check = _dataset_questions(view, name, limit, fixed_query)
-        policy = make_policy("heuristic")
-        env = MenuEnv(view, cfg)
-        t_reach = t_pol = t_dense = 0.0
-        for item in items:
-            rec: dict[str, Any] = {"id": item.id, "gold_units": len(item.gold_sentence_ids or item.gold_paragraph_ids)}
-            t0 = time.perf_counter()
-            traj = run_episode(env, policy, item)
-            m = score_trajectory(view, item, traj)
-            t_pol += time.perf_counter() - t0
-            rec.update({"em": m["em"], "f1": m["f1"], "recall": m["evidence_recall"], "precision": m["evidence_precision"],
-                        "aie": m["answer_in_evidence"], "turns": m["turns"], "committed": len(traj.committed),
-                        "terminated_by": traj.terminated_by, "prediction": traj.answer,
-                        "actions": [s.action_type for s in traj.steps]})
-            t0 = time.perf_counter()
-            if rec["gold_units"]:
-                r = menu_reachability(view, item, cfg, budget=reach_budget)
-                rec["reach"] = asdict(r)
-            t_reach += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            rec["_q_vec"] = view.encode([item.question])[0]
-            rec["dense_same_k"] = score_ids(view, item, dense_top_k(view, rec["_q_vec"], len(traj.committed)))
-            t_dense += time.perf_counter() - t0
-            records.append(rec)
-        k_fixed = max(1, round(mean(r["committed"] for r in records) or 1))
+    out = []
+    for item in items:
         t0 = time.perf_counter()
-        for item, rec in zip(items, records):
-            rec["dense_fixed_k"] = score_ids(view, item, dense_top_k(view, rec.pop("_q_vec"), k_fixed))
-        t_dense += time.perf_counter() - t0
-        cache = view.cache_stats()
+        traj = run_episode(env, policy, item)
+        m = score_trajectory(view, item, traj)
+        seconds = time.perf_counter() - t0
+        dense = score_ids(view, item, dense_top_k(view, view.encode([item.question])[0], len(traj.committed)))
+        out.append({"em": m["em"], "f1": m["f1"], "recall": m["evidence_recall"], "precision": m["evidence_precision"],
+                    "aie": m["answer_in_evidence"], "turns": m["turns"], "committed": len(traj.committed),
+                    "terminated_by": traj.terminated_by, "prediction": traj.answer,
+                    "actions": [st.action_type for st in traj.steps], "dense_same_k": dense, "seconds": round(seconds, 3)})
+    return out
 
-    has_gold = any(r["gold_units"] for r in records)
-    reach = [r["reach"] for r in records if "reach" in r]
-    # which gold units the heuristic found among reachable / unreachable questions
-    rec_reach = mean(r["recall"] for r in records if r.get("reach", {}).get("status") == "reachable")
-    rec_unreach = mean(r["recall"] for r in records if r.get("reach", {}).get("status") == "unreachable")
+
+def policy_summary(records: list[dict[str, Any]], reach: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Aggregates of one policy's records (``reach``: each question's reachability or None, same order); the
+    delta is the policy's evidence recall minus its dense@same-k recall, in points."""
     action_mix: dict[str, int] = {}
     for r in records:
         for a in r["actions"]:
             action_mix[a or "INVALID"] = action_mix.get(a or "INVALID", 0) + 1
-    summary = {
-        "dataset": name,
+    recall, dense = r100(mean(r["recall"] for r in records)), r100(mean(r["dense_same_k"]["recall"] for r in records))
+    by_status = lambda s: r100(mean(r["recall"] for r, x in zip(records, reach) if x and x["status"] == s))  # noqa: E731
+    return {
         "questions": len(records),
-        "questions_available": n_all,
-        "gold": "none (unknown)" if not has_gold else ("sentence" if any(q.gold_sentence_ids for q in items) else "paragraph"),
-        "reachability": reach_summary(reach, len(records)),
-        "heuristic": {
-            "evidence_recall": r100(mean(r["recall"] for r in records)),
-            "evidence_precision": r100(mean(r["precision"] for r in records)),
-            "em": r100(mean(r["em"] for r in records)), "f1": r100(mean(r["f1"] for r in records)),
-            "answer_in_evidence": r100(mean(r["aie"] for r in records)),
-            "mean_turns": round(mean(r["turns"] for r in records) or 0, 2),
-            "mean_committed": round(mean(r["committed"] for r in records) or 0, 2),
-            "zero_commit_questions": sum(1 for r in records if r["committed"] == 0),
-            "recall_when_reachable": r100(rec_reach), "recall_when_unreachable": r100(rec_unreach),
-            "action_mix": action_mix,
-        },
+        "evidence_recall": recall, "evidence_precision": r100(mean(r["precision"] for r in records)),
+        "em": r100(mean(r["em"] for r in records)), "f1": r100(mean(r["f1"] for r in records)),
+        "answer_in_evidence": r100(mean(r["aie"] for r in records)),
+        "mean_turns": round(mean(r["turns"] for r in records) or 0, 2),
+        "mean_committed": round(mean(r["committed"] for r in records) or 0, 2),
+        "zero_commit_questions": sum(1 for r in records if r["committed"] == 0),
+        "recall_when_reachable": by_status("reachable"), "recall_when_unreachable": by_status("unreachable"),
+        "action_mix": action_mix,
         "dense_same_k": {
-            "k": "per question = heuristic's committed count",
-            "evidence_recall": r100(mean(r["dense_same_k"]["recall"] for r in records)),
+            "k": "per question = this policy's committed count",
+            "evidence_recall": dense,
             "evidence_precision": r100(mean(r["dense_same_k"]["precision"] for r in records)),
             "answer_in_evidence": r100(mean(r["dense_same_k"]["aie"] for r in records)),
         },
+        "delta_recall_vs_dense": None if recall is None or dense is None else round(recall - dense, 1),
+        "seconds": round(sum(r["seconds"] for r in records), 1),
+    }
+
+
+def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
+                 fixed_query: bool = True, policies: tuple[str, ...] = DEFAULT_POLICIES,
+                 answer_with_max: int | None = None) -> dict[str, Any]:
+    """Reachability, every policy of ``policies`` (each with its own dense@same-k) and dense at a fixed k, on the
+    first ``limit`` questions. The legacy ``heuristic``/``dense_same_k``/``dense_fixed_k`` keys describe the heuristic
+    (when it ran); ``policies`` holds every policy's summary."""
+    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.reachability import menu_reachability
+    from harness_g.agent.session import open_graph
+
+    cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
+    t_start = time.perf_counter()
+    with open_graph(graph_dir(root, name)) as view:
+        items, n_all, fix_check = _dataset_questions(view, name, limit, fixed_query)
+        env = MenuEnv(view, cfg)
+        runs: dict[str, list[dict[str, Any]]] = {}
+        for pname in policies:
+            policy = make_bench_policy(pname, view, cfg, items)
+            if policy is None:
+                print(f"   policy {pname!r} is not available here: skipped", flush=True)
+                continue
+            runs[pname] = run_policy(view, env, policy, items)
+            print(f"   {pname}: {round(sum(r['seconds'] for r in runs[pname]), 1)} s", flush=True)
+        t0 = time.perf_counter()
+        reach = [asdict(menu_reachability(view, it, cfg, budget=reach_budget))
+                 if (it.gold_sentence_ids or it.gold_paragraph_ids) else None for it in items]
+        t_reach = time.perf_counter() - t0
+        base = runs.get("heuristic") or next(iter(runs.values()), None)
+        k_fixed = max(1, round(mean(r["committed"] for r in base) or 1)) if base else 1
+        t0 = time.perf_counter()
+        fixed = [score_ids(view, it, dense_top_k(view, view.encode([it.question])[0], k_fixed)) for it in items]
+        t_dense = time.perf_counter() - t0
+        cache = view.cache_stats()
+
+    summaries = {p: policy_summary(recs, reach) for p, recs in runs.items()}
+    has_gold = any(x is not None for x in reach)
+    heur = summaries.get("heuristic")
+    summary = {
+        "dataset": name, "questions": len(items), "questions_available": n_all,
+        "gold": "none (unknown)" if not has_gold else ("sentence" if any(q.gold_sentence_ids for q in items) else "paragraph"),
+        "answer_with_max": cfg.answer_with_max,
+        "reachability": reach_summary([x for x in reach if x is not None], len(items)),
+        "heuristic": None if heur is None else {k: v for k, v in heur.items() if k not in ("dense_same_k", "delta_recall_vs_dense")},
+        "dense_same_k": None if heur is None else heur["dense_same_k"],
         "dense_fixed_k": {
             "k": k_fixed,
-            "evidence_recall": r100(mean(r["dense_fixed_k"]["recall"] for r in records)),
-            "evidence_precision": r100(mean(r["dense_fixed_k"]["precision"] for r in records)),
-            "answer_in_evidence": r100(mean(r["dense_fixed_k"]["aie"] for r in records)),
+            "evidence_recall": r100(mean(f["recall"] for f in fixed)),
+            "evidence_precision": r100(mean(f["precision"] for f in fixed)),
+            "answer_in_evidence": r100(mean(f["aie"] for f in fixed)),
         },
-        "seconds": {"policy": round(t_pol, 1), "reachability": round(t_reach, 1), "dense": round(t_dense, 1),
-                    "total": round(time.perf_counter() - t_start, 1)},
-        "cache": cache,
-        "index_first_entities_query": fix_check,
-        "loadavg_end": load_avg(),
+        "policies": summaries,
+        "seconds": {"policy": round(sum(x["seconds"] for x in summaries.values()), 1), "reachability": round(t_reach, 1),
+                    "dense": round(t_dense, 1), "total": round(time.perf_counter() - t_start, 1),
+                    **{f"policy_{p}": x["seconds"] for p, x in summaries.items()}},
+        "cache": cache, "index_first_entities_query": fix_check, "loadavg_end": load_avg(),
     }
     if keep_records:
-        summary["records"] = records
+        summary["records"] = [{"id": it.id, "gold_units": len(it.gold_sentence_ids or it.gold_paragraph_ids),
+                               "reach": x, "dense_fixed_k": f, "policies": {p: recs[i] for p, recs in runs.items()}}
+                              for i, (it, x, f) in enumerate(zip(items, reach, fixed))]
     return summary
 
 
@@ -277,6 +323,22 @@ def table_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]
                      fmt(h.get("answer_in_evidence")), fmt(h.get("mean_turns"), 2), fmt(h.get("mean_committed"), 2),
                      fmt(d.get("evidence_recall")), fmt(d.get("answer_in_evidence")), fmt(f.get("evidence_recall")),
                      fmt(f.get("answer_in_evidence")), str(f.get("k", "n/a"))])
+    return cols, rows
+
+
+def policy_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """One row per (dataset, policy): its evidence recall against dense top-k at its own per-question budget."""
+    cols = ["dataset", "policy", "n", "R", "P", "EM", "F1", "AiE", "turns", "commits", "dense@same-k R", "delta R",
+            "dense@same-k AiE", "seconds"]
+    rows = []
+    for r in results:
+        for name, x in (r.get("policies") or {}).items():
+            d = x["dense_same_k"]
+            delta = x.get("delta_recall_vs_dense")
+            rows.append([r["dataset"], name, str(x["questions"]), fmt(x["evidence_recall"]), fmt(x["evidence_precision"]),
+                         fmt(x["em"]), fmt(x["f1"]), fmt(x["answer_in_evidence"]), fmt(x["mean_turns"], 2),
+                         fmt(x["mean_committed"], 2), fmt(d["evidence_recall"]), "n/a" if delta is None else f"{delta:+.1f}",
+                         fmt(d["answer_in_evidence"]), fmt(x.get("seconds"))])
     return cols, rows
 
 
@@ -322,8 +384,9 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
                         for r in results if r.get("reachability"))
     L = ["# Menu quality on the six dev sets", "",
          f"Generated {meta['finished']} ({meta['machine']['cpus']} shared CPUs, load average at start {meta['machine']['loadavg']}, "
-         f"at end {meta['loadavg_end']}). Default EnvConfig (T = 6, K_s = 6, K_e = 8); heuristic policy (max 2 commits, "
-         f"extractive answer); reachability search budget {meta['reach_budget']} menu expansions/question. "
+         f"at end {meta['loadavg_end']}). Default EnvConfig (T = 6, K_s = 6, K_e = 8, ANSWER_WITH k = "
+         f"{meta.get('answer_with_max', 1)}); policies {', '.join(meta.get('policies') or ['heuristic'])} (the heuristic "
+         f"commits at most 2; all answer extractively from C_T); reachability search budget {meta['reach_budget']} menu expansions/question. "
          + "Questions each figure rests on (first n of the dev file / all): reachability: " + reach_n
          + "; heuristic and dense columns: " + (heur_n or "none") + ". "
          + ("The heuristic/dense columns come from an earlier run (reachability-only runs keep them; see `meta.merged_from`), "
@@ -335,6 +398,17 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
             if meta.get("index_first_entities_query") else ""), "",
          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     L += ["| " + " | ".join(r) + " |" for r in rows]
+    pcols, prows = policy_rows(results)
+    if prows:
+        L += ["", "## Policies against dense retrieval at the same budget", "",
+              f"Each policy plays the menu (ANSWER_WITH k = {meta.get('answer_with_max', 'n/a')}); *dense@same-k* = dense top-k "
+              "sentences with k = the sentences *that policy* committed for that question; *delta R* = its evidence recall - "
+              "its dense@same-k recall (points). *heuristic* = the fixed SELECT -> LOOKUP -> ANSWER_WITH script; "
+              "*lookahead* = the LLM-free preview-based baseline (agent/policies/lookahead.py); *oracle* = PRIVILEGED, "
+              "plans from the gold evidence labels (an upper reference for the menu, not a baseline). *seconds* = that "
+              "policy's episodes (environment included).", "",
+              "| " + " | ".join(pcols) + " |", "|" + "---|" * len(pcols)]
+        L += ["| " + " | ".join(r) + " |" for r in prows]
     L += ["",
           "Columns: *n* = questions behind the heuristic and dense columns; *reach n* = questions behind the reachability "
           "columns; *reach/unreach/unk* = menu reachability verdicts (unk = search budget hit); *reach %* = reachable / "
@@ -401,6 +475,8 @@ def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness_g.agent.config import EnvConfig
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default="/tmp/hg-dev", type=Path)
     ap.add_argument("--datasets", default=",".join(d.name for d in DEV_SETS))
@@ -409,8 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reach-only", action="store_true",
                     help="reachability (verdict + cause) of every question only; with --merge the heuristic/dense figures of "
                          "the existing quality.json are kept beside it, with their own question counts")
-    ap.add_argument("--answer-with-max", type=int, default=1,
-                    help="with --reach-only: visible sentences one closing ANSWER_WITH may commit (1 = single-sentence)")
+    ap.add_argument("--answer-with-max", type=int, default=EnvConfig().answer_with_max,
+                    help="EnvConfig.answer_with_max for every run (menus, policies, reachability): the most visible sentences "
+                         "one ANSWER_WITH commits (1 = single-sentence; default: EnvConfig's, %(default)s)")
+    ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
+                    help="policies run per question, each with its own dense@same-k (default %(default)s; oracle is "
+                         "privileged: it plans from the gold labels, an upper reference; skipped where it does not exist)")
     ap.add_argument("--before", type=Path, help="quality.json of an earlier run: its reachability is shown as 'before' in the cause table")
     ap.add_argument("--before-note", default="", help="one line saying what the --before run was")
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for quality.json/md (default benchmarks/results)")
@@ -438,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         threadpool_limits(args.torch_threads)
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
             "reach_budget": args.reach_budget, "torch_threads": args.torch_threads, "index_first_entities_query": args.fixed_query,
-            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max}
+            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max,
+            "policies": None if args.reach_only else args.policies.split(",")}
     if args.discussion:
         meta["discussion"] = Path(args.discussion).read_text(encoding="utf-8").strip().split("\n")
     if args.before:
@@ -463,13 +544,17 @@ def main(argv: list[str] | None = None) -> int:
                                   fixed_query=args.fixed_query, answer_with_max=args.answer_with_max)
         else:
             res = eval_dataset(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records,
-                               fixed_query=args.fixed_query)
+                               fixed_query=args.fixed_query, policies=tuple(filter(None, args.policies.split(","))),
+                               answer_with_max=args.answer_with_max)
         print(f"   {res['questions']} q in {res['seconds']}", flush=True)
         results.append(_merge_reach(res, prev.get(d.name)) if args.reach_only else res)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     meta["loadavg_end"] = load_avg()
     write_report(results, meta, args.out)
     print_table(*table_rows(results))
+    if any(r.get("policies") for r in results):
+        print()
+        print_table(*policy_rows(results))
     print()
     print_table(*cause_rows(results, meta.get("reach_before")))
     return 0

@@ -8,6 +8,8 @@ provenance.
 from __future__ import annotations
 
 import copy
+import itertools
+import math
 import re
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from harness_g.agent.policies import make_policy
 from harness_g.agent.retrieval import lookup_query
 from harness_g.agent.runner import run_episode
 from harness_g.agent.trajectory import Trajectory, load_jsonl, save_jsonl
-from harness_g.errors import HarnessError
+from harness_g.errors import ConfigError, HarnessError
 
 ORDER = {ActionType.SELECT: 0, ActionType.LOOKUP: 1, ActionType.ANSWER_WITH: 2, ActionType.ANSWER: 3}
 
@@ -63,7 +65,9 @@ def check_menu(env: MenuEnv, lookupable: dict[str, bool]) -> None:
     selects = [a.targets for a in menu.actions if a.type is ActionType.SELECT]
     answer_withs = [a.targets for a in menu.actions if a.type is ActionType.ANSWER_WITH]
     assert selects == [(s,) for s in visible]
-    assert answer_withs == ([(s,) for s in visible] if cfg.answer_with else [])
+    # ANSWER_WITH(s_1..s_k): every subset of U_t of size 1..answer_with_max, by size then visible order
+    expected = [c for k in range(1, cfg.answer_with_max + 1) for c in itertools.combinations(visible, k)]
+    assert answer_withs == (expected if cfg.answer_with else [])
     lookups = [a for a in menu.actions if a.type is ActionType.LOOKUP]
     assert len(lookups) <= cfg.lookup_cap
     assert [a.targets[0] for a in lookups] == [e.id for e in menu.entities]
@@ -153,6 +157,10 @@ def test_observation_format(hotpot_view, hotpot_questions) -> None:
     off = n_vis + len(menu.entities)
     for i in range(n_vis):
         assert action_lines[off + i] == f"A{off + i} = ANSWER_WITH S{i}"
+    pairs = list(itertools.combinations(range(n_vis), 2))  # answer_with_max = 2: the pairs follow the singles
+    for j, (a, b) in enumerate(pairs):
+        assert action_lines[off + n_vis + j] == f"A{off + n_vis + j} = ANSWER_WITH S{a} S{b}"
+    assert len(action_lines) == off + n_vis + len(pairs) + 1
     assert action_lines[-1] == f"A{len(menu.actions) - 1} = ANSWER"
     assert re.fullmatch(r"Reply with exactly one action id .*", lines[-1])
     assert "Invalid action" not in obs
@@ -230,6 +238,36 @@ def test_answer_with_commits_and_ends(hotpot_view, hotpot_questions) -> None:
         env.step("A0")
     traj = env.finish("some answer")
     assert traj.answer == "some answer" and traj.turns == 2
+
+
+def test_multi_sentence_answer_with_commits_all_and_ends(hotpot_view, hotpot_questions) -> None:
+    """ANSWER_WITH(s_1, s_2) commits both visible sentences in one turn and ends (harness-g.tex l.1242)."""
+    env = MenuEnv(hotpot_view)
+    env.reset(hotpot_questions[2])
+    env.step("A0")
+    committed0, visible = list(env.state.committed), list(env.state.visible)
+    pair = (visible[0], visible[-1])
+    action = next(a for a in env.menu.actions if a.type is ActionType.ANSWER_WITH and a.targets == pair)
+    assert env.menu.describe(action) == f"{action.id} = ANSWER_WITH S0 S{len(visible) - 1}"
+    preview = env.preview(action)
+    assert (preview.introduced, preview.terminal) == (pair, True)
+    result = env.step(action.id)
+    assert result.done and result.valid
+    assert env.state.committed == committed0 + list(pair) == list(preview.committed)
+    assert env.trajectory.turns == 2 and env.trajectory.terminated_by == "ANSWER_WITH"
+    assert env.trajectory.steps[-1].introduced == list(pair)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_answer_with_cap_bounds_the_menu(hotpot_view, hotpot_questions, k) -> None:
+    env = MenuEnv(hotpot_view, EnvConfig(answer_with_max=k))
+    env.reset(hotpot_questions[0])
+    n = len(env.state.visible)
+    sizes = [len(a.targets) for a in env.menu.actions if a.type is ActionType.ANSWER_WITH]
+    assert max(sizes) == min(k, n)
+    assert len(sizes) == sum(math.comb(n, i) for i in range(1, k + 1))
+    with pytest.raises(ConfigError, match="answer_with_max"):
+        EnvConfig(answer_with_max=0)
 
 
 def test_answer_ends_without_committing(hotpot_view, hotpot_questions) -> None:

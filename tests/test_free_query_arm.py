@@ -55,12 +55,15 @@ class _NoResolution:
         raise AssertionError(f"text resolution was used for {query!r}")
 
 
-def _handle_move_states(fenv: FreeQueryEnv) -> dict[str, tuple[ActionType, str]]:
-    """reply -> (type, sentence id) for every SELECT / ANSWER_WITH by handle on the current state."""
+def _handle_move_states(fenv: FreeQueryEnv) -> dict[str, tuple[ActionType, tuple[str, ...]]]:
+    """reply -> (type, sentence ids) for every SELECT / ANSWER_WITH by handle on the current state (and one pair)."""
     out = {}
     for i, s in enumerate(fenv.inner.menu.sentences):
-        out[f"SELECT S{i}"] = (ActionType.SELECT, s.id)
-        out[f"ANSWER_WITH S{i}"] = (ActionType.ANSWER_WITH, s.id)
+        out[f"SELECT S{i}"] = (ActionType.SELECT, (s.id,))
+        out[f"ANSWER_WITH S{i}"] = (ActionType.ANSWER_WITH, (s.id,))
+    sentences = fenv.inner.menu.sentences
+    if len(sentences) >= 2:  # a pair named in reverse order is the menu's ANSWER_WITH S0 S<last>
+        out[f"ANSWER_WITH S{len(sentences) - 1} S0"] = (ActionType.ANSWER_WITH, (sentences[0].id, sentences[-1].id))
     return out
 
 
@@ -69,6 +72,9 @@ def _handle_move_states(fenv: FreeQueryEnv) -> dict[str, tuple[ActionType, str]]
     ("SELECT S1", "move", (ActionType.SELECT, "S1"), ""),
     ("**select s12**", "move", (ActionType.SELECT, "S12"), ""),
     ("ANSWER_WITH S0", "move", (ActionType.ANSWER_WITH, "S0"), ""),
+    ("ANSWER_WITH S2 S0", "move", (ActionType.ANSWER_WITH, "S2 S0"), ""),  # multi-sentence ANSWER_WITH
+    ("answer_with s1, s3", "move", (ActionType.ANSWER_WITH, "S1 S3"), ""),
+    ("SELECT S1 S2", "invalid", None, ""),  # SELECT commits one sentence
     ("ANSWER.", "move", (ActionType.ANSWER, None), ""),
     ("answer", "move", (ActionType.ANSWER, None), ""),
     ("SEARCH: who directed Jaws", "search", None, "who directed Jaws"),
@@ -113,12 +119,12 @@ def test_moves_by_handle_execute_exactly_without_resolution(hotpot_view: GraphVi
     item = hotpot_questions[1]
     probe, _ = _pair(hotpot_view, item)
     moves = _handle_move_states(probe)
-    moves["ANSWER"] = (ActionType.ANSWER, "")
-    assert len(moves) >= 3
-    for reply, (kind, sid) in moves.items():
+    moves["ANSWER"] = (ActionType.ANSWER, ())
+    assert len(moves) >= 4
+    for reply, (kind, targets) in moves.items():
         fenv, menv = _pair(hotpot_view, item)
         fenv.resolver = _NoResolution()  # type: ignore[assignment]
-        action = next(a for a in menv.menu.actions if a.type is kind and a.targets == ((sid,) if sid else ()))
+        action = next(a for a in menv.menu.actions if a.type is kind and a.targets == targets)
         result = fenv.step(reply)
         menv.step(action.id)
         assert result.valid and result.error is None, reply
@@ -145,6 +151,17 @@ def test_unknown_handle_is_an_invalid_turn(hotpot_view: GraphView, hotpot_questi
     assert fenv.trajectory.steps[-1].reply == "SELECT S99"
     assert not fenv.step("SELECT the best one").valid  # malformed: invalid, never a search
     assert fenv.queries == []
+
+
+def test_answer_with_beyond_the_cap_or_repeated_is_an_invalid_turn(hotpot_view: GraphView, hotpot_questions) -> None:
+    fenv, _ = _pair(hotpot_view, hotpot_questions[0])
+    assert len(fenv.state.visible) >= 3 and fenv.inner.config.answer_with_max == 2
+    before = list(fenv.state.committed)
+    result = fenv.step("ANSWER_WITH S0 S1 S2")
+    assert not result.valid and "at most 2 sentences per ANSWER_WITH" in result.error
+    result = fenv.step("ANSWER_WITH S1 S1")
+    assert not result.valid and "names a sentence twice" in result.error
+    assert fenv.state.committed == before and fenv.state.turn == 2 and not fenv.done
 
 
 # -- free strings: resolved to a retrieval target ----------------------------------------------------------

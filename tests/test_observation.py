@@ -46,6 +46,9 @@ class FakeTools:
     def mentions(self, sentence_ids: Sequence[str]) -> dict[str, list[EntityInfo]]:
         return {s: self.table[s] for s in sentence_ids if s in self.table}
 
+    def preview(self, action_id: str):
+        raise HarnessError("no environment behind these tools")  # the heuristic never previews
+
 
 QUESTION = "In what year did the Danish plant ecologist who assisted Sorensen die?"
 
@@ -235,9 +238,9 @@ def test_menu_env_observe_matches_what_it_renders(hotpot_view, hotpot_questions)
         [ln for ln in text.splitlines() if re.match(r"E\d+ \|", ln)]
     assert obs.search_available == bool(obs.actions(ActionType.LOOKUP))
     assert obs.action_ids == tuple(env.menu.by_id)
-    # the tools are read-only: encode, rank, mentions and nothing else
+    # the tools are read-only: encode, rank, mentions, preview and nothing else
     assert isinstance(obs.tools, GraphTools) and isinstance(obs.tools, PolicyTools)
-    assert {n for n in dir(obs.tools) if not n.startswith("_")} == {"encode", "rank", "mentions"}
+    assert {n for n in dir(obs.tools) if not n.startswith("_")} == {"encode", "rank", "mentions", "preview"}
     q = obs.tools.encode([obs.question])
     assert q.shape == (1, hotpot_view.embedder.dim) and np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-4)
     assert obs.tools.rank(q[0], obs.visible_ids) == hotpot_view.rank(env.state.question_vec, obs.visible_ids)
@@ -315,3 +318,38 @@ def test_run_episode_gives_policies_observations_only(hotpot_view, hotpot_questi
     traj = run_episode(MenuEnv(hotpot_view), spy, hotpot_questions[0])
     assert [o.event for o in spy.seen] == ["start", "ok", "ok"] and len({o.episode for o in spy.seen}) == 1
     assert spy.seen[-1].committed_ids == traj.committed and traj.answer == "x" and traj.meta["policy"] == "spy"
+
+
+def test_tools_preview_is_env_preview_and_read_only(hotpot_view, hotpot_questions) -> None:
+    """Previewability through the tools (harness-g.tex l.293): the same Preview as ``env.preview`` for every action
+    of the current menu, no state touched; tools of an earlier turn, of a finished episode and of the free-query arm
+    refuse."""
+    from harness_g.agent.env import MenuEnv
+    from harness_g.agent.free_query import FreeQueryEnv
+
+    env = MenuEnv(hotpot_view)
+    env.reset(hotpot_questions[1])
+    obs = env.observe()
+    before = (list(env.state.committed), list(env.state.visible), list(env.state.visited), env.state.turn,
+              list(env.state.observed), env.menu.to_json(), len(env.trajectory.steps))
+    looked = [obs.tools.preview(a.id) for a in obs.menu]
+    assert looked == [env.preview(a.id) for a in obs.menu]
+    assert {p.type for p in looked} == set(ActionType)  # every kind was expanded
+    lookup = next(p for p in looked if p.type is ActionType.LOOKUP)
+    assert lookup.visible == lookup.introduced and not lookup.terminal and lookup.committed == ()
+    after = (list(env.state.committed), list(env.state.visible), list(env.state.visited), env.state.turn,
+             list(env.state.observed), env.menu.to_json(), len(env.trajectory.steps))
+    assert after == before
+    with pytest.raises(HarnessError, match="unknown action id A999"):
+        obs.tools.preview("A999")
+    env.step(obs.actions(ActionType.SELECT)[0].id)
+    with pytest.raises(HarnessError, match="stale tools"):
+        obs.tools.preview("A0")  # ids are re-bound every turn: the old tools must not describe the new menu
+    assert env.observe().tools.preview("A0") == env.preview("A0")
+    env.step(env.observe().actions(ActionType.ANSWER)[0].id)
+    with pytest.raises(HarnessError, match="no live menu"):
+        env.observe().tools.preview("A0")
+    fenv = FreeQueryEnv(MenuEnv(hotpot_view))
+    fenv.reset(hotpot_questions[1])
+    with pytest.raises(HarnessError, match="no live menu"):
+        fenv.observe().tools.preview("A0")

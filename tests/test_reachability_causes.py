@@ -78,14 +78,16 @@ def test_turn_budget(hotpot_view, hotpot_questions) -> None:
 def test_multi_sentence_answer_with(hotpot_view, hotpot_questions) -> None:
     """With a closing ANSWER_WITH that commits several visible sentences, two visible gold units take one turn."""
     item = _by_id(hotpot_questions, Q_ALL_VISIBLE)
-    one = EnvConfig(max_turns=1)
+    one = EnvConfig(max_turns=1, answer_with_max=1)
     r = menu_reachability(hotpot_view, item, one)
     assert (r.status, r.cause, r.detail, r.needed_turns) == ("unreachable", "turn_budget", "relaxed", 2)
     multi = menu_reachability(hotpot_view, item, one, answer_with_max=2)
     assert multi.status == "reachable" and multi.min_turns == 1
+    assert menu_reachability(hotpot_view, item, EnvConfig(max_turns=1)).min_turns == 1  # k = 2 is the default
     # gold that needs a LOOKUP still needs its turns: commit, look up, answer
     two = _by_id(hotpot_questions, Q_ONE_VISIBLE)
-    assert menu_reachability(hotpot_view, two, answer_with_max=2).min_turns == menu_reachability(hotpot_view, two).min_turns
+    single = menu_reachability(hotpot_view, two, EnvConfig(answer_with_max=1))
+    assert menu_reachability(hotpot_view, two, answer_with_max=2).min_turns == single.min_turns
 
 
 def test_search_budget(hotpot_view, hotpot_questions) -> None:
@@ -99,8 +101,9 @@ def test_pool_or_rank_cap(hotpot_view, hotpot_questions) -> None:
     """With one ranked candidate per LOOKUP the gold sentence is cut although it sits in a candidate's pool; with the
     default caps the same question is reachable, so the cause is the cap."""
     item = _by_id(hotpot_questions, Q_HUB)
-    assert menu_reachability(hotpot_view, item).status == "reachable"
-    r = menu_reachability(hotpot_view, item, EnvConfig(lookup_pool_cap=1))
+    base = EnvConfig(init_entity_reserve=0)  # U_0 without question-entity slots (they show both gold sentences here)
+    assert menu_reachability(hotpot_view, item, base).status == "reachable"
+    r = menu_reachability(hotpot_view, item, replace(base, lookup_pool_cap=1))
     assert r.status == "unreachable" and r.cause == "pool_or_rank_cap" and r.detail == "gold_cut"
 
 
@@ -115,7 +118,8 @@ def test_every_cause_is_named_and_relaxed_depths_bound_min_turns(hotpot_view, ho
         depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg))
         if r.status == "reachable":  # the relaxation is a lower bound of every real trajectory
             assert all(d is not None for d in depths)
-            assert max(depths) + len(units) <= r.min_turns
+            commits = max(1, len(units) - cfg.answer_with_max + 1)  # the closing ANSWER_WITH commits up to k at once
+            assert max(depths) + commits <= r.min_turns
         if r.initially_visible == len(units):
             assert depths == [0] * len(units)
 

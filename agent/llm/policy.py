@@ -127,6 +127,15 @@ class LLMPolicy(Policy):
         self._answered: list[int] = []  # episodes whose answer was written: dropped when a new episode starts
         self._last: int | None = None
 
+    def settings(self) -> dict:
+        """The model and every decoding / context option (recorded in eval runs; a resume must match them)."""
+        return {"model": getattr(self.backend, "name", type(self.backend).__name__), "temperature": self.temperature,
+                "top_p": self.top_p, "seed": self.seed, "max_new_tokens": self.max_new_tokens,
+                "max_answer_tokens": self.max_answer_tokens, "max_context_tokens": self.max_context_tokens,
+                "stop": self.stop, "answer_temperature": self.answer_temperature,
+                "constrain_actions": self.constrain_actions, "context": self.context_mode,
+                "interface": "free-query" if self.free_query else "menu"}
+
     # -- bookkeeping --------------------------------------------------------------------------
     @staticmethod
     def _key(ref: "Observation | int") -> int:

@@ -24,6 +24,22 @@ def _heuristic(**kwargs: Any) -> Policy:
     return HeuristicPolicy(**kwargs)
 
 
+@register("lookahead")
+def _lookahead(**kwargs: Any) -> Policy:
+    """LLM-free: previews LOOKUPs, commits named/bridge article leads; kwargs max_commits, named_bonus, backward_hops."""
+    from harness_g.agent.policies.lookahead import LookaheadPolicy
+
+    return LookaheadPolicy(**kwargs)
+
+
+@register("oracle")
+def _oracle(**kwargs: Any) -> Policy:
+    """PRIVILEGED (reads gold evidence labels): kwargs view, env_config, questions (id -> QAItem or QAItems), budget."""
+    from harness_g.agent.policies.oracle import OraclePolicy
+
+    return OraclePolicy(**kwargs)
+
+
 @register("human")
 def _human(**kwargs: Any) -> Policy:
     from harness_g.agent.policies.human import HumanPolicy

@@ -27,6 +27,11 @@ class Policy(ABC):
     @abstractmethod
     def answer(self, question: str, evidence: list[tuple[str, str]], observation: "Observation") -> str: ...
 
+    def settings(self) -> dict[str, Any]:
+        """Every option that changes what this policy does (JSON values), recorded in an eval run's ``config.json``:
+        resuming a run with other settings is refused (``harness_g.agent.evaluate``). Override when a policy has any."""
+        return {}
+
     def trajectory_meta(self, observation: "Observation") -> dict[str, Any]:
         """What this policy records in ``trajectory.meta`` for the episode of ``observation`` (after ``answer``);
         none by default (LLM policies: ``{"llm": token counts and seconds}``)."""

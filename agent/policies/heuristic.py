@@ -34,6 +34,9 @@ class HeuristicPolicy(Policy):
     def __init__(self, max_commits: int = 2):
         self.max_commits = max_commits
 
+    def settings(self) -> dict:
+        return {"max_commits": self.max_commits}
+
     @staticmethod
     def _best_visible(observation: Observation, vec: np.ndarray) -> str | None:
         ranked = observation.require_tools().rank(vec, observation.visible_ids)
