@@ -2,7 +2,9 @@
 
 ``DIR/records.jsonl`` gets one line per finished question (flushed immediately), so an
 interrupted run loses nothing: re-running with the same DIR skips finished ids.
-``DIR/summary.json`` holds macro averages ×100 and counts; ``DIR/config.json`` the resolved run config.
+``DIR/summary.json`` holds macro averages ×100 and counts; ``DIR/config.json`` the resolved run config (eval
+options, environment config, the policy's name and every setting it reports, the graph version, the question set):
+a resumed run must match it (except the question limit) or is refused with the differences listed.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.trajectory import Trajectory, json_line
-from harness_g.errors import HarnessError, StoreError
+from harness_g.errors import ConfigError, HarnessError, StoreError
 from harness_g.graph.types import QAItem
 
 RECORDS = "records.jsonl"
@@ -36,6 +38,8 @@ class EvalConfig:
     reachability: bool = field(default=False, metadata={"help": "also compute menu reachability per question"})
     reach_budget: int = field(default=400, metadata={"help": "menu expansions per reachability search"})
     max_consecutive_store_errors: int = field(default=3, metadata={"help": "abort after this many store failures in a row"})
+    max_consecutive_errors: int = field(default=5, metadata={"help": "abort after this many failed questions in a row "
+                                                             "(e.g. a policy server that went away), naming the last error"})
 
 
 def gold_texts(view: GraphView, item: QAItem) -> list[str]:
@@ -115,17 +119,52 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def _check_same_interface(out: Path, interface: str) -> None:
-    """Refuse to resume a run directory that holds records of another interface."""
+#: settings a resumed run may change: the question limit (re-run with a larger --limit to extend a run), whether
+#: reachability is added to new records (a diagnostic; the summary counts the records that have it), the store-error
+#: tolerance, and the graph's path (a moved artifact; its content is pinned by graph_version)
+RESUMABLE = frozenset({"eval.limit", "eval.reachability", "eval.max_consecutive_store_errors", "eval.max_consecutive_errors",
+                       "graph"})
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def question_set(questions: Sequence[QAItem]) -> dict[str, Any]:
+    """``{"count", "sha256"}`` of the question ids in order: pins which questions a run is over."""
+    import hashlib
+
+    return {"count": len(questions), "sha256": hashlib.sha256("\n".join(q.id for q in questions).encode("utf-8")).hexdigest()}
+
+
+def check_resume(out: Path, resolved: dict[str, Any]) -> None:
+    """Refuse to add records to a run directory whose records were made with other settings.
+
+    ``resolved`` is the new run's complete config (what ``config.json`` gets). Every setting the old ``config.json``
+    recorded is compared (settings a newer version added are not: an older run cannot have differed in them), except
+    :data:`RESUMABLE`; the error lists each difference as ``key: old -> new``."""
     cfg, recs = out / "config.json", out / RECORDS
-    if not (cfg.exists() and recs.exists() and recs.stat().st_size):
+    if not (recs.exists() and recs.stat().st_size):
         return
     try:
-        old = json.loads(cfg.read_text(encoding="utf-8")).get("eval", {}).get("interface", "menu")
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return
-    if old != interface:
-        raise HarnessError(f"{out} holds a {old!r} run; use another --out for interface {interface!r}")
+        old = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise HarnessError(f"{out} holds records but no readable config.json ({exc.__class__.__name__}); "
+                           "use another --out") from exc
+    old_flat, new_flat = _flatten(old), _flatten(json.loads(json.dumps(resolved, default=str)))
+    diffs = [f"{k}: {old_flat[k]!r} -> {new_flat.get(k)!r}" for k in sorted(old_flat)
+             if k not in RESUMABLE and old_flat[k] != new_flat.get(k)]
+    if diffs:
+        shown = "; ".join(diffs[:8]) + (f"; and {len(diffs) - 8} more" if len(diffs) > 8 else "")
+        raise ConfigError(f"{out} holds a run made with other settings ({shown}); re-run with the same settings to "
+                          "resume it, or use another --out")
 
 
 def read_records(path: str | Path, *, include_errors: bool = True) -> dict[str, dict[str, Any]]:
@@ -190,14 +229,13 @@ def run_eval(
     env_config = env_config or EnvConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_interface(out, config.interface)
-    (out / "config.json").write_text(
-        json.dumps({"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
-                    "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
-                    "interface": config.interface, "judge_model": getattr(judge, "model", None),
-                    **(extra_config or {})}, indent=2, sort_keys=True),
-        encoding="utf-8",
-    )
+    resolved = {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
+                "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
+                "interface": config.interface, "judge_model": getattr(judge, "model", None),
+                "policy": {"name": policy.name, **policy.settings()}, "questions": question_set(questions),
+                **(extra_config or {})}
+    check_resume(out, resolved)
+    (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True, default=str), encoding="utf-8")
     if config.limit is not None:
         questions = list(questions)[: config.limit]
     records_path = out / RECORDS
@@ -214,8 +252,10 @@ def run_eval(
             fh.write(json_line(rec) + "\n")
     todo = [q for q in questions if q.id not in done]
     runner = make_interface(config.interface, view, policy, env_config)
-    store_errors = 0
+    store_errors = failures = 0
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
+    if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes
+        runner.on_turn = lambda turn, max_turns: bar.set_postfix_str(f"turn {turn}/{max_turns}", refresh=True)
     with open(records_path, "a", encoding="utf-8") as fh:
         for item in todo:
             t0 = time.perf_counter()
@@ -246,6 +286,18 @@ def run_eval(
                     ) from exc
             except HarnessError as exc:
                 record = {"id": item.id, "question": item.question, "error": str(exc)}
+                failures += 1
+                if failures >= config.max_consecutive_errors:
+                    record["seconds"] = time.perf_counter() - t0
+                    fh.write(json_line(record) + "\n")
+                    fh.flush()
+                    bar.close()
+                    raise HarnessError(
+                        f"stopped after {failures} questions failed in a row (last: {exc}); {len(_done_ids(records_path))} "
+                        f"finished questions are kept in {records_path}; fix the cause and re-run the same command to resume"
+                    ) from exc
+            else:
+                failures = 0
             record["seconds"] = time.perf_counter() - t0
             fh.write(json_line(record) + "\n")  # always UTF-8-encodable (lone surrogates escaped)
             fh.flush()

@@ -20,7 +20,7 @@ Every runner returns a :class:`Trajectory` (rag/naive have no steps: 0 turns) wi
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -38,8 +38,12 @@ RAG_TOP_K = 3
 
 
 class InterfaceRunner(Protocol):
+    """``run(item)`` plays one question. ``on_turn(turn, max_turns)``, when set, is called before each decision of a
+    stepped interface (menu, free-query); rag and naive take no decisions and never call it."""
+
     name: str
     policy: Policy
+    on_turn: Callable[[int, int], None] | None
 
     def run(self, item: QAItem) -> Trajectory: ...
 
@@ -63,6 +67,7 @@ def final_observation(view: GraphView, cfg: EnvConfig, item: QAItem, committed: 
 
 class MenuInterface:
     name = "menu"
+    on_turn: Callable[[int, int], None] | None = None
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
         self.view, self.policy = view, policy
@@ -71,13 +76,14 @@ class MenuInterface:
     def run(self, item: QAItem) -> Trajectory:
         from harness_g.agent.runner import run_episode
 
-        traj = run_episode(self.env, self.policy, item)
+        traj = run_episode(self.env, self.policy, item, self.on_turn)
         traj.meta["interface"] = self.name
         return traj
 
 
 class FreeQueryInterface:
     name = "free-query"
+    on_turn: Callable[[int, int], None] | None = None
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
         from harness_g.agent.free_query import FreeQueryEnv, free_query_policy
@@ -89,7 +95,7 @@ class FreeQueryInterface:
     def run(self, item: QAItem) -> Trajectory:
         from harness_g.agent.runner import run_episode
 
-        traj = run_episode(self.env, self.policy, item)  # type: ignore[arg-type]  # same protocol as MenuEnv
+        traj = run_episode(self.env, self.policy, item, self.on_turn)  # type: ignore[arg-type]  # same protocol as MenuEnv
         traj.meta["interface"] = self.name
         return traj
 
@@ -98,6 +104,7 @@ class RagInterface:
     """Standard RAG over the graph's paragraphs (see the module docstring for the scoring)."""
 
     name = "rag"
+    on_turn: Callable[[int, int], None] | None = None  # no decisions: never called
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, *, top_k: int = RAG_TOP_K,
                  pool: str = "max"):
@@ -161,6 +168,7 @@ class NaiveInterface:
     """Naive Generation: no retrieval, the answerer sees only the question."""
 
     name = "naive"
+    on_turn: Callable[[int, int], None] | None = None  # no decisions: never called
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
         self.view, self.policy = view, policy

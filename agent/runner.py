@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 from harness_g.agent.env import MenuEnv
 from harness_g.agent.policies.base import Policy
@@ -13,14 +13,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness_g.agent.free_query import FreeQueryEnv
 
 
-def run_episode(env: Union[MenuEnv, "FreeQueryEnv"], policy: Policy, item: QAItem) -> Trajectory:
+def run_episode(env: Union[MenuEnv, "FreeQueryEnv"], policy: Policy, item: QAItem,
+                on_turn: Callable[[int, int], None] | None = None) -> Trajectory:
     """Play ``item`` to the end with ``policy``, which sees only :meth:`env.observe() <MenuEnv.observe>`
-    observations; the answer sees the question, C_T and the final observation."""
+    observations; the answer sees the question, C_T and the final observation. ``on_turn(turn, max_turns)`` (1-based)
+    is called before each decision, e.g. to show progress within a slow LLM episode."""
     t0 = time.perf_counter()
     env.reset(item)
     policy_s = 0.0
     while not env.done:
         observation = env.observe()
+        if on_turn is not None:
+            on_turn(observation.turn + 1, observation.max_turns)
         t = time.perf_counter()
         reply = policy.act(observation)
         policy_s += time.perf_counter() - t

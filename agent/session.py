@@ -25,7 +25,7 @@ def open_graph(graph_dir: str | Path, store: str | None = None, *, embedding_mod
             "use the same model or rebuild the graph"
         )
     embedder = get_embedder(embedding_model) if embedding_model else None
-    graph_store, _ = load_graph(graph_dir, store, progress=progress)
+    graph_store, _ = load_graph(graph_dir, store, progress=progress, remember=False)  # a read: store.json is left as is
     try:
         yield GraphView(graph_store, artifact, embedder=embedder)
     finally:

@@ -151,7 +151,8 @@ def _ner_and_embed(
 
     def embed() -> tuple[np.ndarray, float]:
         t0 = time.perf_counter()
-        out = embedder.encode(texts, batch_size=config.embed_batch_size)
+        # sentence-transformers' own bar ("Batches"); tqdm gives it the next free line below the NER bar
+        out = embedder.encode(texts, batch_size=config.embed_batch_size, progress=progress)
         return out, time.perf_counter() - t0
 
     # spaCy takes one core; give torch the rest so the two stages do not oversubscribe the CPU

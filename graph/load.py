@@ -42,9 +42,13 @@ def open_graph_store(graph_dir: str | Path, spec: str | None = None) -> GraphSto
 
 
 def load_graph(
-    graph_dir: str | Path, spec: str | None = None, *, progress: bool = True, batch_size: int = 2000, index_timeout_s: float = 600.0
+    graph_dir: str | Path, spec: str | None = None, *, progress: bool = True, batch_size: int = 2000, index_timeout_s: float = 600.0,
+    remember: bool = True,
 ) -> tuple[GraphStore, LoadReport]:
     """Load the artifact (idempotent; no-op when already loaded) and wait for the vector index.
+
+    ``remember``: record an explicit ``spec`` in ``GRAPH_DIR/store.json`` as the graph's store (``build`` / ``load``);
+    read commands pass False, so ``--store embedded:PORT`` on one call does not change where later calls go.
 
     A load that has work to do holds ``GRAPH_DIR/.lock`` (waiting up to ``LOAD_LOCK_WAIT_S`` for a build or
     another load that holds it) and first checks every artifact file against the manifest's sha256; a no-op load takes no lock.
@@ -63,6 +67,6 @@ def load_graph(
     except BaseException:
         store.close()
         raise
-    if spec is not None:
+    if spec is not None and remember:
         remember_store(graph_dir, spec)
     return store, report

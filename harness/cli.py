@@ -5,7 +5,9 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -83,6 +85,7 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
     if not result.cache_hit and result.corpus_tokens:
         build_s = sum(v for k, v in result.seconds.items() if k not in ("ner", "embed"))
         print(f"  build {build_s:.1f}s for {result.corpus_tokens} corpus tokens ({build_s / result.corpus_tokens * 1000:.3f} s/1K tokens)")
+        print(_stage_table(result.seconds))
     if args.no_load:
         return 0
     store, report = load_graph(args.out, args.store, progress=progress)
@@ -91,6 +94,21 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
         # the store actually used: --store, else the one remembered in GRAPH_DIR/store.json
         print(f"  store {store.where}: {what}; indexes: {store.index_state()}")
     return 0
+
+
+#: build stages in pipeline order, with what each one is (ner and embed overlap: ner_embed_wall is their wall time)
+STAGES = {"read": "read the input files", "split": "split paragraphs into sentences", "ner": "spaCy NER (busy seconds)",
+          "embed": "sentence embeddings (busy seconds, beside NER)", "ner_embed_wall": "NER + embedding, wall clock",
+          "entities": "canonical entities + invalid-target filter", "link": "entity linking (synonyms)",
+          "write": "write the artifact"}
+
+
+def _stage_table(seconds: dict[str, float]) -> str:
+    """The per-stage time table printed after a build (progress bars vanish; this stays)."""
+    from harness_g.table import format_table
+
+    rows = [[k, f"{v:.1f}", STAGES.get(k, "")] for k, v in seconds.items()]
+    return "\n".join("  " + line for line in format_table(["stage", "seconds", "what"], rows).splitlines())
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -134,7 +152,36 @@ def cmd_cypher(args: argparse.Namespace) -> int:
     else:
         print(format_table(result.columns, result.rows, max_width=args.width))
         print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
+    hint = _case_hint(params) if not result.rows else None
+    if hint:
+        print(hint, file=sys.stderr)
     return 0
+
+
+def _case_hint(params: dict[str, Any]) -> str | None:
+    """A hint when a query with a string parameter that is not in canonical form returned nothing: entity ``name``s
+    are stored canonical (lower case, accents and punctuation normalised), e.g. "copenhagen" not "Copenhagen"."""
+    from harness_g.graph.text.canonical import canonicalize
+
+    off = {k: v for k, v in params.items() if isinstance(v, str) and v and canonicalize(v) != v}
+    if not off:
+        return None
+    shown = ", ".join(f"${k} = {v!r} (canonical: {canonicalize(v)!r})" for k, v in off.items())
+    return (f"hint: 0 rows; entity names are stored in canonical form (lower case): {shown}. "
+            "Match on e.name with the canonical value, or on e.surface for the text as written.")
+
+
+def _step_summary(step: Any, view: Any, width: int = 100) -> str:
+    """One trajectory step as text: ``SELECT [Title] sentence…``, ``LOOKUP entity: Name``, ``ANSWER``."""
+    if step.chosen is None:
+        return f"invalid reply {step.reply!r}"
+    if step.action_type == "LOOKUP":
+        label = next((a["label"] for a in step.menu if a["id"] == step.chosen), "")
+        return "LOOKUP " + (label.split(" | ", 1)[1] if " | " in label else ",".join(step.targets))
+    infos = view.sentences(list(step.targets))
+    texts = " / ".join(f"[{infos[t].title}] {infos[t].text}" for t in step.targets if t in infos)
+    line = f"{step.action_type} {texts}".rstrip()
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -161,17 +208,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         env = MenuEnv(view)
         print(env.reset(item))
         traj = run_episode(MenuEnv(view), make_policy("heuristic"), item)
-    steps = " -> ".join(f"{s.action_type} {','.join(s.targets)[:24]}" for s in traj.steps)
-    print(f"\n== 4. the LLM-free heuristic policy on it: {steps}\n   answer {traj.answer!r} (gold {item.answers[0]!r})")
+        print("\n== 4. the LLM-free heuristic policy on it")
+        for step in traj.steps:
+            print(f"   {step.turn + 1}. {_step_summary(step, view)}")
+    print(f"   answer {traj.answer!r} (gold {item.answers[0]!r})")
     print(f"\nnext: harness-g menu {args.out} \"{item.question}\"   (play it yourself)")
     return 0
 
 
 def cmd_neo4j(args: argparse.Namespace) -> int:
     """Start a throwaway local Neo4j 5.26 (Maven Central, no Docker) in the foreground until Ctrl-C / SIGTERM."""
-    import signal
-    import threading
-
     from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig
 
     config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=args.password,
@@ -263,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="query parameter (VALUE parsed as JSON if possible)")
     p.add_argument("--store", help=STORE_HELP)
     p.add_argument("--json", action="store_true", help="rows as JSON")
-    p.add_argument("--width", type=int, default=80, help="max characters per cell")
+    p.add_argument("--width", type=int, default=80, help="max characters per cell (0: no limit)")
     p.set_defaults(func=cmd_cypher)
 
     p = sub.add_parser("demo", help="build the shipped HotpotQA slice into the embedded store and show one menu")
@@ -304,8 +350,10 @@ def _register_later_commands(sub: Any) -> None:
 
 
 def _route_training_reports(sub: Any) -> None:
-    """``harness-g report RUN_DIR``: a training run (metrics.jsonl + config.yaml) gets its curves page;
-    evaluation runs go to the agent's report. Routed here because agent/ must not import training/."""
+    """``harness-g report RUN_DIR...``: evaluation runs share the agent's report at ``--out``; each training run
+    (metrics.jsonl + config.yaml) gets its curves page (``--out`` itself when it is the only run, else
+    ``<out>-train-<run name>.html`` beside it), so ``report runs/*`` works on a mix. Routed here because agent/ must
+    not import training/."""
     parser = sub.choices.get("report")
     if parser is None:
         return
@@ -316,17 +364,48 @@ def _route_training_reports(sub: Any) -> None:
 
         runs = list(args.run_dirs)
         training = [r for r in runs if is_training_run(r)]
-        if training and len(training) != len(runs):
-            raise ConfigError("report either training runs or evaluation runs, not both at once")
-        if training:
-            if len(training) > 1:
-                raise ConfigError("one training run per report")
-            title = None if args.title == parser.get_default("title") else args.title
-            print(f"report: {render_training_report(training[0], args.out, title)}")
-            return 0
-        return eval_report(args)
+        evals = [r for r in runs if r not in training]
+        title = None if args.title == parser.get_default("title") else args.title
+        if evals:  # `report runs/*` on a mix: the eval runs share one page at --out ...
+            eval_report(argparse.Namespace(**{**vars(args), "run_dirs": evals}))
+        out = Path(args.out)
+        names = [Path(r).name for r in training]
+        for i, run in enumerate(training):  # ... and each training run gets its curves page next to it
+            alone = not evals and len(training) == 1
+            tag = names[i] if names.count(names[i]) == 1 else f"{names[i]}-{i}"
+            path = out if alone else out.with_name(f"{out.stem}-train-{tag}{out.suffix or '.html'}")
+            print(f"report: {render_training_report(run, path, title)}")
+        return 0
 
     parser.set_defaults(func=report)
+
+
+def _quiet_libraries() -> None:
+    """``-q``: no progress bar at all, the libraries' own included (Hugging Face downloads, transformers' "Loading
+    weights"). The environment variable covers libraries imported later; the calls cover ones already imported."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``) delivered to a running command: unwinds exactly like Ctrl-C, so every ``with``
+    block and ``atexit`` hook runs (an embedded FalkorDB the command started is saved and stopped, locks released)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _terminate_like_ctrl_c() -> Any:
+    """Install the SIGTERM handler (main thread only); returns the previous handler to restore, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -337,8 +416,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     func: Callable[[argparse.Namespace], int] = args.func
+    if getattr(args, "quiet", False):
+        _quiet_libraries()
+    previous = _terminate_like_ctrl_c()
     try:
         return func(args)
+    except Terminated:
+        print("harness-g: terminated (SIGTERM); stopped cleanly", file=sys.stderr)
+        return 143
     except HarnessError as exc:
         if args.verbose:
             raise
@@ -350,3 +435,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `harness-g cypher … | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

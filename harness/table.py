@@ -12,11 +12,12 @@ def _cell(value: Any, max_width: int) -> str:
     else:
         text = str(value)
     text = text.replace("\n", " ")
-    return text if len(text) <= max_width else text[: max_width - 1] + "…"
+    return text if max_width <= 0 or len(text) <= max_width else text[: max_width - 1] + "…"
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int = 80) -> str:
-    """Render rows under column headers, columns padded to their widest cell."""
+    """Render rows under column headers, columns padded to their widest cell; a cell longer than ``max_width``
+    characters is cut with "…" (``max_width`` <= 0: never cut)."""
     cells = [[_cell(v, max_width) for v in row] for row in rows]
     widths = [len(c) for c in columns]
     for row in cells:

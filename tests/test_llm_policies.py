@@ -161,7 +161,7 @@ def test_registry_builds_llm_policies(tiny_dir: Path):
     policy = make_policy("transformers", model=str(tiny_dir), max_answer_tokens=5, max_context_tokens=300)
     assert isinstance(policy, LLMPolicy) and policy.max_new_tokens == 8 and policy.max_answer_tokens == 5
     assert policy.max_context_tokens == 300 and policy.temperature == 0.0
-    with pytest.raises(ConfigError, match="base_url and model"):
+    with pytest.raises(ConfigError, match="needs --base-url and --model"):
         make_policy("openai")
 
 
@@ -245,3 +245,22 @@ def test_constrained_actions_refused_by_a_backend_without_support():
 
     with pytest.raises(ConfigError, match="constrained action decoding is not supported by the OpenAIBackend"):
         LLMPolicy(OpenAIBackend("http://127.0.0.1:9/v1", "m"), constrain_actions=True)
+
+
+def test_quiet_hides_every_progress_bar_including_model_loading(tiny_dir: Path, hotpot_graph_dir: Path, tmp_path: Path) -> None:
+    """`-q` silences the libraries' bars too (transformers' "Loading weights"), not only harness-g's own; without
+    `-q` the eval bar is shown (the check can fail)."""
+    import subprocess
+    import sys
+
+    def eval_stderr(*flags: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "harness_g", "eval", str(hotpot_graph_dir), "--policy", "transformers",
+                               "--model", str(tiny_dir), "--limit", "1", "--max-turns", "1", "--out", str(tmp_path / f"run{len(flags)}"),
+                               *flags], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    loud, quiet = eval_stderr(), eval_stderr("-q")
+    rates = ("it/s", "s/it", "q/s", "s/q")
+    assert "eval" in loud and any(r in loud for r in rates), loud
+    assert "Loading weights" not in quiet and not any(r in quiet for r in rates), quiet

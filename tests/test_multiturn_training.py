@@ -178,11 +178,19 @@ def test_tiny_cpu_config_trains_multi_turn_and_eval_of_its_checkpoint_reproduces
 
     root = Path(__file__).resolve().parents[1]
     graph, out, ev = tmp_path / "graph", tmp_path / "run", tmp_path / "eval"
-    rc, _, err = run(capsys, "train", "--config", root / "training/configs/tiny-cpu.yaml", "--output-dir", out, "--quiet",
+    rc, train_out, err = run(capsys, "train", "--config", root / "training/configs/tiny-cpu.yaml", "--out", out, "--quiet",
                      "--set", f"data.graph_dir={graph}",
-                     "--set", f"data.build_input={root / 'tests/data/2wikimultihopqa/dev.subset.json'}",
-                     "--set", "log.tensorboard=false")
+                     "--set", f"data.build_input={root / 'tests/data/2wikimultihopqa/dev.subset.json'}")
     assert rc == 0, err
+    # TensorBoard curves are grouped by kind, and the run ends by saying how to look at them
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    assert f"curves: tensorboard --logdir {out / 'tensorboard'}" in train_out
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"train/reward_f1", "train/loss", "time/time_total_s", "credit/snc_scale"} <= tags
+    assert not any("/" not in t for t in tags)
     config = (out / "config.yaml").read_text()
     assert "context: multi-turn" in config
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -158,3 +158,30 @@ def test_bad_configuration():
         OpenAIBackend("localhost:8000", "m")
     with pytest.raises(ConfigError, match="on_error"):
         OpenAIBackend("http://127.0.0.1:1/v1", "m", on_error="ignore")
+
+
+def test_dead_endpoint_is_refused_before_the_first_question() -> None:
+    from harness_g.agent.policies import make_policy
+
+    port = _free_port()
+    t0 = time.perf_counter()
+    with pytest.raises(BackendError, match=rf"no OpenAI-compatible server answers at http://127.0.0.1:{port}/v1/models"):
+        make_policy("openai", base_url=f"http://127.0.0.1:{port}/v1", model="m")
+    assert time.perf_counter() - t0 < 10  # one try, not retries with backoff per question
+
+
+def test_server_without_a_model_list_is_accepted(stub_server) -> None:
+    from harness_g.agent.policies import make_policy
+
+    # the stub answers POST only (GET -> 501): nothing to check the model name against, so the policy is built
+    assert make_policy("openai", base_url=stub_server.url, model="m").backend.model == "m"
+
+
+@needs_smollm2
+def test_model_the_server_does_not_serve_is_refused(smol_server) -> None:
+    from harness_g.agent.policies import make_policy
+
+    url, _ = smol_server
+    with pytest.raises(ConfigError, match=r"does not serve model 'nope' \(it serves: smollm2\); check --model"):
+        make_policy("openai", base_url=url, model="nope")
+    assert make_policy("openai", base_url=url, model="smollm2").backend.model == "smollm2"

@@ -221,6 +221,26 @@ def test_cli_report_command(runs: list[Path], tmp_path: Path, capsys) -> None:
         build_report([tmp_path / "nope"], tmp_path / "x.html")
 
 
+def test_cli_report_on_a_mix_of_eval_and_training_runs(runs: list[Path], tmp_path: Path, capsys) -> None:
+    """`harness-g report runs/*` once runs/ also holds a training run: the eval runs share --out, the training run
+    gets its curves page beside it."""
+    import json
+
+    from harness_g.cli import main
+
+    train = tmp_path / "runs" / "tiny"
+    train.mkdir(parents=True)
+    (train / "config.yaml").write_text("seed: 0\n")
+    (train / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward_f1": 0.1 * s, "loss": 0.5 - 0.2 * s}) + "\n"
+                                                 for s in (1, 2, 3)))
+    out = tmp_path / "report.html"
+    assert main(["report", str(runs[0]), str(train), str(runs[1]), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    curves = tmp_path / "report-train-tiny.html"
+    assert f"report: {out}" in printed and f"report: {curves}" in printed
+    assert "<details class=\"traj\"" in out.read_text(encoding="utf-8") and "<polyline" in curves.read_text(encoding="utf-8")
+
+
 def _png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()[:24]
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"

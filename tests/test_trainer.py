@@ -262,3 +262,10 @@ def test_train_cli_show_config_and_errors(tmp_path, capsys):
     bad.write_text("data: {graph_dir: x}\n")
     assert main(["train", "--config", str(bad), "--set", "credit.scheme=bogus", "--output-dir", str(tmp_path / "run")]) == 2
     assert "credit.scheme 'bogus' unknown" in capsys.readouterr().err
+
+
+def test_tensorboard_tags_are_grouped() -> None:
+    from harness_g.training.logger import tensorboard_tag
+
+    assert [tensorboard_tag(k) for k in ("reward_f1", "time_update_s", "snc_scale", "action_frac_LOOKUP", "zero_adv_frac")] == [
+        "train/reward_f1", "time/time_update_s", "credit/snc_scale", "actions/action_frac_LOOKUP", "groups/zero_adv_frac"]

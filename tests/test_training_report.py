@@ -49,10 +49,29 @@ def test_training_run_report(tmp_path, capsys):
     assert "<td>before</td>" in html and "<td>5.00</td>" in html  # F1 0.05 shown ×100
 
 
-def test_mixing_training_and_eval_runs_is_refused(tmp_path, capsys):
-    run = _write_run(tmp_path)
-    other = tmp_path / "eval"
-    other.mkdir()
-    (other / "records.jsonl").write_text("")
-    assert main(["report", str(run), str(other), "--out", str(tmp_path / "x.html")]) == 2
-    assert "not both" in capsys.readouterr().err
+def test_several_training_runs_get_a_page_each(tmp_path, capsys):
+    first = _write_run(tmp_path)
+    second = tmp_path / "other"
+    (tmp_path / "x").mkdir()
+    _write_run(tmp_path / "x").rename(second)
+    out = tmp_path / "r.html"
+    assert main(["report", str(first), str(second), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for name in ("run", "other"):
+        page = tmp_path / f"r-train-{name}.html"
+        assert f"report: {page}" in printed and "<polyline" in page.read_text()
+    assert not out.exists()  # no eval runs: nothing goes to --out itself
+
+
+def test_curve_ticks_are_round_and_keep_their_minus_sign() -> None:
+    from harness_g.agent.report.plots import nice_ticks, tick_label
+    from harness_g.training.curves import line_chart
+
+    assert nice_ticks(-0.042, 0.31) == [-0.1, 0.0, 0.1, 0.2, 0.3, 0.4]
+    assert nice_ticks(0, 1.0) == [0.0, 0.25, 0.5, 0.75, 1.0] and nice_ticks(1, 120) == [0, 50, 100, 150]
+    assert [tick_label(v) for v in (-0.05, 0.0, 2.5, 1500.0)] == ["\u22120.05", "0", "2.5", "1,500"]
+    svg = line_chart("Retrieval-equivalence: D_query (free-query arm), D_ret, mean N_eq, and a long tail",
+                     [1, 2, 3], {"loss": [-0.0421, 0.013, 0.2]})
+    assert ">\u22120.1<" in svg and ">0.0421<" not in svg and "0.2<" in svg  # round labels, the minus kept
+    title_size = int(svg.split('font-size="')[1].split('"')[0])
+    assert title_size < 13  # a long title is shrunk to the chart's width, not cut

@@ -22,7 +22,8 @@ def _override(text: str) -> tuple[str, Any]:
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML config (TrainConfig fields; see training/configs/)")
-    p.add_argument("--output-dir", required=False, help="run directory: metrics.jsonl, checkpoints/, config.yaml")
+    p.add_argument("--out", "--output-dir", dest="output_dir", required=False,
+                   help="run directory: metrics.jsonl, checkpoints/, config.yaml (--output-dir is the same flag)")
     p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6 (parsed by the field's type; repeatable)")
     p.add_argument("--show-config", action="store_true", help="print every field with its help and value (defaults, or as resolved from --config/--set), then exit")
@@ -37,7 +38,7 @@ def run_train(args: argparse.Namespace) -> int:
                                   if args.config or args.set else TrainConfig)))
         return 0
     if not args.output_dir:
-        raise ConfigError("--output-dir is required")
+        raise ConfigError("--out is required (the run directory)")
     config = load_config(args.config, dict(_override(s) for s in args.set))
     from harness_g.training.trainer import train
 
@@ -50,6 +51,8 @@ def run_train(args: argparse.Namespace) -> int:
     last = result.get("last", {})
     keys = ("reward_f1", "em", "loss", "kl", "grad_norm", "turns", "invalid_action_frac", "snc_share", "time_total_s")
     print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in keys if k in last))
+    if result.get("tensorboard"):
+        print(f"curves: {result['tensorboard']}")
     return 0
 
 

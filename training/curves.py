@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness_g.agent.report.plots import _frame, _legend, _nice_max, _text, color
+from harness_g.agent.report.plots import _frame, _legend, _text, color, nice_ticks, tick_label
 
 PANELS: list[tuple[str, list[str]]] = [
     ("Outcome reward (token F1) and EM", ["reward_f1", "em"]),
@@ -28,11 +28,15 @@ PANELS: list[tuple[str, list[str]]] = [
 
 def line_chart(title: str, steps: Sequence[int], series: dict[str, Sequence[float | None]], *, width: int = 460,
                height: int = 250) -> str:
-    legend, lh = _legend([(name, color(i)) for i, name in enumerate(series)], 48, 38, width - 56)
-    top, left, right, bottom = 38 + lh + 4, 48, 12, 34
+    """One panel: a line per series over ``steps``; y ticks are round numbers (:func:`nice_ticks`) spanning the data and 0,
+    labelled with a real minus sign, and the left margin grows with the longest label so none is cut."""
     values = [v for vs in series.values() for v in vs if v is not None]
-    lo = min(0.0, min(values)) if values else 0.0
-    hi = _nice_max(max(values)) if values and max(values) > 0 else 1.0
+    ticks = nice_ticks(min(0.0, min(values)) if values else 0.0, max(0.0, max(values)) if values else 1.0)
+    labels = [tick_label(t) for t in ticks]
+    left = max(40, 12 + int(6.2 * max(len(t) for t in labels)))
+    legend, lh = _legend([(name, color(i)) for i, name in enumerate(series)], left, 38, width - left - 8)
+    top, right, bottom = 38 + lh + 4, 12, 34
+    lo, hi = ticks[0], ticks[-1]
     x0, x1 = (min(steps), max(steps)) if steps else (0, 1)
     span_x = max(x1 - x0, 1)
     pw, ph = width - left - right, height - top - bottom
@@ -45,12 +49,12 @@ def line_chart(title: str, steps: Sequence[int], series: dict[str, Sequence[floa
 
     body = [legend, f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#999"/>',
             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#999"/>']
-    for k in range(5):
-        v = lo + (hi - lo) * k / 4
-        body.append(f'<line x1="{left}" y1="{py(v):.1f}" x2="{left + pw}" y2="{py(v):.1f}" stroke="#eee"/>')
-        body.append(_text(left - 4, py(v) + 4, f"{v:.3g}", anchor="end", size=10))
-    for s in sorted(set([x0, x1, (x0 + x1) // 2])):
-        body.append(_text(px(s), top + ph + 14, str(s), size=10))
+    for v, label in zip(ticks, labels):
+        body.append(f'<line x1="{left}" y1="{py(v):.1f}" x2="{left + pw}" y2="{py(v):.1f}" stroke="{"#bbb" if v == 0 else "#eee"}"/>')
+        body.append(_text(left - 4, py(v) + 4, label, anchor="end", size=10))
+    x_ticks = [int(t) for t in nice_ticks(x0, x1) if x0 <= t <= x1 and float(t).is_integer()] if x1 > x0 else [x0]
+    for s in x_ticks:
+        body.append(_text(px(s), top + ph + 14, f"{s:,}", size=10))
     body.append(_text(left + pw / 2, height - 4, "step", size=10))
     for i, (name, vs) in enumerate(series.items()):
         pts = [(px(s), py(v)) for s, v in zip(steps, vs) if v is not None]
@@ -95,6 +99,7 @@ def render_training_report(run_dir: str | Path, out: str | Path, title: str | No
     config = escape((run / "config.yaml").read_text(encoding="utf-8"))
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape(title or str(run))}</title>
 <style>body{{font-family:system-ui,Helvetica,Arial,sans-serif;margin:24px;color:#222}} .grid{{display:flex;flex-wrap:wrap;gap:12px}}
+.grid svg{{flex:1 1 420px;max-width:calc(50% - 6px);height:auto}} @media (max-width:900px){{.grid svg{{max-width:100%}}}}
 table{{border-collapse:collapse}} td,th{{border:1px solid #ddd;padding:4px 8px;text-align:right}} pre{{background:#f6f6f6;padding:8px}}</style>
 </head><body><h1>{escape(title or 'harness-g training run')}</h1><p>{escape(str(run))}: {len(rows)} logged steps</p>
 {eval_html}<h2>Curves</h2><div class="grid">{''.join(charts)}</div><h2>Config</h2><pre>{config}</pre></body></html>"""

@@ -6,6 +6,22 @@ from pathlib import Path
 from typing import Any
 
 
+#: TensorBoard groups (first matching prefix wins); everything else is "train/"
+TAG_GROUPS: tuple[tuple[str, str], ...] = (
+    ("time_", "time"), ("snc_", "credit"), ("answerer_", "credit"), ("credit_", "credit"), ("action_frac_", "actions"),
+    ("eval_", "eval"), ("zero_adv", "groups"), ("d_ret", "groups"), ("mean_n_eq", "groups"),
+)
+
+
+def tensorboard_tag(key: str) -> str:
+    """``reward_f1`` -> ``train/reward_f1``, ``time_update_s`` -> ``time/time_update_s``, ``snc_scale`` -> ``credit/snc_scale``:
+    related curves share a TensorBoard section. The JSONL keeps the bare keys."""
+    for prefix, group in TAG_GROUPS:
+        if key.startswith(prefix):
+            return f"{group}/{key}"
+    return f"train/{key}"
+
+
 class MetricsLogger:
     def __init__(self, out_dir: Path, *, tensorboard: bool = True, wandb: bool = False, config: dict[str, Any] | None = None,
                  enabled: bool = True):
@@ -38,7 +54,7 @@ class MetricsLogger:
         scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if self._tb is not None:
             for k, v in scalars.items():
-                self._tb.add_scalar(k, v, step)
+                self._tb.add_scalar(tensorboard_tag(k), v, step)
             self._tb.flush()
         if self._wandb is not None:
             self._wandb.log(scalars, step=step)
@@ -46,5 +62,10 @@ class MetricsLogger:
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+
+    @property
+    def tensorboard_dir(self) -> Path | None:
+        """Where TensorBoard events go (None when TensorBoard is off or not installed)."""
+        return Path(self._tb.log_dir) if self._tb is not None else None
         if self._wandb is not None:
             self._wandb.finish()

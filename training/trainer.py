@@ -177,7 +177,7 @@ class Trainer:
         self.config = config
         self.out = Path(output_dir)
         if resume is None and (self.out / "metrics.jsonl").exists():
-            raise ConfigError(f"{self.out} already holds a training run; pass --resume CHECKPOINT or choose a new --output-dir")
+            raise ConfigError(f"{self.out} already holds a training run; pass --resume CHECKPOINT or choose a new --out")
         self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         self.accelerator = Accelerator()
@@ -372,9 +372,13 @@ class Trainer:
             final = self.save("final")
             if any(eval_sets.values()):
                 self._evaluate(view, generator, env_cfg, eval_sets, "after")
+            tb_dir = logger.tensorboard_dir
             logger.close()
-        return {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
-                "skipped_batches": self.skipped_batches}
+        out = {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
+               "skipped_batches": self.skipped_batches}
+        if tb_dir is not None:
+            out["tensorboard"] = f"tensorboard --logdir {tb_dir}"
+        return out
 
     def train_step(self, view: Any, generator: Generator, answerer: Any, items: list[QAItem], env_cfg: EnvConfig) -> dict[str, Any]:
         cfg = self.config

@@ -54,7 +54,8 @@ def transformers_policy(model: str = "smollm2", *, gguf_file: str | None = None,
 
 
 def openai_policy(base_url: str | None = None, model: str | None = None, **kwargs: Any):
-    """``base_url``/``model`` default to $OPENAI_BASE_URL / $OPENAI_MODEL."""
+    """``base_url``/``model`` default to $OPENAI_BASE_URL / $OPENAI_MODEL. ``check_endpoint`` (default True): ask the
+    server's ``/models`` first and refuse a dead endpoint or a model it does not serve."""
     import os
 
     from harness_g.agent.llm.openai_backend import OpenAIBackend
@@ -64,10 +65,15 @@ def openai_policy(base_url: str | None = None, model: str | None = None, **kwarg
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     model = model or os.environ.get("OPENAI_MODEL")
     if not base_url or not model:
-        raise ConfigError("the openai policy needs base_url and model (or $OPENAI_BASE_URL and $OPENAI_MODEL), "
-                          "e.g. base_url=http://127.0.0.1:8011/v1 model=smollm2")
+        missing = " and ".join(f for f, v in (("--base-url", base_url), ("--model", model)) if not v)
+        raise ConfigError(f"the openai policy needs {missing} (or $OPENAI_BASE_URL / $OPENAI_MODEL), "
+                          "e.g. --base-url http://127.0.0.1:8011/v1 --model smollm2")
+    check = kwargs.pop("check_endpoint", True)
     policy_kw, backend_kw = _split(kwargs)
-    return LLMPolicy(OpenAIBackend(base_url, model, **backend_kw), **{"name": f"openai:{model}", **policy_kw})
+    backend = OpenAIBackend(base_url, model, **backend_kw)
+    if check:  # a dead endpoint or a wrong model name is one error before the first question, not one per question
+        backend.check()
+    return LLMPolicy(backend, **{"name": f"openai:{model}", **policy_kw})
 
 
 def vllm_policy(model: str = "smollm2", **kwargs: Any):

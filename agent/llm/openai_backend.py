@@ -52,6 +52,38 @@ class OpenAIBackend:
         self.failures = 0  # counted failures: bad responses and unreachable-server errors
         self.retries = 0
 
+    # -- the endpoint -------------------------------------------------------------------------
+    def served_models(self, timeout_s: float = 10.0) -> list[str] | None:
+        """The model ids ``GET {base_url}/models`` lists; None when the server has no such route (HTTP 404/405/501).
+
+        Raises :class:`BackendError` naming the URL when nothing answers there (one try, ``timeout_s``): a dead
+        endpoint is reported before the first question instead of once per question."""
+        url = self.base_url + "/models"
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=min(timeout_s, self.timeout_s)) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 405, 501):  # no such route on this server: nothing to check the name against
+                return None
+            raise BackendError(f"{url} answered HTTP {exc.code}: {_error_detail(exc) or 'no detail'}") from None
+        except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise BackendError(f"no OpenAI-compatible server answers at {url} ({reason}); is it running? "
+                               "check --base-url") from None
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+            return [str(m["id"]) for m in payload["data"]]
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+            return None  # not the standard listing: nothing to check the name against
+
+    def check(self) -> None:
+        """Fail fast: the endpoint answers and, when it lists its models, serves ``self.model``."""
+        models = self.served_models()
+        if models is not None and self.model not in models:
+            shown = ", ".join(models[:10]) or "none"
+            raise ConfigError(f"{self.base_url} does not serve model {self.model!r} (it serves: {shown}); check --model")
+
     # -- one request --------------------------------------------------------------------------
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode("utf-8")

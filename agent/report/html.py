@@ -42,7 +42,9 @@ table.data td.l,table.data th.l{text-align:left;white-space:normal}
 table.data tr:hover td{background:#fafbfc}
 .plots{display:flex;flex-wrap:wrap;gap:18px}
 .plots figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px;background:#fff}
-.plots figcaption{font-size:11.5px;color:var(--muted);max-width:560px;padding:2px 6px}
+.plots figure{flex:1 1 440px;max-width:calc(50% - 9px)} .plots svg{width:100%;height:auto}
+@media (max-width:900px){.plots figure{max-width:100%}}
+.plots figcaption{font-size:11.5px;color:var(--muted);padding:2px 6px}
 .controls{position:sticky;top:0;background:#fffffff0;padding:8px 0;z-index:5;display:flex;gap:12px;align-items:center;
 border-bottom:1px solid var(--line)}
 .controls input[type=search]{width:340px;padding:5px 8px;border:1px solid var(--line);border-radius:4px;font:inherit}
@@ -154,7 +156,9 @@ def _summary_table(runs: Sequence[Run]) -> str:
     return (f'<div class="scroll"><table class="data" id="summary"><tr><th class="l">Dataset</th><th class="l">Interface</th>'
             f'<th class="l">Policy</th>{head}</tr>' + "".join(rows) + "</table></div>"
             '<p class="sub">EM, F1, R-S, G-E, evidence recall/precision and answer-in-C_T are macro averages ×100 over scored '
-            'questions (summary.json); G-E = 10/7·Σ of seven 0–10 judge scores, only when a judge was configured.</p>')
+            'questions (summary.json). R-S (retrieval similarity) = cosine between the mean embedding of the evidence the '
+            'episode retrieved and that of the gold evidence (harness-g.tex, "Evaluation Details"); G-E = 10/7·Σ of seven '
+            '0–10 judge scores, only when a judge was configured.</p>')
 
 
 def _pivot_table(runs: Sequence[Run]) -> str:
@@ -249,10 +253,12 @@ def _plots(runs: Sequence[Run]) -> str:
 
 
 # -- trajectories ----------------------------------------------------------------------------------
-def _chip(action: dict[str, Any], chosen: str | None) -> str:
+def _chip(action: dict[str, Any], chosen: str | None, refs: str = "") -> str:
+    """One action as a chip ``A3 SELECT``; ``refs`` (e.g. "S0 S2") is appended for actions with several targets."""
     state = "chosen" if action["id"] == chosen else "rejected"
+    text = f'{action["id"]} {action["type"]}' + (f" {refs}" if refs else "")
     return (f'<span class="chip t-{escape(action["type"])} {state}" data-action="{escape(action["id"])}" '
-            f'title="{escape(action.get("label", ""))}">{escape(action["id"])} {escape(action["type"])}</span>')
+            f'title="{escape(action.get("label", ""))}">{escape(text)}</span>')
 
 
 def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_turns: int, fq: dict[str, Any] | None) -> str:
@@ -262,9 +268,12 @@ def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_t
     sentence_rows: dict[str, dict[str, Any]] = {}
     entity_rows: dict[str, dict[str, Any]] = {}
     stop: list[dict[str, Any]] = []
+    several: list[dict[str, Any]] = []  # ANSWER_WITH(s_1..s_k), k > 1: one row of its own, each action drawn once
     for a in menu:
         lab = parse_label(a.get("label", ""))
-        if a["type"] in ("SELECT", "ANSWER_WITH"):
+        if a["type"] == "ANSWER_WITH" and len(a.get("targets") or []) > 1:
+            several.append(a)
+        elif a["type"] in ("SELECT", "ANSWER_WITH"):
             for t, ref in zip(a.get("targets") or [], (lab["refs"] or "").split() or [""]):
                 row = sentence_rows.setdefault(t, {"ref": ref, "actions": []})
                 row["ref"] = row["ref"] or ref
@@ -288,6 +297,12 @@ def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_t
         rows.append(f'<tr class="{cls}" data-target="{escape(eid)}"><td class="ref">{escape(row["ref"])}</td>'
                     f'<td class="txt">entity: <b>{escape(row["surface"])}</b></td>'
                     f'<td class="acts">{"".join(_chip(a, chosen) for a in row["actions"])}</td></tr>')
+    if several:
+        is_chosen = any(a["id"] == chosen for a in several)
+        cls = "row several " + ("chosen" if is_chosen else "rejected")
+        chips = "".join(_chip(a, chosen, " ".join(parse_label(a.get("label", ""))["refs"].split())) for a in several)
+        rows.append(f'<tr class="{cls}"><td class="ref"></td><td class="txt"><i>commit several visible sentences and '
+                    f'stop</i></td><td class="acts">{chips}</td></tr>')
     for a in stop:
         cls = "row stop " + ("chosen" if a["id"] == chosen else "rejected")
         rows.append(f'<tr class="{cls}"><td class="ref"></td><td class="txt"><i>stop and answer from C_t</i></td>'

@@ -33,6 +33,26 @@ def _nice_max(v: float) -> float:
     return 10 * exp
 
 
+def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    """Round tick values covering [lo, hi] with about ``n`` intervals: the step is 1, 2, 2.5 or 5 × 10^k and the ends
+    are multiples of it (e.g. lo = -0.042, hi = 0.31 -> -0.1, 0, 0.1, 0.2, 0.3, 0.4)."""
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / n
+    exp = 10 ** math.floor(math.log10(raw))
+    step = next(m * exp for m in (1, 2, 2.5, 5, 10) if m * exp >= raw - 1e-12)
+    start, stop = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [round(k * step, 12) for k in range(start, stop + 1)]
+
+
+def tick_label(v: float) -> str:
+    """A tick value with a real minus sign and no float noise: ``-0.05``, ``0``, ``2.5``, ``1,000``."""
+    if abs(v) < 1e-12:
+        return "0"
+    text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.6g}"
+    return text.replace("-", "\u2212")
+
+
 def _text(x: float, y: float, s: str, *, size: int = 11, anchor: str = "middle", fill: str = "#333", weight: str = "normal",
           rotate: float | None = None) -> str:
     tr = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
@@ -53,10 +73,16 @@ def _legend(items: Sequence[tuple[str, str]], x: float, y: float, width: float) 
     return "".join(parts), cy - y + 16
 
 
+TITLE_CHAR_EM = 0.58  # average glyph width of the sans-serif title font, in ems (to fit a title to the chart)
+
+
 def _frame(width: int, height: int, body: str, title: str, *, cls: str = "") -> str:
+    """The ``<svg>`` element: scales with its container (viewBox; ``width`` x ``height`` is the drawing's own size), with
+    the title's font shrunk (13 px down to 9 px) so a long title fits the width instead of being cut at the edges."""
+    size = max(9, min(13, int((width - 16) / (TITLE_CHAR_EM * max(1, len(title))))))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {escape(cls)}" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" style="{FONT}">'
-            f'<title>{escape(title)}</title>{_text(width / 2, 18, title, size=13, weight="600")}{body}</svg>')
+            f'<title>{escape(title)}</title>{_text(width / 2, 18, title, size=size, weight="600")}{body}</svg>')
 
 
 def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str], values: Mapping[tuple[str, str], float | None], *,
