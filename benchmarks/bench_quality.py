@@ -180,12 +180,15 @@ DEFAULT_POLICIES = ("heuristic", "lookahead", "oracle")
 
 def make_bench_policy(name: str, view: Any, cfg: Any, items: list) -> Any | None:
     """``make_policy(name)``; the oracle gets the graph, the environment config and the gold-labelled questions.
-    None when the policy is not available in this checkout (e.g. no oracle yet)."""
+    None when the policy is not available in this checkout (e.g. no oracle yet) or, for the oracle, when the dataset
+    has no gold evidence labels."""
     from harness_g.agent.policies import POLICIES, make_policy
 
     if name not in POLICIES:
         return None
     if name == "oracle":
+        if not any(it.gold_sentence_ids or it.gold_paragraph_ids for it in items):
+            return None  # no gold labels (TriviaQA): nothing to plan from
         return make_policy("oracle", view=view, env_config=cfg, questions=items)
     return make_policy(name)
 
@@ -260,7 +263,7 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
         for pname in policies:
             policy = make_bench_policy(pname, view, cfg, items)
             if policy is None:
-                print(f"   policy {pname!r} is not available here: skipped", flush=True)
+                print(f"   policy {pname!r} is not available here (or needs gold labels): skipped", flush=True)
                 continue
             runs[pname] = run_policy(view, env, policy, items)
             print(f"   {pname}: {round(sum(r['seconds'] for r in runs[pname]), 1)} s", flush=True)

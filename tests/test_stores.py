@@ -260,7 +260,9 @@ def test_neo4j_store_queries_exist_in_its_dialect() -> None:
     neo_only = {n for n in list_queries("neo4j") if query_source(n, "neo4j").startswith("neo4j/")}
     assert neo_only == {"schema", "create_vector_index", "drop_index", "vector_top_k", "load_sentences", "list_indexes",
                         # CALL (x) { ... } subqueries (FalkorDB parses only the importing-WITH form)
-                        "count_nodes_by_label", "count_relationships_by_type", "lookup_candidates", "lookup_candidates_multi"}
+                        "count_nodes_by_label", "count_relationships_by_type", "lookup_candidates", "lookup_candidates_multi",
+                        # node identity: FalkorDB's id(n) integers, Neo4j's elementId(n) strings (harness-g browse)
+                        "nodes_by_internal_ids"}
 
 
 # -- embedded server lifecycle ---------------------------------------------------------------------

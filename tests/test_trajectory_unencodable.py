@@ -108,21 +108,24 @@ def test_eval_records_with_lone_surrogates(falkordb_hotpot_view, hotpot_question
                                         {"PYTHONIOENCODING": "utf-8"}], ids=["C", "C.UTF-8", "strict-utf8"])
 def test_menu_cli_saves_a_reply_with_an_invalid_byte(hotpot_graph_dir, falkordb_hotpot_view, hotpot_questions,
                                                      tmp_path: Path, locale_env: dict) -> None:
-    """The attack as given: ``printf 'A0\\n\\xff\\nA0\\n' | harness-g menu GRAPH_DIR QUESTION --save t.jsonl``."""
+    """The attack as given: ``printf 'A0\\n\\xff\\nquit\\nParis\\xff\\n' | harness-g menu GRAPH_DIR QUESTION --save t.jsonl``.
+
+    A person's line that is not an action id (here one undecodable byte) is explained and asked again without
+    spending a turn (agent/policies/human.py), so the byte reaches the saved trajectory through the free-text answer,
+    which is kept exactly and saved recoverably."""
     save = tmp_path / "t.jsonl"
     env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LANG", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8")}
     env.update(locale_env)
     proc = subprocess.run([sys.executable, "-m", "harness_g", "menu", str(hotpot_graph_dir), hotpot_questions[0].question,
                            "--max-turns", "4", "--save", str(save)],
-                          input=b"A0\n\xff\nA0\n", capture_output=True, timeout=300, env=env)
+                          input=b"A0\n\xff\nquit\nParis\xff\n", capture_output=True, timeout=300, env=env)
     stderr = proc.stderr.decode("utf-8", "replace")
+    stdout = proc.stdout.decode("utf-8", "replace")
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr
-    assert f"trajectory appended to {save}" in proc.stdout.decode("utf-8", "replace")
+    assert f"trajectory appended to {save}" in stdout and "Not an action" in stdout  # the byte line was explained
     [obj] = _valid_utf8_jsonl(save)
     [traj] = list(load_jsonl(save))
-    assert [s.reply for s in traj.steps][:3] == ["A0", "\udcff", "A0"]
-    assert traj.steps[1].chosen is None and traj.steps[1].error and traj.steps[0].chosen == "A0"
-    assert traj.steps[1].reply.encode("utf-8", "surrogateescape") == b"\xff"  # the byte that was typed
-    assert obj["steps"][1]["reply"] == "\ufffd" and decode_reply(obj["steps"][1]) == "\udcff"
-    assert traj.turns == 4 and traj.terminated_by == "ANSWER"
+    assert [s.reply for s in traj.steps][0] == "A0" and traj.steps[0].chosen == "A0"
+    assert traj.turns == 2 and traj.invalid_turns == 0 and traj.terminated_by == "ANSWER"  # the byte line cost no turn
+    assert traj.answer == "Paris\udcff" and traj.answer.encode("utf-8", "surrogateescape") == b"Paris\xff"
