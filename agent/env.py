@@ -23,7 +23,7 @@ from harness_g.agent.render import render_observation
 from harness_g.agent.retrieval import lookup_query, rrf
 from harness_g.agent.trajectory import StepRecord, Trajectory
 from harness_g.errors import HarnessError
-from harness_g.graph.types import QAItem
+from harness_g.graph.types import QAItem, paragraph_of
 
 INIT_STEP = -1  # producer id of InitRetrieve's output (not a policy step)
 
@@ -76,7 +76,7 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
     global_hits = [sid for sid, _ in view.vector_top_k(question, q_vec, cfg.init_global_k)]
     paragraphs: list[str] = []
     for sid in global_hits:
-        pid = sid.rsplit(":", 1)[0]
+        pid = paragraph_of(sid)
         if pid not in paragraphs:
             paragraphs.append(pid)
         if len(paragraphs) == cfg.init_paragraphs:

@@ -31,7 +31,7 @@ from harness_g.agent.observation import CommittedSentence, GraphTools, Observati
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.trajectory import Trajectory
 from harness_g.errors import ConfigError
-from harness_g.graph.types import QAItem
+from harness_g.graph.types import QAItem, paragraph_of
 
 INTERFACES = ("menu", "free-query", "rag", "naive")
 RAG_TOP_K = 3
@@ -114,7 +114,7 @@ class RagInterface:
             raise ConfigError(f"rag top_k must be >= 1 (got {top_k})")
         self.view, self.policy, self.top_k, self.pool = view, policy, top_k, pool
         self.config = env_config or EnvConfig()
-        pids = np.array([sid.rsplit(":", 1)[0] for sid in view.sentence_ids])
+        pids = np.array([paragraph_of(sid) for sid in view.sentence_ids])
         self.paragraph_ids, self._inverse = np.unique(pids, return_inverse=True)
         self._counts = np.bincount(self._inverse, minlength=len(self.paragraph_ids)).astype(np.float64)
 
@@ -136,7 +136,7 @@ class RagInterface:
         infos = self.view.sentences(sids)
         out = []
         for i, pid in zip(order, chosen):
-            members = [s for s in sids if s.rsplit(":", 1)[0] == pid]
+            members = [s for s in sids if paragraph_of(s) == pid]
             title = next((infos[s].title for s in members if s in infos), "")
             out.append({"paragraph_id": pid, "score": round(float(scores[i]), 6), "sentence_ids": members, "title": title})
         return out

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from harness_g.agent.trajectory import lookup_evidence, record_field
+from harness_g.graph.types import paragraph_of
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
@@ -178,7 +179,7 @@ def unit_satisfied(unit: frozenset[str] | str, committed: Iterable[str]) -> bool
     committed = list(committed)
     if isinstance(unit, str):
         return unit in committed
-    return any(sid.rsplit(":", 1)[0] in unit for sid in committed)
+    return any(paragraph_of(sid) in unit for sid in committed)
 
 
 def evidence_recall(units: Sequence[frozenset[str] | str], committed: Sequence[str]) -> float | None:

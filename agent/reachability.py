@@ -94,7 +94,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.menu import build_menu, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.agent.retrieval import lookup_query
-from harness_g.graph.types import QAItem
+from harness_g.graph.types import QAItem, paragraph_of
 
 CAUSES: tuple[str, ...] = ("gold_absent", "no_entity_path", "pool_or_rank_cap", "turn_budget", "search_budget")
 _CHUNK = 512  # ids per store round trip in the relaxed closure
@@ -166,7 +166,7 @@ def _in_graph(view: GraphView, unit: Unit) -> bool:
 
 
 def _satisfies(sid: str, unit: Unit) -> bool:
-    return sid == unit if isinstance(unit, str) else sid.rsplit(":", 1)[0] in unit
+    return sid == unit if isinstance(unit, str) else paragraph_of(sid) in unit
 
 
 def _commit_turns(n_units: int, answer_with_max: int = 1) -> int:

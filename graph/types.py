@@ -31,6 +31,11 @@ def sentence_id(paragraph: str, position: int) -> str:
     return f"{paragraph}:{position}"
 
 
+def paragraph_of(sentence: str) -> str:
+    """The paragraph id of a :func:`sentence_id` (``"p_ab12:3"`` -> ``"p_ab12"``); the one place that parses them."""
+    return sentence.rsplit(":", 1)[0]
+
+
 def entity_id(label: str, canonical: str) -> str:
     """Entity id from NER label and canonical surface (one node per (label, canonical))."""
     return "e_" + _digest(f"{label}\t{canonical}")

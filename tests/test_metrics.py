@@ -258,3 +258,11 @@ def test_retrieved_evidence_is_u0_lookups_and_commits() -> None:
     # Standard RAG: no steps, the retrieved chunks are C_T
     assert M.retrieved_evidence({"initial_visible": [], "steps": [], "committed": ["p9:0", "p9:1"]}) == ["p9:0", "p9:1"]
     assert M.RS_EVIDENCE == "retrieved" and M.GRAPH_R1_RS_ENCODER.endswith("sup-simcse-roberta-large")
+
+
+def test_paragraph_of_inverts_sentence_id() -> None:
+    from harness_g.graph.types import paragraph_of, sentence_id
+
+    assert paragraph_of(sentence_id("p_ab12", 3)) == "p_ab12"
+    assert paragraph_of(sentence_id("corpus:7", 0)) == "corpus:7"  # a paragraph id may itself hold a colon
+    assert M.unit_satisfied(frozenset({"corpus:7"}), [sentence_id("corpus:7", 2)])

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Sequence
 
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.errors import InputError
+from harness_g.graph.types import paragraph_of
 
 RECORDS = "records.jsonl"
 SUMMARY = "summary.json"
@@ -179,7 +180,7 @@ def visible_ever(record: dict[str, Any]) -> list[str]:
 def is_gold(sentence_id: str, gold: dict[str, list[str]]) -> bool:
     if gold.get("sentence_ids"):
         return sentence_id in gold["sentence_ids"]
-    return sentence_id.rsplit(":", 1)[0] in (gold.get("paragraph_ids") or ())
+    return paragraph_of(sentence_id) in (gold.get("paragraph_ids") or ())
 
 
 def diagnose(record: dict[str, Any], gold: dict[str, list[str]], interface: str = "menu") -> str:
