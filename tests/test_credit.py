@@ -10,7 +10,6 @@ from harness_g.training.credit import (
     enablement,
     frontier_relative,
     normalise_token_credits,
-    place_on_tokens,
 )
 
 
@@ -96,9 +95,9 @@ def test_steps_that_consume_nothing_get_no_enablement_from_them(spec):
     assert r_en[-1] == 0.0
 
 
-def test_token_placement_and_normalisation():
-    tokens = place_on_tokens([0.6, -0.3], [(1, 3), (5, 6)], length=8)
-    assert tokens == [0.0, 0.6, 0.6, 0.0, 0.0, -0.3, 0.0, 0.0]
+def test_token_credit_normalisation():
+    # step credits already placed on their action tokens (the trainer does it by turn: training/trainer.py build_batch)
+    tokens = [0.0, 0.6, 0.6, 0.0, 0.0, -0.3, 0.0, 0.0]
     norm = normalise_token_credits([tokens, [0.0] * 8])
     nonzero = [0.6, 0.6, -0.3]
     mean = sum(nonzero) / 3

@@ -139,15 +139,6 @@ class TokenCredit:
     scale: float = 1.0
 
 
-def place_on_tokens(step_credits: Sequence[float], step_spans: Sequence[tuple[int, int]], length: int) -> list[float]:
-    """Each step's credit on every token of its action span [start, end) (uniform placement); 0 elsewhere."""
-    out = [0.0] * length
-    for credit, (start, end) in zip(step_credits, step_spans):
-        for k in range(max(0, start), min(end, length)):
-            out[k] = credit
-    return out
-
-
 def normalise_token_credits(sequences: Sequence[Sequence[float]], s_min: float = 5e-4, clip: float = 5.0,
                             pool: Sequence[float] | None = None) -> TokenCredit:
     """Divide by the std of the nonzero token credits of the whole batch (floored at s_min; no mean
