@@ -11,10 +11,9 @@ from typing import Sequence
 
 from harness_g.agent.actions import ActionType, parse_action
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import MenuEnv, StepResult
+from harness_g.agent.env import MenuEnv, StepResult, committed_query
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.observation import Observation
-from harness_g.agent.retrieval import lookup_query
 from harness_g.agent.trajectory import Trajectory
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
@@ -58,9 +57,7 @@ class BatchedMenuEnv:
             if action is None or action.type is not ActionType.SELECT:
                 continue
             committed = env.preview(action).committed
-            infos = self.view.sentences(list(committed))
-            texts.append(lookup_query(env.state.question.question, [infos[s].text for s in committed if s in infos],
-                                      self.config.query_max_words))
+            texts.append(committed_query(self.view, env.state.question.question, committed, self.config.query_max_words)[0])
         if texts:
             self.view.encode(list(dict.fromkeys(texts)))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -69,6 +69,14 @@ class EnvState:
     turn: int = 0
     done: bool = False
     terminated_by: str = ""
+
+
+def committed_query(view: GraphView, question: str, committed: Sequence[str], max_words: int) -> tuple[str, list[str]]:
+    """(m_t, C_t's texts in commit order): the environment-built lookup query m_t = concat(q, text(C_t))
+    (harness-g.tex l.287) for the committed sentence ids, as the menu, the batch prefetch and reachability build it."""
+    infos = view.sentences(list(committed))
+    texts = [infos[s].text for s in committed if s in infos]
+    return lookup_query(question, texts, max_words), texts
 
 
 def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvConfig) -> list[str]:
@@ -179,9 +187,7 @@ class MenuEnv:
 
     def _refresh_menu(self) -> None:
         st = self._require_state()
-        infos = self.view.sentences(st.committed)
-        committed_texts = [infos[s].text for s in st.committed if s in infos]
-        m_text = lookup_query(st.question.question, committed_texts, self.config.query_max_words)
+        m_text, _ = committed_query(self.view, st.question.question, st.committed, self.config.query_max_words)
         self._m_vec = self.view.encode([m_text])[0]
         self._m_text = m_text
         self.menu = build_menu(
@@ -271,7 +277,9 @@ class MenuEnv:
             episode=self.episode, question_id=st.question.id, question=st.question.question, turn=st.turn,
             max_turns=self.config.max_turns, committed=committed, visible=visible, entities=entities, menu=actions,
             executed=executed, visited=tuple(st.visited),
-            lookup_query=lookup_query(st.question.question, [c.text for c in committed], self.config.query_max_words),
+            # m_t of the current menu when live (computed by _refresh_menu); after the last step C_t may have changed
+            lookup_query=self._m_text if live and self._m_text is not None else
+            lookup_query(st.question.question, [c.text for c in committed], self.config.query_max_words),
             answer_with=self.config.answer_with, search_available=any(a.type is ActionType.LOOKUP for a in actions),
             done=st.done, interface="menu", tools=self.tools(),
         )

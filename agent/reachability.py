@@ -89,11 +89,10 @@ import numpy as np
 
 from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import init_retrieve
+from harness_g.agent.env import committed_query, init_retrieve
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.menu import build_menu, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
-from harness_g.agent.retrieval import lookup_query
 from harness_g.graph.types import QAItem, paragraph_of
 
 CAUSES: tuple[str, ...] = ("gold_absent", "no_entity_path", "pool_or_rank_cap", "turn_budget", "search_budget")
@@ -492,9 +491,7 @@ class GoldSearch:
         """m_t's vector and C_t's text keys (cached per C_t in commit order)."""
         found = self._shared.queries.get(committed)
         if found is None:
-            infos = self.view.sentences(list(committed))
-            texts = [infos[s].text for s in committed if s in infos]
-            m_text = lookup_query(self.item.question, texts, self.cfg.query_max_words)
+            m_text, texts = committed_query(self.view, self.item.question, committed, self.cfg.query_max_words)
             found = (self.view.encode([m_text])[0], {text_key(t) for t in texts})
             self._shared.queries[committed] = found
         return found
