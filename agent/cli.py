@@ -41,7 +41,7 @@ def _env_config(args: argparse.Namespace):
 
 
 def _add_env_flags(p: argparse.ArgumentParser) -> None:
-    from harness_g.cli import STORE_HELP
+    from harness_g.cli_args import STORE_HELP
 
     p.add_argument("--store", help=STORE_HELP)
     p.add_argument("--env-config", help="YAML file with EnvConfig fields (max_turns, visible_cap, lookup_cap, ...)")
@@ -269,10 +269,10 @@ def cmd_browse(args: argparse.Namespace) -> int:
     if args.port is not None and not args.serve:
         raise ConfigError("--port needs --serve")
     if args.cypher is not None:
-        from harness_g.cli import _parse_param
+        from harness_g.cli_args import parse_param
         from harness_g.graph.load import open_graph_store
 
-        params = dict(_parse_param(p) for p in args.param or [])
+        params = dict(parse_param(p) for p in args.param or [])
         with open_graph_store(args.graph_dir, args.store) as store:
             data = browse.cypher_graph(store, args.cypher, params)
         title = args.title or f"harness-g browse: Cypher on {Path(args.graph_dir).name}"

@@ -12,24 +12,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from harness_g import __version__
+from harness_g.cli_args import STORE_HELP, parse_param
 from harness_g.errors import ConfigError, HarnessError
 
 # shipped inside the package (package data), so `harness-g demo` works from a wheel too; examples/ in the repo
-# is a link to harness/examples/
+# is a link to harness_g/examples/
 EXAMPLE_DIR = Path(__file__).resolve().parent / "examples" / "hotpotqa-dev-slice"
-
-
-def _parse_param(text: str) -> tuple[str, Any]:
-    """``name=value``; value parsed as JSON when it is valid JSON, else kept as a string."""
-    if "=" not in text:
-        raise ConfigError(f"--param expects name=value, got {text!r}")
-    name, raw = text.split("=", 1)
-    if not name.isidentifier():
-        raise ConfigError(f"--param name must be an identifier, got {name!r}")
-    try:
-        return name, json.loads(raw)
-    except json.JSONDecodeError:
-        return name, raw
 
 
 def _corpus_spec(text: str):
@@ -144,7 +132,7 @@ def cmd_cypher(args: argparse.Namespace) -> int:
     from harness_g.graph.load import open_graph_store
     from harness_g.table import format_table
 
-    params = dict(_parse_param(p) for p in args.param or [])
+    params = dict(parse_param(p) for p in args.param or [])
     with open_graph_store(args.graph_dir, args.store) as store:
         result = store.run_cypher(args.query, params)
     if args.json:
@@ -252,13 +240,6 @@ def _formats_help() -> str:
     except Exception:  # pragma: no cover - help must never crash
         return ""
     return "formats:\n" + "\n".join(f"  {name:<10} {spec.description}" for name, spec in FORMATS.items())
-
-
-STORE_HELP = (
-    "graph store: 'embedded' (default: FalkorDB started by harness-g, data in GRAPH_DIR/store), "
-    "'embedded:PORT' (same, on 127.0.0.1:PORT), 'falkordb://HOST:PORT' (existing FalkorDB), "
-    "'bolt://HOST:7687' or 'neo4j://…' (Neo4j; NEO4J_USER/NEO4J_PASSWORD from the environment)"
-)
 
 
 def build_parser() -> argparse.ArgumentParser:

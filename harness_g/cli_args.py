@@ -1,0 +1,31 @@
+"""Argument helpers shared by the command modules (``harness_g.cli``, ``agent/cli.py``, ``training/cli.py``).
+
+They live here, not in ``harness_g.cli``, so that no command module imports another: ``harness_g.cli`` is the
+top of the program and nothing imports it.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness_g.errors import ConfigError
+
+#: ``--store`` help, the same for every command that opens a graph
+STORE_HELP = (
+    "graph store: 'embedded' (default: FalkorDB started by harness-g, data in GRAPH_DIR/store), "
+    "'embedded:PORT' (same, on 127.0.0.1:PORT), 'falkordb://HOST:PORT' (existing FalkorDB), "
+    "'bolt://HOST:7687' or 'neo4j://…' (Neo4j; NEO4J_USER/NEO4J_PASSWORD from the environment)"
+)
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``name=value`` (a ``--param``); value parsed as JSON when it is valid JSON, else kept as a string."""
+    if "=" not in text:
+        raise ConfigError(f"--param expects name=value, got {text!r}")
+    name, raw = text.split("=", 1)
+    if not name.isidentifier():
+        raise ConfigError(f"--param name must be an identifier, got {name!r}")
+    try:
+        return name, json.loads(raw)
+    except json.JSONDecodeError:
+        return name, raw
