@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    DEV_SETS,
+    BY_NAME,
     PAPER_TP1KT,
     RESULTS,
     fmt,
@@ -160,7 +160,7 @@ def child_micro(spec: dict[str, Any]) -> dict[str, Any]:
 
     config = BuildConfig()
     n, repeats = spec["n"], spec["repeats"]
-    fmt_name, path = DEV_SETS["hotpotqa"]
+    fmt_name, path = BY_NAME["hotpotqa"].fmt, BY_NAME["hotpotqa"].path
     rows = split_paragraphs(read_inputs([CorpusSpec(fmt_name, path)], config).paragraphs, progress=False)
     texts = random.Random(0).sample(rows.texts, min(n, len(rows.texts)))
     out: dict[str, Any] = {
@@ -244,19 +244,19 @@ def main() -> None:
     info = machine_info()
     datasets = [d for d in args.datasets.split(",") if d]
     replicas = [int(r) for r in args.replicas.split(",") if r]
-    unknown = [d for d in datasets if d not in DEV_SETS]
+    unknown = [d for d in datasets if d not in BY_NAME]
     if unknown:
-        raise SystemExit(f"unknown dataset(s) {unknown}; known: {', '.join(DEV_SETS)}")
+        raise SystemExit(f"unknown dataset(s) {unknown}; known: {', '.join(BY_NAME)}")
 
     specs: list[dict[str, Any]] = []
     for ds in datasets:
-        fmt_name, path = DEV_SETS[ds]
+        fmt_name, path = BY_NAME[ds].fmt, BY_NAME[ds].path
         specs.append({"name": ds, "format": fmt_name, "path": str(path), "graph_dir": str(args.workdir / ds),
                       "replicas": 1, "base_questions": None})
     base_label = f"b{args.scale_base}" if args.scale_base else "full"
     for r in replicas:
         name = f"hotpotqa-{base_label}-x{r}"
-        path = write_replicas(DEV_SETS["hotpotqa"][1], args.scale_base, r, args.workdir / "inputs" / f"{name}.json")
+        path = write_replicas(BY_NAME["hotpotqa"].path, args.scale_base, r, args.workdir / "inputs" / f"{name}.json")
         specs.append({"name": name, "format": "hotpotqa", "path": str(path), "graph_dir": str(args.workdir / name),
                       "replicas": r, "base_questions": args.scale_base or 120})
 

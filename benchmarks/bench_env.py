@@ -29,7 +29,6 @@ import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import random
 import statistics
@@ -41,7 +40,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_dev_graphs import graph_dir, load_avg, machine_info, questions_of  # noqa: E402
+from common import graph_dir, load_avg, machine_info, questions_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -69,64 +68,6 @@ def pick_action(env, rng: random.Random) -> str:
     if not options:
         options = [a.id for a in menu.actions if a.type is ActionType.ANSWER]
     return rng.choice(options)
-
-
-# cypher/entities_of_sentences.cypher as shipped, `MATCH (s:Sentence {id: sid})-[:MENTIONS]->(e:Entity)`, is planned
-# by FalkorDB as a Node By Label Scan over *every* Entity per unwound id (then a reverse traverse + filter on s.id):
-# ~150-600 ms per call. Dropping the redundant `:Entity` label (MENTIONS only ever points at entities) gives a
-# Node By Index Scan on Sentence.id and the same rows. Used here only for the "what if it were fixed" pass
-# (bench_env) and to keep bench_quality affordable; agent/ and cypher/ are not changed.
-FIXED_ENTITIES_OF_SENTENCES = """UNWIND $ids AS sid
-WITH DISTINCT sid
-MATCH (s:Sentence {id: sid})-[:MENTIONS]->(e)
-WHERE NOT $lookupable_only OR e.lookupable = true
-RETURN DISTINCT s.id AS sentence_id, e.id AS entity_id, e.name AS name, e.surface AS surface, e.label AS label,
-       e.lookupable AS lookupable, e.mentions AS mentions
-ORDER BY sentence_id, entity_id"""
-
-
-class FixedEntitiesStore:
-    """Store proxy answering ``entities_of_sentences`` with FIXED_ENTITIES_OF_SENTENCES (FalkorDB only).
-
-    The first ``verify`` calls also run the shipped query and assert identical rows."""
-
-    def __init__(self, store, verify: int = 20):
-        self._store = store
-        self.verify = verify
-        self.checked = 0
-
-    def query(self, name, params=None):
-        if name != "entities_of_sentences" or not hasattr(self._store, "_execute"):
-            return self._store.query(name, params)
-        rows = self._store._rows(self._store._execute(FIXED_ENTITIES_OF_SENTENCES, params, write=False,
-                                                      what="query entities_of_sentences (index-first)"))
-        if self.checked < self.verify:
-            self.checked += 1
-            assert rows == self._store.query(name, params), "index-first entities_of_sentences differs from the shipped query"
-        return rows
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
-
-
-def verify_fixed_query(store, artifact, n_batches: int = 30, batch: int = 12, seed: int = 0) -> dict[str, Any]:
-    """Run the shipped and the index-first entities_of_sentences on random sentence batches; count identical results."""
-    ids = artifact.table("sentences", columns=["id"]).column("id").to_pylist()
-    rng = random.Random(seed)
-    fixed = FixedEntitiesStore(store, verify=0)
-    same, t_old, t_new = 0, 0.0, 0.0
-    for i in range(n_batches):
-        params = {"ids": rng.sample(ids, min(batch, len(ids))), "lookupable_only": bool(i % 2)}
-        t0 = time.perf_counter()
-        a = store.query("entities_of_sentences", params)
-        t1 = time.perf_counter()
-        b = fixed.query("entities_of_sentences", params)
-        t2 = time.perf_counter()
-        same += a == b
-        t_old += t1 - t0
-        t_new += t2 - t1
-    return {"batches": n_batches, "ids_per_batch": batch, "identical": same,
-            "shipped_ms_per_call": round(1000 * t_old / n_batches, 2), "index_first_ms_per_call": round(1000 * t_new / n_batches, 2)}
 
 
 class _TimedStore:
@@ -179,12 +120,10 @@ class _TimedEmbedder:
         return getattr(self._emb, name)
 
 
-def new_view(store, artifact, instrument: bool = True, fixed_query: bool = False):
+def new_view(store, artifact, instrument: bool = True):
     from harness_g.agent.graph_view import GraphView
 
     view = GraphView(store, artifact)
-    if fixed_query:
-        view.store = FixedEntitiesStore(view.store, verify=0)
     if instrument:
         view.store = _TimedStore(view.store)
         view.embedder = _TimedEmbedder(view.embedder)
@@ -388,54 +327,39 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
         free.step("warm up")  # same for the free-query path
         free.times.clear()
         free.parts = dict.fromkeys(free.parts, 0.0)
-        res["fixed_query_check"] = verify_fixed_query(store, artifact, seed=seed)
         cold = run_single(view, items, seed=seed, free=free)
         n1 = len(free.times)
         warm = run_single(view, items, seed=seed, free=free)
-        n2 = len(free.times)
         res["cache_stats_after_warm"] = view.cache_stats()
         res["instrumentation_cold_plus_warm"] = _instrumentation(view)
-        # what-if: the same cold pass with the index-first entities_of_sentences query (rows verified identical)
-        fview = new_view(store, artifact, fixed_query=True)
-        fview.encode(["warm up the encoder"])
-        fview._vectors.clear()
-        fixed_cold = run_single(fview, items, seed=seed, free=free)
         res["single"] = {"cold": {k: v for k, v in cold.items() if not k.startswith("_")},
-                         "warm": {k: v for k, v in warm.items() if not k.startswith("_")},
-                         "cold_fixed_query": {k: v for k, v in fixed_cold.items() if not k.startswith("_")}}
-        res["single"]["cold_fixed_query"]["instrumentation"] = _instrumentation(fview)
+                         "warm": {k: v for k, v in warm.items() if not k.startswith("_")}}
         fq_n = max(1, len(free.times))
         res["free_query"] = {"all": summary_ms(free.times), "during_cold": summary_ms(free.times[:n1]),
-                             "during_warm": summary_ms(free.times[n1:n2]), "during_fixed_cold": summary_ms(free.times[n2:]),
+                             "during_warm": summary_ms(free.times[n1:]),
                              "per_step_mean_split_ms": {k.replace("_s", "_ms"): round(1000 * v / fq_n, 3) for k, v in free.parts.items()},
                              "steps_per_s_serial": round(len(free.times) / max(1e-9, sum(free.times)), 2)}
         fq50 = res["free_query"]["all"]["p50_ms"]
         fqm = res["free_query"]["all"]["mean_ms"]
-        res["ratios_env_over_free_p50"] = {"cold": round(cold["step"]["p50_ms"] / fq50, 2), "warm": round(warm["step"]["p50_ms"] / fq50, 2),
-                                           "cold_fixed_query": round(fixed_cold["step"]["p50_ms"] / fq50, 2)}
-        res["ratios_env_over_free_mean"] = {"cold": round(cold["step"]["mean_ms"] / fqm, 2), "warm": round(warm["step"]["mean_ms"] / fqm, 2),
-                                            "cold_fixed_query": round(fixed_cold["step"]["mean_ms"] / fqm, 2)}
+        res["ratios_env_over_free_p50"] = {"cold": round(cold["step"]["p50_ms"] / fq50, 2), "warm": round(warm["step"]["p50_ms"] / fq50, 2)}
+        res["ratios_env_over_free_mean"] = {"cold": round(cold["step"]["mean_ms"] / fqm, 2), "warm": round(warm["step"]["mean_ms"] / fqm, 2)}
 
         bitems = items[:n_batch]
         batched: dict[str, Any] = {}
-        for label, fixed in (("", False), ("_fixed_query", True)):
-            bview = new_view(store, artifact, fixed_query=fixed)
-            bview.encode(["warm up the encoder"])
-            bview._vectors.clear()
-            bfree = FreeQuery(bview, seed=seed + 1)
-            batched["cold" + label] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
-            if not fixed:
-                batched["warm"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
-                batched["cache_stats_after_warm"] = bview.cache_stats()
-            batched["free_query_batched" + label] = {"queries": bfree.batch_queries, "wall_s": round(bfree.batch_wall, 3),
-                                                     "queries_per_s": round(bfree.batch_queries / max(1e-9, bfree.batch_wall), 2)}
+        bview = new_view(store, artifact)
+        bview.encode(["warm up the encoder"])
+        bview._vectors.clear()
+        bfree = FreeQuery(bview, seed=seed + 1)
+        batched["cold"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
+        batched["warm"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
+        batched["cache_stats_after_warm"] = bview.cache_stats()
+        batched["free_query_batched"] = {"queries": bfree.batch_queries, "wall_s": round(bfree.batch_wall, 3),
+                                         "queries_per_s": round(bfree.batch_queries / max(1e-9, bfree.batch_wall), 2)}
         res["batched"] = batched
         fb = batched["free_query_batched"]["queries_per_s"]
         res["batched_ratio_free_over_env_steps_per_s"] = {
             "cold": round(fb / max(1e-9, batched["cold"]["steps_per_s"]), 2),
-            "warm": round(fb / max(1e-9, batched["warm"]["steps_per_s"]), 2),
-            "cold_fixed_query": round(batched["free_query_batched_fixed_query"]["queries_per_s"]
-                                      / max(1e-9, batched["cold_fixed_query"]["steps_per_s"]), 2)}
+            "warm": round(fb / max(1e-9, batched["warm"]["steps_per_s"]), 2)}
         slower = cold["step"]["p50_ms"] > fq50 or warm["step"]["p50_ms"] > fq50
         res["env_slower_than_free_query"] = {"cold": cold["step"]["p50_ms"] > fq50, "warm": warm["step"]["p50_ms"] > fq50}
         if profile == "always" or (profile == "auto" and slower):
@@ -448,12 +372,12 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "env.json").write_text(json.dumps({"meta": meta, "datasets": results}, indent=2, default=str) + "\n", encoding="utf-8")
     L = ["# Environment speed", "",
-         f"Generated {meta['finished']}; {meta['machine']['cpus']} CPUs shared with other jobs (load average at start "
-         f"{meta['machine']['loadavg']}, at end {meta['loadavg_end']}); torch threads {meta['torch_threads']}; embedded FalkorDB "
+         f"Generated {meta['finished']}; {meta['machine']['cores']} CPUs shared with other jobs (load average at start "
+         f"{meta['machine']['load_avg']}, at end {meta['loadavg_end']}); torch threads {meta['torch_threads']}; embedded FalkorDB "
          "over a unix socket. All figures are medians/percentiles of per-step wall times from one run; treat absolute "
          "numbers as indicative on this loaded machine, the ratios (measured interleaved, same load) as the result."
          + (f" Datasets {', '.join(meta.get('merged_datasets') or [d['dataset'] for d in results[:-1]])} come from an earlier run of the same script (started "
-            f"{meta['merged_from'].get('started')}, load average at start {meta['merged_from']['machine']['loadavg']}, "
+            f"{meta['merged_from'].get('started')}, load average at start {meta['merged_from']['machine'].get('load_avg')}, "
             f"at end {meta['merged_from'].get('loadavg_end')})." if meta.get("merged_from") else ""), "",
          f"Workload: first {meta['questions']} dev questions per dataset, T = 6, a seeded uniform choice among the SELECT/LOOKUP "
          "actions of each menu (no ANSWER/ANSWER_WITH, so every episode runs 6 steps and 5 of them rebuild a menu). "
@@ -462,36 +386,30 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
          f"{meta['batch_questions']} questions. Free query = encode_one(query) + numpy top-3 over all sentence embeddings + "
          "`sentences_by_ids` for the 3 texts, no caches.", "",
          "## Single-environment step latency (ms) and free-query step", "",
-         "| dataset | sentences | env cold p50 | env cold p99 | env warm p50 | env warm p99 | env cold p50, fixed query* | "
-         "free-query p50 | free-query p99 | env/free p50 cold | env/free p50 warm | env/free p50 cold, fixed* | reset cold p50 | reset warm p50 |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| dataset | sentences | env cold p50 | env cold p99 | env warm p50 | env warm p99 | "
+         "free-query p50 | free-query p99 | env/free p50 cold | env/free p50 warm | reset cold p50 | reset warm p50 |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         s, f, q = r["single"], r["free_query"]["all"], r["ratios_env_over_free_p50"]
         L.append(f"| {r['dataset']} | {r['sentences']} | {s['cold']['step']['p50_ms']:.1f} | {s['cold']['step']['p99_ms']:.1f} | "
-                 f"{s['warm']['step']['p50_ms']:.2f} | {s['warm']['step']['p99_ms']:.1f} | {s['cold_fixed_query']['step']['p50_ms']:.1f} | "
-                 f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {q['cold']:.2f}x | {q['warm']:.3f}x | {q['cold_fixed_query']:.2f}x | "
+                 f"{s['warm']['step']['p50_ms']:.2f} | {s['warm']['step']['p99_ms']:.1f} | "
+                 f"{f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {q['cold']:.2f}x | {q['warm']:.3f}x | "
                  f"{s['cold']['reset']['p50_ms']:.1f} | {s['warm']['reset']['p50_ms']:.1f} |")
-    L += ["", "Index-first `entities_of_sentences` check (random 12-sentence batches, alternating lookupable_only): " + "; ".join(
-        f"{r['dataset']}: {r['fixed_query_check']['identical']}/{r['fixed_query_check']['batches']} identical, shipped "
-        f"{r['fixed_query_check']['shipped_ms_per_call']} ms vs {r['fixed_query_check']['index_first_ms_per_call']} ms per call"
-        for r in results if "fixed_query_check" in r) + "."]
-    L += ["", "\\* *fixed query*: a third pass, cold again (fresh GraphView), with `entities_of_sentences` answered by an index-first "
-          "variant of the shipped Cypher (the `:Entity` label dropped; same rows) - see Findings.", "",
-          "## Batched throughput (BatchedMenuEnv, one GRPO group per question) vs the free-query step batched the same way", "",
+    L += ["", "## Batched throughput (BatchedMenuEnv, one GRPO group per question) vs the free-query step batched the same way", "",
           "The free-query comparator here is batched too: after each batched env step, the same number of free queries are "
           "encoded in one encoder call, scored with one [n_sentences x B] matmul and fetched in one `sentences_by_ids`.", "",
-          "| dataset | env steps/s cold | env steps/s warm | env steps/s cold, fixed query | incl. reset cold | incl. reset warm | "
-          "free queries/s (batched) | free/env cold | free/env warm | free/env cold, fixed |", "|---|---|---|---|---|---|---|---|---|---|"]
+          "| dataset | env steps/s cold | env steps/s warm | incl. reset cold | incl. reset warm | "
+          "free queries/s (batched) | free/env cold | free/env warm |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
         b, x = r["batched"], r["batched_ratio_free_over_env_steps_per_s"]
-        L.append(f"| {r['dataset']} | {b['cold']['steps_per_s']:.1f} | {b['warm']['steps_per_s']:.1f} | {b['cold_fixed_query']['steps_per_s']:.1f} | "
+        L.append(f"| {r['dataset']} | {b['cold']['steps_per_s']:.1f} | {b['warm']['steps_per_s']:.1f} | "
                  f"{b['cold']['steps_per_s_incl_reset']:.1f} | {b['warm']['steps_per_s_incl_reset']:.1f} | "
-                 f"{b['free_query_batched']['queries_per_s']:.1f} | {x['cold']:.2f}x | {x['warm']:.3f}x | {x['cold_fixed_query']:.2f}x |")
+                 f"{b['free_query_batched']['queries_per_s']:.1f} | {x['cold']:.2f}x | {x['warm']:.3f}x |")
     L += ["", "## Where an env step's time goes (mean per step, ms)", "",
           "| dataset | pass | step mean | store | store calls | ms/store call | encode | encode calls | python |",
           "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        for p in ("cold", "warm", "cold_fixed_query"):
+        for p in ("cold", "warm"):
             s = r["single"][p]
             sp = s["per_step_mean_split"]
             L.append(f"| {r['dataset']} | {p} | {s['step']['mean_ms']:.1f} | {sp['store_ms']:.1f} | {sp['store_calls']} | "
@@ -507,10 +425,6 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
             L.append(f"| {r['dataset']} | store `{k}` | {v['calls']} | {v['ms_per_call']} | {v['rows_per_call']} | {v['seconds']} |")
         for k, v in ins.get("encode_by_kind", {}).items():
             L.append(f"| {r['dataset']} | encode {k} | {v['calls']} | {v['ms_per_call']} | {v['texts_per_call']} | {v['seconds']} |")
-        fx = r["single"]["cold_fixed_query"]["instrumentation"].get("store_by_query", {}).get("entities_of_sentences")
-        if fx:
-            L.append(f"| {r['dataset']} | store `entities_of_sentences`, index-first variant (cold pass only) | {fx['calls']} | "
-                     f"{fx['ms_per_call']} | {fx['rows_per_call']} | {fx['seconds']} |")
     for r in results:
         if "profile" in r:
             L += ["", f"## cProfile hotspots: {r['dataset']} (cold+warm pass, {r['profile']['total_s']} s profiled)", "",
@@ -526,14 +440,14 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
 
 
 def print_table(results: list[dict[str, Any]]) -> None:
-    print(f"{'dataset':<9} {'cold p50':>9} {'cold p99':>9} {'warm p50':>9} {'warm p99':>9} {'fixed p50':>9} {'free p50':>9} {'free p99':>9} "
-          f"{'c/f':>6} {'w/f':>6} {'fx/f':>6} {'b cold/s':>9} {'b warm/s':>9} {'b fix/s':>8} {'bfree/s':>8}")
+    print(f"{'dataset':<9} {'cold p50':>9} {'cold p99':>9} {'warm p50':>9} {'warm p99':>9} {'free p50':>9} {'free p99':>9} "
+          f"{'c/f':>6} {'w/f':>6} {'b cold/s':>9} {'b warm/s':>9} {'bfree/s':>8}")
     for r in results:
         s, f, b, q = r["single"], r["free_query"]["all"], r["batched"], r["ratios_env_over_free_p50"]
         print(f"{r['dataset']:<9} {s['cold']['step']['p50_ms']:>9.1f} {s['cold']['step']['p99_ms']:>9.1f} {s['warm']['step']['p50_ms']:>9.2f} "
-              f"{s['warm']['step']['p99_ms']:>9.1f} {s['cold_fixed_query']['step']['p50_ms']:>9.1f} {f['p50_ms']:>9.1f} {f['p99_ms']:>9.1f} "
-              f"{q['cold']:>6.2f} {q['warm']:>6.3f} {q['cold_fixed_query']:>6.2f} {b['cold']['steps_per_s']:>9.1f} {b['warm']['steps_per_s']:>9.1f} "
-              f"{b['cold_fixed_query']['steps_per_s']:>8.1f} {b['free_query_batched']['queries_per_s']:>8.1f}")
+              f"{s['warm']['step']['p99_ms']:>9.1f} {f['p50_ms']:>9.1f} {f['p99_ms']:>9.1f} "
+              f"{q['cold']:>6.2f} {q['warm']:>6.3f} {b['cold']['steps_per_s']:>9.1f} {b['warm']['steps_per_s']:>9.1f} "
+              f"{b['free_query_batched']['queries_per_s']:>8.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import asdict
@@ -47,8 +46,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_env import FixedEntitiesStore, verify_fixed_query  # noqa: E402
-from build_dev_graphs import DEV_SETS, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
+from common import DEV_SETS, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -129,7 +127,7 @@ def reach_summary(reach: list[dict[str, Any]], n_questions: int) -> dict[str, An
 
 
 def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
-                    fixed_query: bool = True, answer_with_max: int | None = None) -> dict[str, Any]:
+                    answer_with_max: int | None = None) -> dict[str, Any]:
     """Reachability (verdict + cause) of every question, without the policy and dense runs; ``answer_with_max``:
     the environment's ANSWER_WITH k (None: EnvConfig's default)."""
     from harness_g.agent.config import EnvConfig
@@ -140,7 +138,7 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
     t_start = time.perf_counter()
     records: list[dict[str, Any]] = []
     with open_graph(graph_dir(root, name)) as view:
-        items, n_all, fix_check = _dataset_questions(view, name, limit, fixed_query)
+        items, n_all = _dataset_questions(view, name, limit)
         for item in items:
             rec: dict[str, Any] = {"id": item.id, "gold_units": len(item.gold_sentence_ids or item.gold_paragraph_ids)}
             if rec["gold_units"]:
@@ -153,24 +151,17 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
     summary = {"dataset": name, "questions": len(records), "questions_available": n_all, "graph": graph_hash,
                "answer_with_max": cfg.answer_with_max,
                "reachability": reach_summary(reach, len(records)), "heuristic": None, "dense_same_k": None, "dense_fixed_k": None,
-               "seconds": {"reachability": round(time.perf_counter() - t_start, 1)}, "index_first_entities_query": fix_check,
+               "seconds": {"reachability": round(time.perf_counter() - t_start, 1)},
                "loadavg_end": load_avg()}
     if keep_records:
         summary["records"] = records
     return summary
 
 
-def _dataset_questions(view: Any, name: str, limit: int | None, fixed_query: bool) -> tuple[list, int, dict | None]:
-    """(the first ``limit`` questions, how many the dataset has, the fixed-query check or None); with ``fixed_query``
-    the store answers entities_of_sentences with the index-first variant (same rows as the shipped query, checked,
-    ~20-60x faster on FalkorDB: see bench_env)."""
-    fix_check = None
-    if fixed_query:
-        fix_check = verify_fixed_query(view.store, view.artifact)
-        assert fix_check["identical"] == fix_check["batches"], fix_check
-        view.store = FixedEntitiesStore(view.store, verify=20)
+def _dataset_questions(view: Any, name: str, limit: int | None) -> tuple[list, int]:
+    """(the first ``limit`` questions of dataset ``name`` in the graph, how many it has)."""
     items = questions_of(view, name)
-    return (items[:limit] if limit else items), len(items), fix_check
+    return (items[:limit] if limit else items), len(items)
 
 
 #: the policies run per question by default: the fixed script, the preview-based baseline, and the privileged
@@ -244,7 +235,7 @@ def policy_summary(records: list[dict[str, Any]], reach: list[dict[str, Any] | N
 
 
 def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
-                 fixed_query: bool = True, policies: tuple[str, ...] = DEFAULT_POLICIES,
+                 policies: tuple[str, ...] = DEFAULT_POLICIES,
                  answer_with_max: int | None = None) -> dict[str, Any]:
     """Reachability, every policy of ``policies`` (each with its own dense@same-k) and dense at a fixed k, on the
     first ``limit`` questions. The legacy ``heuristic``/``dense_same_k``/``dense_fixed_k`` keys describe the heuristic
@@ -257,7 +248,7 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
     cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
     t_start = time.perf_counter()
     with open_graph(graph_dir(root, name)) as view:
-        items, n_all, fix_check = _dataset_questions(view, name, limit, fixed_query)
+        items, n_all = _dataset_questions(view, name, limit)
         env = MenuEnv(view, cfg)
         runs: dict[str, list[dict[str, Any]]] = {}
         for pname in policies:
@@ -298,7 +289,7 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
         "seconds": {"policy": round(sum(x["seconds"] for x in summaries.values()), 1), "reachability": round(t_reach, 1),
                     "dense": round(t_dense, 1), "total": round(time.perf_counter() - t_start, 1),
                     **{f"policy_{p}": x["seconds"] for p, x in summaries.items()}},
-        "cache": cache, "index_first_entities_query": fix_check, "loadavg_end": load_avg(),
+        "cache": cache, "loadavg_end": load_avg(),
     }
     if keep_records:
         summary["records"] = [{"id": it.id, "gold_units": len(it.gold_sentence_ids or it.gold_paragraph_ids),
@@ -386,7 +377,7 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
     reach_n = ", ".join(f"{r['dataset']} {r['reachability'].get('questions', r['questions'])}/{r['questions_available']}"
                         for r in results if r.get("reachability"))
     L = ["# Menu quality on the six dev sets", "",
-         f"Generated {meta['finished']} ({meta['machine']['cpus']} shared CPUs, load average at start {meta['machine']['loadavg']}, "
+         f"Generated {meta['finished']} ({meta['machine']['cores']} shared CPUs, load average at start {meta['machine']['load_avg']}, "
          f"at end {meta['loadavg_end']}). Default EnvConfig (T = 6, K_s = 6, K_e = 8, ANSWER_WITH k = "
          f"{meta.get('answer_with_max', 1)}); policies {', '.join(meta.get('policies') or ['heuristic'])} (the heuristic "
          f"commits at most 2; all answer extractively from C_T); reachability search budget {meta['reach_budget']} menu expansions/question. "
@@ -395,10 +386,8 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
          + ("The heuristic/dense columns come from an earlier run (reachability-only runs keep them; see `meta.merged_from`), "
             "on the graph and code of that run. " if meta.get("reach_only") else "")
          + "All values ×100 except counts, turns and k."
-         + "".join(f" Earlier merged run: started {m.get('started')}, load average at start {m['machine']['loadavg']}, at end "
-                   f"{m.get('loadavg_end')}." for m in _merged_chain(meta))
-         + (" Store access used the index-first `entities_of_sentences` variant (identical rows, checked; speed only - see env.md)."
-            if meta.get("index_first_entities_query") else ""), "",
+         + "".join(f" Earlier merged run: started {m.get('started')}, load average at start {m['machine'].get('load_avg', m['machine'].get('loadavg'))}, at end "
+                   f"{m.get('loadavg_end')}." for m in _merged_chain(meta)), "",
          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     L += ["| " + " | ".join(r) + " |" for r in rows]
     pcols, prows = policy_rows(results)
@@ -470,7 +459,7 @@ def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, A
     merged = dict(old)
     merged["heuristic_reachability"] = old.get("heuristic_reachability") or old["reachability"]
     merged["heuristic_seconds"] = old.get("heuristic_seconds") or old["seconds"]
-    for k in ("reachability", "seconds", "graph", "index_first_entities_query", "loadavg_end", "records"):
+    for k in ("reachability", "seconds", "graph", "loadavg_end", "records"):
         if k in new:
             merged[k] = new[k]
     merged["questions_available"] = new["questions_available"]
@@ -501,8 +490,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--discussion", help="markdown file whose paragraphs are appended under 'What the numbers show'")
     ap.add_argument("--merge", action="store_true", help="keep other datasets' rows from an existing quality.json")
-    ap.add_argument("--shipped-entities-query", dest="fixed_query", action="store_false",
-                    help="use the shipped entities_of_sentences Cypher (slow label scan) instead of the verified index-first variant")
     ap.add_argument("--report-only", action="store_true", help="rewrite quality.md from quality.json (e.g. with --discussion)")
     args = ap.parse_args(argv)
     if args.report_only:
@@ -520,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.torch_threads)
         threadpool_limits(args.torch_threads)
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
-            "reach_budget": args.reach_budget, "torch_threads": args.torch_threads, "index_first_entities_query": args.fixed_query,
+            "reach_budget": args.reach_budget, "torch_threads": args.torch_threads,
             "reach_only": args.reach_only, "answer_with_max": args.answer_with_max,
             "policies": None if args.reach_only else args.policies.split(",")}
     if args.discussion:
@@ -543,11 +530,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"[{time.strftime('%H:%M:%S')}] {d.name} (load {load_avg()})", flush=True)
         if args.reach_only:
-            res = eval_reach_only(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records,
-                                  fixed_query=args.fixed_query, answer_with_max=args.answer_with_max)
+            res = eval_reach_only(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records, answer_with_max=args.answer_with_max)
         else:
-            res = eval_dataset(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records,
-                               fixed_query=args.fixed_query, policies=tuple(filter(None, args.policies.split(","))),
+            res = eval_dataset(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records, policies=tuple(filter(None, args.policies.split(","))),
                                answer_with_max=args.answer_with_max)
         print(f"   {res['questions']} q in {res['seconds']}", flush=True)
         results.append(_merge_reach(res, prev.get(d.name)) if args.reach_only else res)

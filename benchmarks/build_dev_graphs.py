@@ -22,57 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-DATA = Path(os.environ.get("HG_DATA", "/work/shared/data"))
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-@dataclass(frozen=True)
-class DevSet:
-    name: str
-    fmt: str
-    rel: str
-    gold: str  # what gold evidence the format carries
-
-    @property
-    def path(self) -> Path:
-        return DATA / self.rel
-
-
-DEV_SETS: list[DevSet] = [
-    DevSet("hotpotqa", "hotpotqa", "hotpotqa/hotpot_dev_distractor_v1.subset.json", "sentence"),
-    DevSet("2wiki", "2wiki", "2wikimultihopqa/dev.subset.json", "sentence"),
-    DevSet("musique", "musique", "musique/musique_ans_v1.0_dev.subset.jsonl", "paragraph"),
-    DevSet("nq", "nq", "nq/nq-open-oracle.subset.jsonl", "paragraph"),
-    DevSet("popqa", "popqa", "popqa/popqa.subset.json", "paragraph"),
-    DevSet("triviaqa", "triviaqa", "triviaqa/triviaqa_test.subset.jsonl", "none (unknown)"),
-]
-BY_NAME = {d.name: d for d in DEV_SETS}
-CORPUS_SETS = [d for d in DEV_SETS if d.name != "triviaqa"]
-
-
-def graph_dir(root: Path, name: str) -> Path:
-    return Path(root) / name
-
-
-def load_avg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        return []
-
-
-def machine_info() -> dict[str, Any]:
-    return {"host": platform.node(), "python": platform.python_version(), "cpus": os.cpu_count(), "loadavg": load_avg()}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import BY_NAME, CORPUS_SETS, DEV_SETS, RESULTS, DevSet, graph_dir, load_avg, machine_info, questions_of  # noqa: E402,F401
 
 
 def inputs_for(ds: DevSet):
@@ -82,12 +41,6 @@ def inputs_for(ds: DevSet):
     if ds.name == "triviaqa":
         inputs += [CorpusSpec(c.fmt, c.path) for c in CORPUS_SETS]
     return inputs
-
-
-def questions_of(view_or_artifact, name: str):
-    """The dataset's own questions in a graph (the TriviaQA graph also holds the corpora's questions)."""
-    artifact = getattr(view_or_artifact, "artifact", view_or_artifact)
-    return [q for q in artifact.questions() if q.dataset == name]
 
 
 class _EmbedMemo:

@@ -11,17 +11,50 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path(os.environ.get("HG_DATA", "/work/shared/data"))
 
-#: dataset name -> (reader format, path of its dev file)
-DEV_SETS: dict[str, tuple[str, Path]] = {
-    "2wiki": ("2wiki", DATA / "2wikimultihopqa" / "dev.subset.json"),
-    "hotpotqa": ("hotpotqa", DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"),
-}
+@dataclass(frozen=True)
+class DevSet:
+    """One dev subset in ``../shared/data``: its name, reader format, file (relative to DATA) and gold kind."""
+
+    name: str
+    fmt: str
+    rel: str
+    gold: str  # what gold evidence the format carries: sentence, paragraph or none
+
+    @property
+    def path(self) -> Path:
+        return DATA / self.rel
+
+
+DEV_SETS: list[DevSet] = [
+    DevSet("hotpotqa", "hotpotqa", "hotpotqa/hotpot_dev_distractor_v1.subset.json", "sentence"),
+    DevSet("2wiki", "2wiki", "2wikimultihopqa/dev.subset.json", "sentence"),
+    DevSet("musique", "musique", "musique/musique_ans_v1.0_dev.subset.jsonl", "paragraph"),
+    DevSet("nq", "nq", "nq/nq-open-oracle.subset.jsonl", "paragraph"),
+    DevSet("popqa", "popqa", "popqa/popqa.subset.json", "paragraph"),
+    DevSet("triviaqa", "triviaqa", "triviaqa/triviaqa_test.subset.jsonl", "none (unknown)"),
+]
+BY_NAME = {d.name: d for d in DEV_SETS}
+#: the sets with passages (TriviaQA's graph is its questions over the union of these corpora)
+CORPUS_SETS = [d for d in DEV_SETS if d.name != "triviaqa"]
+
+
+def graph_dir(root: Path, name: str) -> Path:
+    """GRAPH_DIR of a dev graph built by ``build_dev_graphs.py`` (``ROOT/<name>``)."""
+    return Path(root) / name
+
+
+def questions_of(view_or_artifact: Any, name: str) -> list:
+    """The dataset's own questions in a graph (the TriviaQA graph also holds the corpora's questions)."""
+    artifact = getattr(view_or_artifact, "artifact", view_or_artifact)
+    return [q for q in artifact.questions() if q.dataset == name]
+
 
 #: the paper's build cost (Table "Time & Cost Comparisons"): seconds per 1K corpus tokens, A100 + bge-large
 PAPER_TP1KT = 0.116

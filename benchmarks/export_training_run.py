@@ -20,7 +20,7 @@ rows = {json.loads(line)["step"]: json.loads(line) for line in (run / "metrics.j
 evals = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()] if (run / "eval.jsonl").exists() else []
 keys = ["reward_f1", "em", "loss", "kl", "grad_norm", "snc_credit_nonzero_frac", "zero_adv_frac", "turns", "time_rollout_s",
         "time_snc_s", "time_update_s", "time_total_s", "snc_share"]
-lines = [f"# Training run `{name}`", "", f"{len(rows)} logged steps (config in `config.yaml`, curves in `curves.html`).", "",
+lines = [f"# Training run `{name}`", "", f"{len(rows)} logged steps (config in `config.yaml`, curves in `curves.html`, generated and not committed: `harness-g report benchmarks/results/{name} --out /tmp/{name}.html` redraws them).", "",
          "| step | " + " | ".join(keys) + " |", "|" + "---|" * (len(keys) + 1)]
 for step in sorted(rows):
     lines.append(f"| {step} | " + " | ".join(f"{rows[step].get(k, float('nan')):.4g}" for k in keys) + " |")
