@@ -148,6 +148,15 @@ class MenuEnv:
         self.episode = 0  # the current episode's id (observation.next_episode_id), taken at reset
         self._event: str = "start"  # what produced the current observation: start, ok or invalid (+ reason)
         self._error: str | None = None
+        # the current observation, built once per reset/step: observe() is called by policies, runners and the
+        # batch every turn, and rendering the text + building the tuples is not free in the RL inner loop
+        self._text: str = ""
+        self._observed: Observation | None = None
+
+    def _observed_now(self, text: str) -> str:
+        """Record ``text`` as the current observation text (what reset/step return) and drop the cached Observation."""
+        self._text, self._observed = text, None
+        return text
 
     # -- episode --------------------------------------------------------------------------
     def reset(self, question: QAItem | str) -> str:
@@ -172,7 +181,7 @@ class MenuEnv:
             initial_visible=list(state.visible),
         )
         self.trajectory.seconds["reset"] = time.perf_counter() - t0
-        return self.observation()
+        return self._observed_now(self.observation())
 
     def _produce(self, state: EnvState, sentence_ids: list[str], step: int) -> list[str]:
         """Mark sentences and their lookup-able entities as produced by ``step``; return the produced ids."""
@@ -272,8 +281,8 @@ class MenuEnv:
             entities, actions = (), ()
         steps = self.trajectory.steps if self.trajectory is not None else []
         executed = tuple(ActionType(s.action_type) for s in steps if s.chosen is not None and s.action_type is not None)
-        return Observation(
-            text=self.observation(self._error) if live else "", event=self._event, error=self._error,
+        self._observed = Observation(
+            text=self._text if live else "", event=self._event, error=self._error,
             episode=self.episode, question_id=st.question.id, question=st.question.question, turn=st.turn,
             max_turns=self.config.max_turns, committed=committed, visible=visible, entities=entities, menu=actions,
             executed=executed, visited=tuple(st.visited),
@@ -283,6 +292,7 @@ class MenuEnv:
             answer_with=self.config.answer_with, search_available=any(a.type is ActionType.LOOKUP for a in actions),
             done=st.done, interface="menu", tools=self.tools(),
         )
+        return self._observed
 
     # -- preview --------------------------------------------------------------------------
     def preview(self, action: Action | str) -> Preview:
@@ -349,7 +359,8 @@ class MenuEnv:
             record.seconds = time.perf_counter() - t0
             self.trajectory.steps.append(record)
             self._finish_if_done()
-            return StepResult(self.observation(parsed.error) if not st.done else "", st.done, False, parsed.error)
+            text = self._observed_now(self.observation(parsed.error) if not st.done else "")
+            return StepResult(text, st.done, False, parsed.error)
 
         action = parsed.action
         self._event, self._error = "ok", None
@@ -384,7 +395,7 @@ class MenuEnv:
         record.seconds = time.perf_counter() - t0
         self.trajectory.steps.append(record)
         self._finish_if_done()
-        return StepResult(self.observation() if not st.done else "", st.done, True)
+        return StepResult(self._observed_now(self.observation() if not st.done else ""), st.done, True)
 
     def _produce_entities(self, st: EnvState, sentence_ids: tuple[str, ...], step: int) -> list[str]:
         ents = self.view.entities_of(list(sentence_ids))

@@ -245,8 +245,10 @@ def test_menu_env_observe_matches_what_it_renders(hotpot_view, hotpot_questions)
     assert q.shape == (1, hotpot_view.embedder.dim) and np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-4)
     assert obs.tools.rank(q[0], obs.visible_ids) == hotpot_view.rank(env.state.question_vec, obs.visible_ids)
     # an invalid reply: same episode, event invalid with the reason, the text is what step returned
+    assert env.observe() is obs  # built once per reset/step, not re-rendered per call
     res = env.step("A999")
     obs2 = env.observe()
+    assert obs2 is not obs and env.observe() is obs2
     assert obs2.text == res.observation and obs2.event == "invalid" and obs2.error == res.error and obs2.turn == 1
     assert obs2.episode == obs.episode and "Invalid action:" in obs2.text
     select = obs2.actions(ActionType.SELECT)[0]
@@ -259,6 +261,7 @@ def test_menu_env_observe_matches_what_it_renders(hotpot_view, hotpot_questions)
     final = env.observe()
     assert final.done and final.menu == () and final.entities == () and final.text == ""
     assert final.committed_ids == env.trajectory.committed and final.executed == (ActionType.SELECT, ActionType.ANSWER)
+    assert env.observe() is final
     env.reset(hotpot_questions[1])
     assert env.observe().episode != obs.episode
 
