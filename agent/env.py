@@ -262,7 +262,9 @@ class MenuEnv:
     def observe(self) -> Observation:
         """The current :class:`~harness_g.agent.observation.Observation`: what a policy acts on (``text`` is
         exactly what ``reset``/``step`` returned). Once the episode is over: ``done``, no menu or entities,
-        ``committed`` = C_T, ``text`` = ""."""
+        ``committed`` = C_T, ``text`` = "". Built once per reset/step and then returned as is."""
+        if self._observed is not None:
+            return self._observed
         st = self._require_state()
         infos = self.view.sentences(st.committed)
         committed = tuple(CommittedSentence(s, infos[s].title, infos[s].text) for s in st.committed if s in infos)
