@@ -15,7 +15,9 @@
 =============  ===============================================================================
 
 Every runner returns a :class:`Trajectory` (rag/naive have no steps: 0 turns) with
-``meta["interface"]`` set; ``run_eval`` stores them identically.
+``meta["interface"]`` set; ``run_eval`` stores them identically. :data:`INTERFACES` registers each runner class
+under its ``name``; a runner's ``trainable`` says whether training can play it (its policy takes one decision per
+turn), so training's subset is :func:`trainable_interfaces`, not a second list of names.
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ from harness_g.agent.policies.base import Policy
 from harness_g.agent.trajectory import Trajectory
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem, paragraph_of
+from harness_g.registry import Registry
 
-INTERFACES = ("menu", "free-query", "rag", "naive")
 RAG_TOP_K = 3
 
 
@@ -42,6 +44,7 @@ class InterfaceRunner(Protocol):
     stepped interface (menu, free-query); rag and naive take no decisions and never call it."""
 
     name: str
+    trainable: bool  # training can play it: a stepped interface whose turns are the policy's decisions
     policy: Policy
     on_turn: Callable[[int, int], None] | None
 
@@ -67,6 +70,7 @@ def final_observation(view: GraphView, cfg: EnvConfig, item: QAItem, committed: 
 
 class MenuInterface:
     name = "menu"
+    trainable = True
     on_turn: Callable[[int, int], None] | None = None
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
@@ -83,6 +87,7 @@ class MenuInterface:
 
 class FreeQueryInterface:
     name = "free-query"
+    trainable = True
     on_turn: Callable[[int, int], None] | None = None
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
@@ -104,6 +109,7 @@ class RagInterface:
     """Standard RAG over the graph's paragraphs (see the module docstring for the scoring)."""
 
     name = "rag"
+    trainable = False  # no decisions to train
     on_turn: Callable[[int, int], None] | None = None  # no decisions: never called
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, *, top_k: int = RAG_TOP_K,
@@ -168,6 +174,7 @@ class NaiveInterface:
     """Naive Generation: no retrieval, the answerer sees only the question."""
 
     name = "naive"
+    trainable = False  # no decisions to train
     on_turn: Callable[[int, int], None] | None = None  # no decisions: never called
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
@@ -186,12 +193,18 @@ class NaiveInterface:
         return traj
 
 
-_RUNNERS = {"menu": MenuInterface, "free-query": FreeQueryInterface, "rag": RagInterface, "naive": NaiveInterface}
+INTERFACES: Registry[type[InterfaceRunner]] = Registry("interface")
+for _runner in (MenuInterface, FreeQueryInterface, RagInterface, NaiveInterface):
+    INTERFACES.add(_runner.name, _runner)
+
+
+def trainable_interfaces() -> list[str]:
+    """The interfaces training can play (``rollout.interface``), sorted: derived from each runner's ``trainable``."""
+    return INTERFACES.names(lambda runner: runner.trainable)
 
 
 def make_interface(name: str, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, **kwargs: Any) -> InterfaceRunner:
-    """``name`` in :data:`INTERFACES` (``free_query`` is accepted for ``free-query``)."""
+    """The runner registered as ``name`` in :data:`INTERFACES` (``free_query`` is accepted for ``free-query``)."""
     key = name.replace("_", "-")
-    if key not in _RUNNERS:
-        raise ConfigError(f"unknown interface {name!r}; available: {', '.join(INTERFACES)}")
-    return _RUNNERS[key](view, policy, env_config, **kwargs)
+    runner = INTERFACES.get(key if key in INTERFACES else name)  # an unknown name: ConfigError listing the interfaces
+    return runner(view, policy, env_config, **kwargs)

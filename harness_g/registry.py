@@ -1,7 +1,7 @@
 """One small name -> object registry, used for every pluggable part.
 
-Estimators, credit schemes, policies, LLM interfaces and rollout generators each own one
-:class:`Registry`. It refuses a second registration under a taken name and names the valid
+Estimators, credit schemes, policies, knowledge interfaces and rollout generators each own one
+:class:`Registry`. It refuses a second registration under a taken name and names the available
 choices when a lookup fails, so a typo in ``--policy`` or a config file is a one-line error.
 CLI ``choices=`` and config validation read :meth:`Registry.names`.
 
@@ -11,7 +11,8 @@ CLI ``choices=`` and config validation read :meth:`Registry.names`.
     def _heuristic(**kw): ...
 
     POLICIES.get("heuristic")      # the factory
-    POLICIES.get("heurstic")       # ConfigError: unknown policy 'heurstic'; valid: heuristic, ...
+    POLICIES.get("heurstic")       # ConfigError: unknown policy 'heurstic'; available: heuristic, ...
+    POLICIES.names(lambda f: getattr(f, "llm", False))   # a named subset, derived rather than spelled again
 """
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Maps names to objects of one kind (``kind`` names it in errors, e.g. ``"policy"``)."""
+    """Maps names to objects of one kind (``kind`` names it in errors, e.g. ``"policy"``).
+
+    Iteration, ``len`` and ``in`` see the names; :meth:`names` is sorted so choices and error
+    messages do not depend on import order.
+    """
 
     def __init__(self, kind: str):
         self.kind = kind
@@ -46,26 +51,48 @@ class Registry(Generic[T]):
             raise ConfigError(f"{self.kind} {name!r} is already registered (to {self._items[name]!r})")
         self._items[name] = obj
 
+    def replace(self, name: str, obj: T) -> T:
+        """Swap the object of an existing registration and return the previous one.
+
+        The one deliberate override (test doubles, a plugin wrapping a built-in); an unknown
+        ``name`` is refused, so a typo cannot create a new entry this way.
+        """
+        previous = self.get(name)
+        self._items[name] = obj
+        return previous
+
     def get(self, name: str) -> T:
-        """The object registered as ``name``; ConfigError listing the valid names otherwise."""
+        """The object registered as ``name``; ConfigError listing the available names otherwise."""
         try:
             return self._items[name]
         except (KeyError, TypeError):
-            raise ConfigError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}") from None
+            raise ConfigError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names())}") from None
 
-    def names(self) -> list[str]:
-        """Registered names, sorted (what CLI ``choices=`` and config validation use)."""
-        return sorted(self._items)
+    def names(self, where: Callable[[T], bool] | None = None) -> list[str]:
+        """Registered names, sorted (what CLI ``choices=`` and config validation use).
 
-    def check(self, name: str, *, field: str | None = None) -> str:
-        """Return ``name`` if registered, else ConfigError naming ``field`` (for config validation)."""
-        if name not in self._items:
-            where = f"{field}: " if field else ""
-            raise ConfigError(f"{where}unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
+        ``where``: keep only names whose object satisfies it (e.g. the interfaces training can play).
+        """
+        return sorted(n for n, obj in self._items.items() if where is None or where(obj))
+
+    def items(self) -> list[tuple[str, T]]:
+        """``(name, object)`` pairs sorted by name (e.g. to print one help line per choice)."""
+        return [(n, self._items[n]) for n in self.names()]
+
+    def check(self, name: str, *, field: str | None = None, where: Callable[[T], bool] | None = None) -> str:
+        """Return ``name`` if registered (and, with ``where``, in that subset), else ConfigError.
+
+        For config validation: ``REG.check(value, field="optim.estimator")`` words the error as the config's own
+        field checks do (``optim.estimator 'x' unknown; available: ...``); without ``field`` as :meth:`get` does.
+        """
+        choices = self.names(where)
+        if not isinstance(name, str) or name not in choices:
+            what = f"{field} {name!r} unknown" if field else f"unknown {self.kind} {name!r}"
+            raise ConfigError(f"{what}; available: {', '.join(choices)}")
         return name
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return isinstance(name, str) and name in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

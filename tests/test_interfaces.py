@@ -110,7 +110,7 @@ def test_cli_eval_and_ask_take_an_interface(hotpot_view: GraphView, hotpot_graph
     assert traj["meta"]["interface"] == "rag" and len(traj["meta"]["retrieved"]) == 3
 
 
-def test_cli_passes_llm_flags_to_llm_policies_only(monkeypatch) -> None:
+def test_cli_passes_llm_flags_to_llm_policies_only(request) -> None:
     import argparse
 
     from harness_g.agent import cli as agent_cli
@@ -126,7 +126,8 @@ def test_cli_passes_llm_flags_to_llm_policies_only(monkeypatch) -> None:
         return factory
 
     for name in ("openai", "transformers", "heuristic"):
-        monkeypatch.setitem(POLICIES, name, fake_factory(name))
+        previous = POLICIES.replace(name, fake_factory(name))
+        request.addfinalizer(lambda name=name, previous=previous: POLICIES.replace(name, previous))
     ns = dict(model="smollm2", base_url=None, temperature=0.7, seed=3, max_new_tokens=None)
     agent_cli._make_policy(argparse.Namespace(policy="transformers", **ns))
     assert seen["transformers"] == {"model": "smollm2", "temperature": 0.7, "seed": 3}

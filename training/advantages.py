@@ -11,20 +11,12 @@ from typing import Callable
 
 import torch
 
-from harness_g.errors import ConfigError
+from harness_g.registry import Registry
 
 ZERO_STD = 1e-6  # a group whose reward std is below this has zero advantage (paper appendix)
 
 Estimator = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-ESTIMATORS: dict[str, Estimator] = {}
-
-
-def register_estimator(name: str) -> Callable[[Estimator], Estimator]:
-    def deco(fn: Estimator) -> Estimator:
-        ESTIMATORS[name] = fn
-        return fn
-
-    return deco
+ESTIMATORS: Registry[Estimator] = Registry("advantage estimator")  # ``optim.estimator`` names one
 
 
 def _group_stats(rewards: torch.Tensor, group_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -39,7 +31,7 @@ def _group_stats(rewards: torch.Tensor, group_ids: torch.Tensor) -> tuple[torch.
     return mean, std
 
 
-@register_estimator("grpo")
+@ESTIMATORS.register("grpo")
 def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """(R_i − mean_group) / (std_group + eps); exactly 0 for zero-variance groups."""
     mean, std = _group_stats(rewards, group_ids)
@@ -47,14 +39,14 @@ def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> t
     return torch.where(std < ZERO_STD, torch.zeros_like(adv), adv)
 
 
-@register_estimator("dapo")
+@ESTIMATORS.register("dapo")
 def dapo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     """GRPO-normalised advantages; DAPO's other parts (clip-higher, token-level loss, dropping
     zero-variance groups) live in the loss config and the batch filter."""
     return grpo(rewards, group_ids)
 
 
-@register_estimator("reinforce_pp")
+@ESTIMATORS.register("reinforce_pp")
 def reinforce_pp(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """REINFORCE++ (baseline variant): subtract the group mean, normalise by the *batch* std."""
     mean, _ = _group_stats(rewards, group_ids)
@@ -64,9 +56,8 @@ def reinforce_pp(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e
 
 
 def compute_advantages(name: str, rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
-    if name not in ESTIMATORS:
-        raise ConfigError(f"unknown advantage estimator {name!r}; available: {', '.join(sorted(ESTIMATORS))}")
-    return ESTIMATORS[name](rewards.float(), group_ids)
+    """Advantages float [B] of estimator ``name``; ConfigError listing the estimators if unknown."""
+    return ESTIMATORS.get(name)(rewards.float(), group_ids)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from harness_g.registry import Registry
+
 DEAD_ZONE = 1e-4
 
 
@@ -78,39 +80,31 @@ def snc(steps: Sequence[StepGains], gamma: float = 1.0, *, use_frontier: bool = 
 
 
 CreditScheme = Callable[[Sequence[StepGains], float], list[StepCredit]]
-CREDIT_SCHEMES: dict[str, CreditScheme] = {}
+CREDIT_SCHEMES: Registry[CreditScheme] = Registry("credit scheme")  # ``credit.scheme`` names one
 
 
-def register_credit(name: str) -> Callable[[CreditScheme], CreditScheme]:
-    def deco(fn: CreditScheme) -> CreditScheme:
-        CREDIT_SCHEMES[name] = fn
-        return fn
-
-    return deco
-
-
-@register_credit("outcome")
+@CREDIT_SCHEMES.register("outcome")
 def _outcome(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
     """Outcome-only GRPO (λ = 0 row of the ablation): no step credit."""
     return [StepCredit(0.0, 0.0) for _ in steps]
 
 
-@register_credit("snc")
+@CREDIT_SCHEMES.register("snc")
 def _snc(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
     return snc(steps, gamma)
 
 
-@register_credit("snc_no_enablement")
+@CREDIT_SCHEMES.register("snc_no_enablement")
 def _snc_no_en(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
     return snc(steps, gamma, use_enablement=False)
 
 
-@register_credit("snc_no_frontier")
+@CREDIT_SCHEMES.register("snc_no_frontier")
 def _snc_no_fr(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
     return snc(steps, gamma, use_frontier=False)
 
 
-@register_credit("igpo")
+@CREDIT_SCHEMES.register("igpo")
 def _igpo(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
     """IGPO is not a per-trajectory step credit: its turn rewards are the *current policy's* belief gains,
     normalised over the whole GRPO group together with the outcome (see :func:`igpo_advantages`). The name
@@ -124,11 +118,8 @@ GROUP_SCHEMES = frozenset({"igpo"})
 
 
 def compute_credit(name: str, steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
-    if name not in CREDIT_SCHEMES:
-        from harness_g.errors import ConfigError
-
-        raise ConfigError(f"unknown credit scheme {name!r}; available: {', '.join(sorted(CREDIT_SCHEMES))}")
-    return CREDIT_SCHEMES[name](steps, gamma)
+    """Per-step credits of scheme ``name``; ConfigError listing the schemes if unknown."""
+    return CREDIT_SCHEMES.get(name)(steps, gamma)
 
 
 @dataclass

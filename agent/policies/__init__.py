@@ -1,78 +1,73 @@
-"""Policies: a registry so ``--policy NAME`` finds them (LLM policies register here too)."""
+"""Policies: a :class:`~harness_g.registry.Registry` so ``--policy NAME`` finds them.
+
+The built-in policies are registered by import path (:class:`LazyPolicy`) and imported only when one is
+built, so importing this package stays cheap: no torch, transformers or vLLM until an LLM policy is made.
+A new policy registers any factory ``(**kwargs) -> Policy``: ``POLICIES.add("mine", LazyPolicy(...))`` or
+``@POLICIES.register("mine")`` on a function.
+"""
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness_g.agent.policies.base import Policy
-from harness_g.errors import ConfigError
+from harness_g.registry import Registry
 
-POLICIES: dict[str, Callable[..., Policy]] = {}
-
-
-def register(name: str) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
-    def deco(factory: Callable[..., Policy]) -> Callable[..., Policy]:
-        POLICIES[name] = factory
-        return factory
-
-    return deco
+PolicyFactory = Callable[..., Policy]
 
 
-@register("heuristic")
-def _heuristic(**kwargs: Any) -> Policy:
-    from harness_g.agent.policies.heuristic import HeuristicPolicy
+@dataclass(frozen=True)
+class LazyPolicy:
+    """A policy factory named by its import path, imported when the first policy is built."""
 
-    return HeuristicPolicy(**kwargs)
+    target: str  # "package.module:attribute": a Policy class or a function, called with the policy's kwargs
+    help: str  # one line for --help: what the policy is and the kwargs it takes
+    llm: bool = False  # runs a language model, so it takes the CLI's --model/--base-url/--temperature/... flags
 
+    def load(self) -> PolicyFactory:
+        module, _, attribute = self.target.partition(":")
+        return getattr(importlib.import_module(module), attribute)
 
-@register("lookahead")
-def _lookahead(**kwargs: Any) -> Policy:
-    """LLM-free: previews LOOKUPs, commits named/bridge article leads; kwargs max_commits, named_bonus, backward_hops."""
-    from harness_g.agent.policies.lookahead import LookaheadPolicy
-
-    return LookaheadPolicy(**kwargs)
-
-
-@register("oracle")
-def _oracle(**kwargs: Any) -> Policy:
-    """PRIVILEGED (reads gold evidence labels): kwargs view, env_config, questions (id -> QAItem or QAItems), budget."""
-    from harness_g.agent.policies.oracle import OraclePolicy
-
-    return OraclePolicy(**kwargs)
+    def __call__(self, **kwargs: Any) -> Policy:
+        return self.load()(**kwargs)
 
 
-@register("human")
-def _human(**kwargs: Any) -> Policy:
-    from harness_g.agent.policies.human import HumanPolicy
+POLICIES: Registry[PolicyFactory] = Registry("policy")
 
-    return HumanPolicy(**kwargs)
+_BUILT_IN = {
+    "heuristic": LazyPolicy("harness_g.agent.policies.heuristic:HeuristicPolicy",
+                            "LLM-free: SELECT closest sentence, LOOKUP best bridge entity, extractive answer; kwargs max_commits"),
+    "lookahead": LazyPolicy("harness_g.agent.policies.lookahead:LookaheadPolicy",
+                            "LLM-free: previews LOOKUPs, commits named/bridge article leads; kwargs max_commits, named_bonus, "
+                            "backward_hops"),
+    "oracle": LazyPolicy("harness_g.agent.policies.oracle:OraclePolicy",
+                         "PRIVILEGED (reads gold evidence labels): kwargs view, env_config, questions (id -> QAItem or "
+                         "QAItems), budget"),
+    "human": LazyPolicy("harness_g.agent.policies.human:HumanPolicy", "a person at the terminal; kwargs stdin, stdout"),
+    "transformers": LazyPolicy("harness_g.agent.llm:transformers_policy",
+                               'offline LLM; kwargs model="smollm2", gguf_file=None, temperature=0.0, seed=0, '
+                               'max_new_tokens=8, device="cpu", ...', llm=True),
+    "vllm": LazyPolicy("harness_g.agent.llm:vllm_policy", "kwargs model, LLMPolicy options, and vllm.LLM engine options",
+                       llm=True),
+    "openai": LazyPolicy("harness_g.agent.llm:openai_policy",
+                         'OpenAI-compatible server; kwargs base_url, model, api_key_env="OPENAI_API_KEY", timeout_s, '
+                         "max_retries, LLMPolicy options", llm=True),
+}
+for _name, _factory in _BUILT_IN.items():
+    POLICIES.add(_name, _factory)
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:
-    if name not in POLICIES:
-        raise ConfigError(f"unknown policy {name!r}; available: {', '.join(sorted(POLICIES))}")
-    return POLICIES[name](**kwargs)
+    """Build the policy registered as ``name`` with ``kwargs``; ConfigError listing the policies if unknown."""
+    return POLICIES.get(name)(**kwargs)
 
 
-# -- LLM policies (harness_g.agent.llm); heavy imports happen when a policy is built -------------
-@register("transformers")
-def _transformers(**kwargs: Any) -> Policy:
-    """kwargs: model="smollm2", gguf_file=None, temperature=0.0, seed=0, max_new_tokens=8, device="cpu", ..."""
-    from harness_g.agent.llm import transformers_policy
-
-    return transformers_policy(**kwargs)
+def is_llm_policy(factory: PolicyFactory) -> bool:
+    """Whether a registered factory runs a language model (``LazyPolicy.llm``; False for plain functions)."""
+    return bool(getattr(factory, "llm", False))
 
 
-@register("vllm")
-def _vllm(**kwargs: Any) -> Policy:
-    """kwargs: model, LLMPolicy options, and vllm.LLM engine options."""
-    from harness_g.agent.llm import vllm_policy
-
-    return vllm_policy(**kwargs)
-
-
-@register("openai")
-def _openai(**kwargs: Any) -> Policy:
-    """kwargs: base_url, model, api_key_env="OPENAI_API_KEY", timeout_s, max_retries, LLMPolicy options."""
-    from harness_g.agent.llm import openai_policy
-
-    return openai_policy(**kwargs)
+def llm_policies() -> list[str]:
+    """Names of the policies that take the LLM flags (--model, --base-url, ...), sorted."""
+    return POLICIES.names(is_llm_policy)
