@@ -96,7 +96,7 @@ def test_steps_that_consume_nothing_get_no_enablement_from_them(spec):
 
 
 def test_token_credit_normalisation():
-    # step credits already placed on their action tokens (the trainer does it by turn: training/trainer.py build_batch)
+    # step credits already placed on their action tokens (the trainer does it by turn: training/batch.py build_batch)
     tokens = [0.0, 0.6, 0.6, 0.0, 0.0, -0.3, 0.0, 0.0]
     norm = normalise_token_credits([tokens, [0.0] * 8])
     nonzero = [0.6, 0.6, -0.3]

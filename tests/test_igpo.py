@@ -162,7 +162,7 @@ def test_score_beliefs_uses_the_given_policy_and_unchanged_contexts_gain_exactly
 def test_build_batch_puts_each_turn_advantage_on_its_tokens_without_snc_scale():
     from harness_g.training.config import CreditConfig, ModelConfig
     from harness_g.training.modeling import load_tokenizer
-    from harness_g.training.trainer import build_batch
+    from harness_g.training.batch import build_batch
 
     tok = load_tokenizer(ModelConfig(name="tiny-random"))
     from harness_g.agent.context import Turn
@@ -212,6 +212,9 @@ def test_trainer_igpo_step_scores_the_current_policy_and_uses_igpo_advantages(tm
             "rollout.env": {"visible_cap": 3, "lookup_cap": 3}, "rollout.max_answer_tokens": 4, "rollout.max_action_tokens": 8,
             "credit.scheme": "igpo", "optim.steps": 1, "log.save_every": 0, "log.tensorboard": False})
         run = tmp_path / f"run-{interface}"
+        from harness_g.training.data import build_training_graph
+
+        build_training_graph(cfg)  # `harness-g train` builds before training; Python callers do it themselves
         tr = trainer_mod.Trainer(cfg, run, progress=False)
         tr.train()
         assert seen["policy"] is tr.accelerator.unwrap_model(tr.model)

@@ -40,7 +40,7 @@ def _three_turn_rollout():
 
 def test_three_turn_sequence_masks_the_environment_and_gives_each_action_its_own_step_advantage(tokenizer):
     from harness_g.training.chat import ANSWER_TURN
-    from harness_g.training.trainer import build_batch
+    from harness_g.training.batch import build_batch
 
     ro = _three_turn_rollout()
     seqs = ro.sequences(tokenizer)
@@ -140,7 +140,8 @@ def test_a_trainer_checkpoint_reloads_like_a_hugging_face_one(tmp_path, lora):
     from harness_g.agent.llm.checkpoint import policy_settings
     from harness_g.agent.llm.transformers_backend import TransformersBackend
     from harness_g.training.config import load_config
-    from harness_g.training.trainer import DataOrder, Trainer
+    from harness_g.training.checkpoint import DataOrder
+    from harness_g.training.trainer import Trainer
 
     cfg = load_config(None, {"model.name": "tiny-random", "model.lora": lora, "data.graph_dir": str(tmp_path / "unused"),
                              "rollout.max_action_tokens": 5, "rollout.context": "markov", "log.tensorboard": False})

@@ -202,10 +202,13 @@ def _losses(run: Path) -> dict[int, float]:
 
 @pytest.mark.slow
 def test_tiny_training_runs_changes_parameters_and_resumes_exactly(tmp_path, store_spec):
+    from harness_g.training.data import build_training_graph
     from harness_g.training.trainer import Trainer
 
     run_a = tmp_path / "a"
-    trainer = Trainer(_config(tmp_path, steps=2, store=store_spec), run_a, progress=False)
+    config = _config(tmp_path, steps=2, store=store_spec)
+    build_training_graph(config)  # the CLI builds before training; Python callers build first
+    trainer = Trainer(config, run_a, progress=False)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     result = trainer.train()
     assert result["steps"] == 2 and result["skipped_batches"] == 0
@@ -230,10 +233,12 @@ def test_tiny_training_runs_changes_parameters_and_resumes_exactly(tmp_path, sto
 def test_free_query_arm_trains_and_logs_query_diversity(tmp_path, store_spec):
     """The transition-matched free-query arm: free-text replies (no ids, no constrained decoding) are resolved to
     menu moves, trained on, and D_query is logged next to D_ret (the paper's illusory-exploration diagnostic)."""
+    from harness_g.training.data import build_training_graph
     from harness_g.training.trainer import Trainer
 
     cfg = _config(tmp_path, steps=1, store=store_spec, **{"rollout.interface": "free-query", "rollout.constrain_actions": False,
                                         "rollout.max_action_tokens": 8})
+    build_training_graph(cfg)
     result = Trainer(cfg, tmp_path / "run", progress=False).train()
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
     assert result["steps"] == 1 and torch.isfinite(torch.tensor(row["loss"]))

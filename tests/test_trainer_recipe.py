@@ -230,7 +230,7 @@ def test_questions_per_step_must_split_evenly_over_processes(tmp_path):
 def test_drop_zero_advantage_groups_drops_whole_groups_only():
     """The old filter dropped single rollouts whose A_out is 0 (a rollout at its group's mean) and kept the rest."""
     from harness_g.training.advantages import compute_advantages
-    from harness_g.training.trainer import zero_advantage_groups
+    from harness_g.training.batch import zero_advantage_groups
 
     rewards = [0.0, 0.5, 1.0, 1.0, 1.0, 0.0, 0.0, 0.3]
     groups = [0, 0, 0, 1, 1, 2, 2, 3]

@@ -105,6 +105,9 @@ def test_trainer_with_vllm_rollouts_runs_and_syncs(tmp_path, monkeypatch):
         "rollout.max_turns": 2, "rollout.constrain_actions": True, "rollout.env": {"visible_cap": 3, "lookup_cap": 3},
         "rollout.max_answer_tokens": 4, "rollout.max_prompt_tokens": 2048, "rollout.generator": "vllm",
         "rollout.vllm": ENGINE, "optim.lr": 1e-3, "optim.steps": 2, "log.save_every": 0, "log.tensorboard": False})
+    from harness_g.training.data import build_training_graph
+
+    build_training_graph(cfg)
     result = Trainer(cfg, tmp_path / "run", progress=False).train()
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert result["steps"] == 2 and len(rows) == 2

@@ -1,8 +1,8 @@
 """Rollout generators: the chat backends that sample rollouts from the policy being trained (``rollout.generator``).
 
 ``GENERATORS`` maps a name to a factory ``(GeneratorRequest) -> generator``; the generator follows the contract
-of :class:`harness_g.training.rollout.Generator` (``generate``, ``count_tokens``, ``seconds``, ...; optionally
-``sync(policy)`` after each optimiser step). Factories import their backend when called, so importing this module
+:class:`harness_g.training.generator_protocol.RolloutGenerator` (``generate``, ``count_tokens``, ``seconds``, ...,
+and ``sync(policy)``, which the trainer calls after every optimiser step). Factories import their backend when called, so importing this module
 (config validation, ``--help``) costs no torch or vLLM import.
 
     generator = GENERATORS.get(config.rollout.generator)(request)
@@ -18,6 +18,8 @@ from harness_g.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
+
+    from harness_g.training.generator_protocol import RolloutGenerator
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class GeneratorRequest:
     num_processes: int = 1  # Accelerate processes in the run (vllm: one colocated engine, so 1 only)
 
 
-GeneratorFactory = Callable[[GeneratorRequest], Any]
+GeneratorFactory = Callable[[GeneratorRequest], "RolloutGenerator"]
 GENERATORS: Registry[GeneratorFactory] = Registry("generator")
 
 

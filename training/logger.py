@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 
 #: TensorBoard groups (first matching prefix wins); everything else is "train/"
@@ -62,10 +62,24 @@ class MetricsLogger:
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
 
     @property
     def tensorboard_dir(self) -> Path | None:
         """Where TensorBoard events go (None when TensorBoard is off or not installed)."""
         return Path(self._tb.log_dir) if self._tb is not None else None
-        if self._wandb is not None:
-            self._wandb.finish()
+
+
+def append_rollouts(path: Path, step: int, rollouts: Sequence[Any]) -> None:
+    """Append one JSON line per rollout to ``path`` (RUN_DIR/rollouts.jsonl): the training step it belongs to
+    (1-based), question, gold answers, answer, reward, every turn's (reply, action type, error) and, on the
+    free-query arm, the query strings. ``rollouts``: :class:`~harness_g.training.rollout.Rollout` objects."""
+    if not rollouts:
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        for r in rollouts:
+            fh.write(json.dumps({"step": step, "question": r.item.question, "answers": list(r.item.answers),
+                                 "answer": r.answer, "reward": r.reward,
+                                 "actions": [(s.reply, s.action_type, s.error) for s in r.trajectory.steps],
+                                 **({"queries": r.queries} if r.queries else {})}) + "\n")

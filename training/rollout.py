@@ -113,6 +113,10 @@ class Generator:
     trainer seeds per rank and saves in checkpoints, so ``seed`` is ignored."""
 
     name = "policy"
+
+    def sync(self, policy: Any) -> float:
+        """Nothing to copy: this generator samples from the live policy module itself. Returns seconds spent (0)."""
+        return 0.0
     context_window = None
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int):
