@@ -19,45 +19,69 @@ def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
     return policy_settings(args.model) or {}
 
 
+#: flags that are shortcuts for config fields (argparse dest -> dotted field); ``--set`` wins over them
+ENV_SHORTCUTS = {"max_turns": "env.max_turns"}
+EVAL_SHORTCUTS = {**ENV_SHORTCUTS, "policy": "eval.policy", "interface": "eval.interface", "limit": "eval.limit",
+                  "reachability": "eval.reachability"}
+
+
+def _with_eval_settings(args: argparse.Namespace, config: Any) -> argparse.Namespace:
+    """``args`` with ``policy``/``interface`` as an :class:`EvalRunConfig` resolved them (the policy factory reads
+    the flags); ``args`` itself for the other configs."""
+    run = getattr(config, "eval", None)
+    return args if run is None else argparse.Namespace(**{**vars(args), "policy": run.policy, "interface": run.interface})
+
+
+def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) -> Any:
+    """``cls`` (EnvRunConfig or EvalRunConfig): defaults < a trained checkpoint's environment (when no --config is
+    given: it is played in the environment it was trained in) < --config < the shortcut flags < --set."""
+    from harness_g.agent.config import load_agent_config
+    from harness_g.config_loader import parse_set
+
+    overrides = {name: getattr(args, dest) for dest, name in shortcuts.items() if getattr(args, dest, None) is not None}
+    overrides.update(parse_set(text) for text in args.set)
+    config = load_agent_config(cls, args.config, overrides)
+    trained = None if args.config else _checkpoint_settings(_with_eval_settings(args, config)).get("env")
+    if trained:
+        config = load_agent_config(cls, None, {**{f"env.{k}": v for k, v in trained.items()}, **overrides})
+    return config
+
+
 def _env_config(args: argparse.Namespace):
-    from harness_g.agent.config import EnvConfig
+    """The EnvConfig of ``ask``/``menu``/``browse`` (see :func:`_run_config`)."""
+    from harness_g.agent.config import EnvRunConfig
 
-    data: dict[str, Any] = {}
-    trained = _checkpoint_settings(args).get("env")
-    if trained and not args.env_config:  # a trained checkpoint is evaluated in the environment it was trained in
-        data = dict(trained)
-    if args.env_config:
-        import yaml
-
-        try:
-            data = yaml.safe_load(Path(args.env_config).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{args.env_config}: cannot read env config ({exc})") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{args.env_config}: env config must be a mapping")
-    if args.max_turns is not None:
-        data["max_turns"] = args.max_turns
-    return EnvConfig.from_dict(data)
+    return _run_config(args, EnvRunConfig, ENV_SHORTCUTS).env
 
 
-def _add_env_flags(p: argparse.ArgumentParser) -> None:
+def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
+    """--store, the config flags (``sections``: what --config/--set address), --max-turns, --embedding-model."""
     from harness_g.cli_args import STORE_HELP
 
     p.add_argument("--store", help=STORE_HELP)
-    p.add_argument("--env-config", help="YAML file with EnvConfig fields (max_turns, visible_cap, lookup_cap, ...)")
-    p.add_argument("--max-turns", type=int, help="T, decision turns per episode (default 6)")
+    g = p.add_argument_group(f"config ({sections} sections; precedence: defaults < --config < shortcut flags such as "
+                             "--max-turns < --set, so --set wins over the file)")
+    g.add_argument("--config", "--env-config", dest="config", metavar="FILE.yaml",
+                   help=f"YAML config with sections {sections} (e.g. 'env: {{visible_cap: 4}}'); a file of EnvConfig "
+                        "fields alone (max_turns, visible_cap, lookup_cap, ...) is the env section, so --env-config is "
+                        "the same flag")
+    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set env.visible_cap=4 (parsed by the field's type; repeatable; wins "
+                        "over --config and the shortcut flags)")
+    g.add_argument("--max-turns", type=int, help="shortcut for --set env.max_turns=N: T, decision turns per episode "
+                                                 "(default 6)")
     p.add_argument("--embedding-model", help="must match the graph's embedding model (default: the graph's)")
 
 
-#: policies that run a language model and take the --model/--base-url/... flags
-LLM_POLICIES = ("transformers", "openai", "vllm")
+def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu") -> None:
+    """``default``: None where the flag is a shortcut for a config field (eval: eval.interface, default menu)."""
+    from harness_g.agent.interfaces import INTERFACES
+    from harness_g.agent.policies import llm_policies
 
-
-def _add_interface_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--interface", default="menu", choices=["menu", "free-query", "rag", "naive"],
+    p.add_argument("--interface", default=default, choices=INTERFACES.names(),
                    help="knowledge interface: menu (action ids), free-query (no ids: commit/answer by sentence handle, search in free text resolved onto a LOOKUP target), "
                         "rag (top-3 paragraphs by the encoder), naive (question only); default menu")
-    g = p.add_argument_group("LLM policies (" + ", ".join(LLM_POLICIES) + ")")
+    g = p.add_argument_group("LLM policies (" + ", ".join(llm_policies()) + ")")
     g.add_argument("--model", default="smollm2",
                    help="model name or path for LLM policies (default smollm2); a `harness-g train` checkpoint "
                         "(RUN_DIR/checkpoint-N, full or LoRA) is played with the settings it was trained with "
@@ -74,7 +98,7 @@ def _add_interface_flags(p: argparse.ArgumentParser) -> None:
 def _make_policy(args: argparse.Namespace, **gold: Any):
     """``make_policy(--policy)``; LLM policies also get model/base_url/temperature/seed/max_new_tokens; the oracle
     gets ``gold`` (view, env_config, questions: only `harness-g eval` has gold labels)."""
-    from harness_g.agent.policies import make_policy
+    from harness_g.agent.policies import llm_policies, make_policy
 
     kwargs: dict[str, Any] = {}
     if args.policy == "oracle":
@@ -85,7 +109,7 @@ def _make_policy(args: argparse.Namespace, **gold: Any):
         if getattr(args, "interface", "menu") != "menu":
             raise ConfigError("the oracle policy plays the menu interface only (--interface menu)")
         kwargs.update(gold)
-    if args.policy in LLM_POLICIES:
+    if args.policy in llm_policies():
         for key in ("model", "base_url", "temperature", "seed", "max_new_tokens"):
             value = getattr(args, key, None)
             if value is not None:
@@ -143,7 +167,7 @@ def print_trajectory(traj, view, out=None) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.session import open_view
     from harness_g.graph.types import QAItem
 
     _check_policy_flags(args)
@@ -153,7 +177,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.policy == "oracle":  # before the graph loads: an ad-hoc question has no gold labels
         _make_policy(args)
 
-    with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+    with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
         traj = make_interface(args.interface, view, _make_policy(args), _env_config(args)).run(item)
         if args.json:
             print(json.dumps(traj.to_json(), indent=2, ensure_ascii=False))
@@ -167,7 +191,7 @@ def cmd_menu(args: argparse.Namespace) -> int:
     from harness_g.agent.env import MenuEnv
     from harness_g.agent.policies.human import HumanPolicy
     from harness_g.agent.runner import run_episode
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.session import open_view
     from harness_g.graph.types import QAItem
 
     item = QAItem(id="menu", question=args.question, answers=tuple(args.answer or ()), dataset="")
@@ -175,7 +199,7 @@ def cmd_menu(args: argparse.Namespace) -> int:
         # whatever the locale, an undecodable input byte becomes a surrogate escape (b"\xff" -> "\udcff"), never
         # a crash mid-episode; the reply is kept exactly and saved recoverably (see agent/trajectory.py)
         sys.stdin.reconfigure(errors="surrogateescape")
-    with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+    with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
         env = MenuEnv(view, _env_config(args))
         traj = run_episode(env, HumanPolicy(), item)
         print_trajectory(traj, view)
@@ -203,8 +227,7 @@ def _check_policy_flags(args: argparse.Namespace) -> None:
 
     from harness_g.agent.policies import POLICIES
 
-    if args.policy not in POLICIES:
-        raise ConfigError(f"unknown policy {args.policy!r}; available: {', '.join(sorted(POLICIES))}")
+    POLICIES.check(args.policy, field="--policy")
     if args.policy == "openai":
         missing = [flag for flag, value, env in (("--base-url", args.base_url, "OPENAI_BASE_URL"),
                                                  ("--model", args.model, "OPENAI_MODEL")) if not (value or os.environ.get(env))]
@@ -214,10 +237,19 @@ def _check_policy_flags(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from harness_g.agent.evaluate import EvalConfig, run_eval
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.config import EvalRunConfig
+    from harness_g.agent.evaluate import run_eval
+    from harness_g.agent.session import open_view
+    from harness_g.config_loader import describe
     from harness_g.graph.artifact import Artifact
 
+    run = _run_config(args, EvalRunConfig, EVAL_SHORTCUTS)
+    if args.show_config:
+        print("\n".join(describe(run)))
+        return 0
+    if not args.graph_dir or not args.out:
+        raise ConfigError("eval needs GRAPH_DIR and --out DIR")
+    args = _with_eval_settings(args, run)
     _check_policy_flags(args)
 
     if args.questions:
@@ -232,14 +264,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.graph_dir} has no questions; pass --questions PATH --format FORMAT")
     from harness_g.agent.judge import make_judge
 
-    config = EvalConfig(policy=args.policy, interface=args.interface, limit=args.limit, reachability=args.reachability)
+    config, env_config = run.eval, run.env
     judge = make_judge(args.judge_base_url, args.judge_model, api_key=args.judge_api_key)
     from harness_g.graph.locks import exclusive_lock
 
-    env_config = _env_config(args)
     # the run directory's lock first: a second eval into the same --out is refused before any model loads
     with exclusive_lock(args.out, "--out directory"), \
-            open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+            open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
         gold = {"view": view, "env_config": env_config, "questions": questions} if args.policy == "oracle" else {}
         summary = run_eval(view, _make_policy(args, **gold), questions, args.out, env_config=env_config, config=config,
                            progress=not args.quiet, judge=judge)
@@ -270,18 +301,18 @@ def cmd_browse(args: argparse.Namespace) -> int:
         raise ConfigError("--port needs --serve")
     if args.cypher is not None:
         from harness_g.cli_args import parse_param
-        from harness_g.graph.load import open_graph_store
+        from harness_g.graph.load import store_for_graph
 
         params = dict(parse_param(p) for p in args.param or [])
-        with open_graph_store(args.graph_dir, args.store) as store:
+        with store_for_graph(args.graph_dir, args.store) as store:
             data = browse.cypher_graph(store, args.cypher, params)
         title = args.title or f"harness-g browse: Cypher on {Path(args.graph_dir).name}"
     else:
-        from harness_g.agent.session import open_graph
+        from harness_g.agent.session import open_view
         from harness_g.graph.artifact import Artifact
 
         item = browse.resolve_question(Artifact.open(args.graph_dir).questions(), args.question, str(args.graph_dir))
-        with open_graph(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+        with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
             config = browse.BrowseConfig(env=_env_config(args), all_mentions=not args.lookupable_only)
             data = browse.neighbourhood(view, item, config)
         title = args.title or "harness-g browse: menu neighbourhood" + (f" of {item.id}" if item.id != "browse" else "")
@@ -295,7 +326,7 @@ def cmd_browse(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from harness_g.agent.policies import POLICIES
 
-    policies = ", ".join(sorted(POLICIES))
+    policies = ", ".join(POLICIES.names())
     p = sub.add_parser("ask", help="answer one question with a policy and print the trajectory")
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
     p.add_argument("question")
@@ -314,18 +345,24 @@ def register(sub: Any) -> None:
     _add_env_flags(p)
     p.set_defaults(func=cmd_menu)
 
-    p = sub.add_parser("eval", help="evaluate a policy on a question set (resumable; writes records + summary)")
-    p.add_argument("graph_dir", metavar="GRAPH_DIR")
+    p = sub.add_parser("eval", help="evaluate a policy on a question set (resumable; writes records + summary)",
+                       description="Evaluate a policy; the run directory's config.json records the resolved config "
+                                   "(eval and env sections, the policy's settings, graph version, question set).")
+    p.add_argument("graph_dir", nargs="?", metavar="GRAPH_DIR", help="graph directory (required, except with --show-config)")
     p.add_argument("--questions", help="questions file (default: the questions read with the graph's corpus)")
     p.add_argument("--format", help="format of --questions (hotpotqa, 2wiki, musique, nq, popqa, triviaqa, questions)")
-    p.add_argument("--policy", default="heuristic",
-                   help=f"policy ({policies}); default heuristic; oracle is privileged: it plans from the gold evidence labels")
-    p.add_argument("--out", required=True, metavar="DIR", help="run directory (re-run the same DIR to resume)")
-    p.add_argument("--limit", type=int, help="first N questions")
-    p.add_argument("--reachability", action="store_true", help="also compute menu reachability of the gold evidence")
+    p.add_argument("--policy", help=f"policy ({policies}); default heuristic; oracle is privileged: it plans from the gold "
+                                    "evidence labels (shortcut for --set eval.policy=NAME)")
+    p.add_argument("--out", metavar="DIR", help="run directory (re-run the same DIR to resume; required, except with "
+                                                "--show-config)")
+    p.add_argument("--limit", type=int, help="first N questions (shortcut for --set eval.limit=N)")
+    p.add_argument("--reachability", action="store_true", default=None,
+                   help="also compute menu reachability of the gold evidence (shortcut for --set eval.reachability=true)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    _add_env_flags(p)
-    _add_interface_flags(p)
+    _add_env_flags(p, sections="eval, env")
+    p.add_argument("--show-config", action="store_true",
+                   help="print every eval and env field with its help and resolved value, then exit")
+    _add_interface_flags(p, default=None)
     g = p.add_argument_group("G-E judge (optional; only with --judge-base-url)")
     g.add_argument("--judge-base-url", help="OpenAI-compatible chat endpoint of the G-E judge, e.g. http://host:8000/v1")
     g.add_argument("--judge-model", help="judge model name (default gpt-4o-mini)")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tqdm.auto import tqdm
 
 from harness_g.agent import metrics as M
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.config import EnvConfig, EvalConfig  # EvalConfig: declared with the other agent configs
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
@@ -28,18 +28,6 @@ from harness_g.graph.types import QAItem
 
 RECORDS = "records.jsonl"
 SUMMARY = "summary.json"
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    policy: str = field(default="heuristic", metadata={"help": "policy name (see --policy)"})
-    interface: str = field(default="menu", metadata={"help": "menu | free-query | rag | naive (see agent/interfaces.py)"})
-    limit: int | None = field(default=None, metadata={"help": "first N questions only"})
-    reachability: bool = field(default=False, metadata={"help": "also compute menu reachability per question"})
-    reach_budget: int = field(default=400, metadata={"help": "menu expansions per reachability search"})
-    max_consecutive_store_errors: int = field(default=3, metadata={"help": "abort after this many store failures in a row"})
-    max_consecutive_errors: int = field(default=5, metadata={"help": "abort after this many failed questions in a row "
-                                                             "(e.g. a policy server that went away), naming the last error"})
 
 
 def gold_texts(view: GraphView, item: QAItem) -> list[str]:

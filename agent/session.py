@@ -12,7 +12,7 @@ from harness_g.graph.load import load_graph
 
 
 @contextmanager
-def open_graph(graph_dir: str | Path, store: str | None = None, *, embedding_model: str | None = None,
+def open_view(graph_dir: str | Path, store: str | None = None, *, embedding_model: str | None = None,
                progress: bool = False) -> Iterator[GraphView]:
     """Yield a GraphView over the loaded graph; loads the artifact first if the store lacks it."""
     artifact = Artifact.open(graph_dir)

@@ -123,7 +123,7 @@ def run_cell(view, questions, out: Path, interface: str, policy: Any, limit: int
 
 def run_all(args: argparse.Namespace) -> None:
     from harness_g.agent.policies import make_policy
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.session import open_view
     from harness_g.graph.artifact import Artifact
 
     kw: dict[str, Any] = {"model": args.model, "temperature": 0.0, "seed": 0}
@@ -133,7 +133,7 @@ def run_all(args: argparse.Namespace) -> None:
         gdir = Path(args.root) / ds
         questions = Artifact.open(gdir).questions()
         todo = [i for i in RUN_ORDER if i in args.interfaces]
-        with open_graph(str(gdir), None) as view:
+        with open_view(str(gdir), None) as view:
             for interface in todo:
                 policy = make_policy("transformers", **kw)
                 tap = _tap(policy)

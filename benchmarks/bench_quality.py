@@ -132,12 +132,12 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
     the environment's ANSWER_WITH k (None: EnvConfig's default)."""
     from harness_g.agent.config import EnvConfig
     from harness_g.agent.reachability import menu_reachability
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.session import open_view
 
     cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
     t_start = time.perf_counter()
     records: list[dict[str, Any]] = []
-    with open_graph(graph_dir(root, name)) as view:
+    with open_view(graph_dir(root, name)) as view:
         items, n_all = _dataset_questions(view, name, limit)
         for item in items:
             rec: dict[str, Any] = {"id": item.id, "gold_units": len(item.gold_sentence_ids or item.gold_paragraph_ids)}
@@ -243,11 +243,11 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
     from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
     from harness_g.agent.reachability import menu_reachability
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.session import open_view
 
     cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
     t_start = time.perf_counter()
-    with open_graph(graph_dir(root, name)) as view:
+    with open_view(graph_dir(root, name)) as view:
         items, n_all = _dataset_questions(view, name, limit)
         env = MenuEnv(view, cfg)
         runs: dict[str, list[dict[str, Any]]] = {}

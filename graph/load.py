@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.locks import exclusive_lock
-from harness_g.graph.stores import open_store
+from harness_g.graph.stores import connect_store
 from harness_g.graph.stores.base import GraphStore, LoadReport
 
 STORE_FILE = "store.json"
@@ -36,9 +36,9 @@ def remember_store(graph_dir: str | Path, spec: str | None) -> None:
     (Path(graph_dir) / STORE_FILE).write_text(json.dumps({"store": spec}) + "\n", encoding="utf-8")
 
 
-def open_graph_store(graph_dir: str | Path, spec: str | None = None) -> GraphStore:
+def store_for_graph(graph_dir: str | Path, spec: str | None = None) -> GraphStore:
     """Open the store for a GRAPH_DIR: the explicit spec, else the remembered one, else embedded."""
-    return open_store(spec or remembered_store(graph_dir), Path(graph_dir))
+    return connect_store(spec or remembered_store(graph_dir), Path(graph_dir))
 
 
 def load_graph(
@@ -54,7 +54,7 @@ def load_graph(
     another load that holds it) and first checks every artifact file against the manifest's sha256; a no-op load takes no lock.
     """
     artifact = Artifact.open(graph_dir)
-    store = open_graph_store(graph_dir, spec)
+    store = store_for_graph(graph_dir, spec)
     try:
         if store.loaded_hash() == artifact.content_hash:  # completely loaded: load() is a no-op
             report = store.load(artifact, batch_size=batch_size, progress=progress)

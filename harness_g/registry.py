@@ -102,3 +102,32 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+
+class RegistryNames:
+    """The names of a registry, looked up when first needed: a config field's ``choices``.
+
+    ``target`` is ``"module:attribute"``: a :class:`Registry`, or a function returning names (a subset, e.g.
+    ``"harness_g.agent.interfaces:trainable_interfaces"``). Config modules declare their choices with it instead of
+    spelling the names again, without importing the registry's module (often torch-heavy, or an import cycle) when the
+    config module is imported.
+    """
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def names(self) -> list[str]:
+        import importlib
+
+        module, _, attribute = self.target.partition(":")
+        found = getattr(importlib.import_module(module), attribute)
+        return found.names() if isinstance(found, Registry) else sorted(found())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __repr__(self) -> str:
+        return f"RegistryNames({self.target!r})"

@@ -40,9 +40,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness_g.agent.policies import llm_policies
+
 ROOT = Path(__file__).resolve().parents[1]
 SLICE = "examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json"
-LLM_POLICIES = ("transformers", "openai", "vllm")
+LLM_POLICIES = tuple(llm_policies())
 LINKED = ("training", "tests", "examples", "docker", "cypher")  # repository folders the README's commands read
 
 

@@ -177,7 +177,7 @@ def test_agent_commands_one_line_errors(hotpot_dir, tmp_path: Path, capsys) -> N
     assert rc == 2 and err.count("\n") == 1 and "unknown env config field(s): max_turn" in err
     rc = main(["ask", str(hotpot_dir), "q?", "--max-turns", "0"])
     err = capsys.readouterr().err
-    assert rc == 2 and "max_turns must be >= 1" in err
+    assert rc == 2 and "max_turns: must be >= 1" in err
     rc = main(["ask", str(hotpot_dir), "q?", "--policy", "nope"])
     err = capsys.readouterr().err
     assert rc == 2 and "unknown policy 'nope'" in err

@@ -19,7 +19,7 @@ from helpers.store_checks import check_counts
 
 from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
-from harness_g.graph.stores import open_store
+from harness_g.graph.stores import connect_store
 from harness_g.graph.stores import neo4j_store as neo4j_store_module
 from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig, cache_root
 from harness_g.graph.stores.neo4j_store import MIN_SERVER_VERSION, Neo4jStore, parse_server_version
@@ -161,7 +161,7 @@ def test_credentials_from_the_environment(neo4j_with_password: LocalNeo4j, monke
     monkeypatch.setenv("NEO4J_USER", "neo4j")
     monkeypatch.setenv("NEO4J_PASSWORD", "wrong")
     with pytest.raises(StoreError, match=rf"^Neo4j at {uri} refused the credentials \(set NEO4J_USER / NEO4J_PASSWORD\)"):
-        open_store(uri, tmp_path)
+        connect_store(uri, tmp_path)
     monkeypatch.setenv("NEO4J_PASSWORD", "harness-g-test")
-    with open_store(uri, tmp_path) as store:
+    with connect_store(uri, tmp_path) as store:
         assert store.run_cypher("RETURN 1 AS one").rows == [[1]]

@@ -19,7 +19,7 @@ from helpers.tiny_artifact import build_tiny_artifact
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import GraphStore
-from harness_g.graph.stores import SPEC_FORMS, describe_store, open_store, parse_store_spec
+from harness_g.graph.stores import SPEC_FORMS, describe_store, connect_store, parse_store_spec
 from harness_g.graph.stores import neo4j_store
 from harness_g.graph.stores.falkordb_server import PID_FILE, EmbeddedFalkorDB, socket_path_for
 from harness_g.graph.stores.falkordb_store import NAMED_QUERIES as FALKORDB_QUERIES
@@ -327,7 +327,7 @@ def test_a_server_whose_directory_was_deleted_is_replaced_not_adopted(tmp_path: 
 
 def test_embedded_on_tcp_port(tiny_artifact: Artifact, tmp_path: Path) -> None:
     port = free_port()
-    with open_store(f"embedded:{port}", tmp_path) as store:
+    with connect_store(f"embedded:{port}", tmp_path) as store:
         assert isinstance(store, FalkorDBStore) and store.address == f"127.0.0.1:{port}"
         store.load(tiny_artifact, progress=False)
         with FalkorDBStore.connect("127.0.0.1", port) as remote:  # the same graph over TCP
@@ -369,7 +369,7 @@ def test_dead_server_mid_run_and_stale_pid(tiny_artifact: Artifact, tmp_path: Pa
 def test_connect_to_nothing() -> None:
     port = free_port()
     with pytest.raises(StoreError, match=rf"^cannot reach FalkorDB at falkordb://127\.0\.0\.1:{port}: "):
-        open_store(f"falkordb://127.0.0.1:{port}?graph=g1", None)
+        connect_store(f"falkordb://127.0.0.1:{port}?graph=g1", None)
 
 
 def test_server_start_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -404,13 +404,13 @@ def test_store_spec_forms(tmp_path: Path) -> None:
     assert "secret" not in describe_store("bolt://user:secret@h:7687")
     assert describe_store(None).startswith("embedded FalkorDB")
     with pytest.raises(StoreError, match="needs a GRAPH_DIR"):
-        open_store(None, None)
+        connect_store(None, None)
     with pytest.raises(StoreError, match="cannot reach Neo4j at bolt://127.0.0.1:1"):
-        open_store("bolt://127.0.0.1:1", tmp_path)
+        connect_store("bolt://127.0.0.1:1", tmp_path)
 
 
-def test_open_store_default_is_embedded_in_graph_dir(tmp_path: Path) -> None:
-    with open_store(None, tmp_path) as store:
+def test_connect_store_default_is_embedded_in_graph_dir(tmp_path: Path) -> None:
+    with connect_store(None, tmp_path) as store:
         assert isinstance(store, FalkorDBStore)
         assert store.server is not None and store.server.data_dir == (tmp_path / "store").resolve()
         assert store.graph_name == "harness_g"

@@ -171,7 +171,7 @@ def test_malformed_config_is_a_clear_error(tmp_path):
         load_config(None, {"data.graph_dir": "x", "credit.scheme": "nope"})
     with pytest.raises(ConfigError, match="rollout.generator 'sglang' unknown; available: transformers, vllm"):
         load_config(None, {"data.graph_dir": "x", "rollout.generator": "sglang"})
-    with pytest.raises(ConfigError, match="rollout.interface 'rag' unknown; available: menu, free-query"):
+    with pytest.raises(ConfigError, match="rollout.interface 'rag' unknown; available: free-query, menu"):
         load_config(None, {"data.graph_dir": "x", "rollout.interface": "rag"})
     with pytest.raises(ConfigError, match="rollout.vllm settings are given but rollout.generator is 'transformers'"):
         load_config(None, {"data.graph_dir": "x", "rollout.vllm": {"gpu_memory_utilization": 0.3}})

@@ -141,12 +141,12 @@ def test_paper_config_update_count_is_independent_of_sequence_count():
 def test_set_lr_from_the_help_example_is_a_float_and_trains(tmp_path, capsys):
     """``--set optim.lr=1e-6`` (the CLI help's own example) used to stay the string '1e-6' and crash AdamW."""
     from harness_g.cli import main
-    from harness_g.training.cli import _override
+    from harness_g.config_loader import parse_set
 
     assert main(["train", "--config", str(ROOT / "training/configs/tiny-cpu.yaml"), "--set", "optim.lr=1e-6",
                  "--show-config"]) == 0
     assert "  lr: 1e-06  # learning rate" in capsys.readouterr().out
-    key, value = _override("optim.lr=1e-6")
+    key, value = parse_set("optim.lr=1e-6")
     trainer = _trainer(tmp_path, **{key: value})
     assert trainer.optimizer.param_groups[0]["lr"] == 1e-6
 

@@ -5,19 +5,8 @@ import argparse
 import json
 from typing import Any
 
+from harness_g.config_loader import describe, parse_set
 from harness_g.errors import ConfigError
-
-
-def _override(text: str) -> tuple[str, Any]:
-    """``key.path=value`` -> (key, the raw text): the config parses it by the field's declared type, so
-    ``optim.lr=1e-6`` is a float, ``data.graph_dir=2024`` a path and ``rollout.env={answer_with: no}`` a mapping."""
-    if "=" not in text:
-        raise ConfigError(f"--set expects key.path=value, got {text!r}")
-    key, raw = text.split("=", 1)
-    key = key.strip()
-    if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"--set expects key.path=value, got {text!r}")
-    return key, raw
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,21 +14,21 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", "--output-dir", dest="output_dir", required=False,
                    help="run directory: metrics.jsonl, checkpoints/, config.yaml (--output-dir is the same flag)")
     p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6 (parsed by the field's type; repeatable)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6 (parsed by the field's type; repeatable; wins over --config)")
     p.add_argument("--show-config", action="store_true", help="print every field with its help and value (defaults, or as resolved from --config/--set), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from harness_g.training.config import TrainConfig, describe, load_config
+    from harness_g.training.config import TrainConfig, load_config
 
     if args.show_config:  # the defaults, or the resolved values of --config/--set
-        print("\n".join(describe(load_config(args.config, dict(_override(s) for s in args.set))
+        print("\n".join(describe(load_config(args.config, dict(parse_set(s) for s in args.set))
                                   if args.config or args.set else TrainConfig)))
         return 0
     if not args.output_dir:
         raise ConfigError("--out is required (the run directory)")
-    config = load_config(args.config, dict(_override(s) for s in args.set))
+    config = load_config(args.config, dict(parse_set(s) for s in args.set))
     from harness_g.training.data import build_training_graph
     from harness_g.training.trainer import train
 

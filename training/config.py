@@ -4,35 +4,35 @@ Defaults follow the paper's hyper-parameter table (``../shared/paper/harness-g.t
 "Implementation Details", Table ``tab:hyper``, lines ~941-979: the Qwen2.5-3B recipe);
 ``training/configs/*.yaml`` hold ready recipes (the paper's, and small CPU ones).
 
-Every value - from YAML or from ``--set key=value`` - is parsed by its field's declared type (int, float,
-bool, str, ``X | None``, list, dict; ``rollout.env`` by :class:`EnvConfig`'s types) and checked against the
-range or the choices the field declares; a wrong value is a one-line :class:`ConfigError` naming the field,
-e.g. ``optim.lr: expected float, got 'abc'``.
+Loading is :mod:`harness_g.config_loader`'s, shared with build and eval: every value - from YAML or from
+``--set key=value`` - is parsed by its field's declared type (``rollout.env`` by :class:`EnvConfig`'s types) and
+checked against the range or the choices the field declares; a wrong value is a one-line :class:`ConfigError`
+naming the field, e.g. ``optim.lr: expected float, got 'abc'``. Cross-field checks are :func:`_validate`'s.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
-import types
-import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
-import yaml
-
+from harness_g.agent.config import EnvConfig
+from harness_g.config_loader import Config, describe, load, partial_mapping
+from harness_g.config_loader import config_field as _f
 from harness_g.errors import ConfigError
+from harness_g.registry import RegistryNames
+
+__all__ = ["CreditConfig", "DataConfig", "LogConfig", "ModelConfig", "OptimConfig", "RENAMED", "RolloutConfig",
+           "TrainConfig", "describe", "load_config"]
 
 
-def _f(default: Any, help: str, **kw: Any) -> Any:
-    """A field with help text. ``kw`` declares checks: ``ge``/``gt``/``le`` bounds, ``choices`` (allowed values)."""
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kw})
-    return field(default=default, metadata={"help": help, **kw})
+def _env_overrides(data: Any, name: str) -> dict[str, Any]:
+    """``rollout.env``: EnvConfig fields, each parsed by EnvConfig's own type (``answer_with: "no"`` is False)."""
+    return partial_mapping(EnvConfig, data, name, refused={
+        "max_turns": "set rollout.max_turns instead (the environment takes T from there)"})
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(Config):
     name: str = _f("smollm2", "policy checkpoint: hub id, local dir, 'smollm2' (offline GGUF) or 'tiny-random' (built from a config)")
     gguf_file: str | None = _f(None, "GGUF file inside the model dir, if any")
     dtype: str = _f("float32", "parameter dtype (float32, bfloat16, float16); log-probs are always computed in fp32",
@@ -48,11 +48,12 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
-class DataConfig:
-    graph_dir: str = _f("", "GRAPH_DIR built with `harness-g build` (its questions.jsonl are the training set)")
+class DataConfig(Config):
+    graph_dir: str = _f("", "GRAPH_DIR built with `harness-g build` (its questions.jsonl are the training set)", path=True)
     store: str | None = _f(None, "store spec (default: the graph's remembered store, else embedded FalkorDB)")
-    build_format: str | None = _f(None, "if set, (re)build graph_dir from build_input in this format first (a cache hit when unchanged)")
-    build_input: str | None = _f(None, "corpus/questions file for build_format")
+    build_format: str | None = _f(None, "if set, `harness-g train` (re)builds graph_dir from build_input in this format before training (a cache "
+                                   "hit when unchanged); Python callers call training.data.build_training_graph first")
+    build_input: str | None = _f(None, "corpus/questions file for build_format", path=True)
     questions: str | None = _f(None, "optional questions file instead of the graph's questions")
     questions_format: str | None = _f(None, "format of `questions`")
     limit: int | None = _f(None, "use only the first N (>= 1) training questions", ge=1)
@@ -62,7 +63,7 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
-class RolloutConfig:
+class RolloutConfig(Config):
     group_size: int = _f(8, "N_g rollouts per question (GRPO group; >= 1)", ge=1)
     questions_per_step: int = _f(128, "questions per training step over all processes: the paper's batch size (each "
                                       "question gets N_g rollouts; split evenly over the processes, so a multiple of "
@@ -89,21 +90,22 @@ class RolloutConfig:
                      choices=("f1",))
     generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU, in the policy's own weights) | vllm "
                                         "(colocated in-process engine, weights synced after every optimiser step)",
-                        choices=("transformers", "vllm"))
+                        choices=RegistryNames("harness_g.training.generators:GENERATORS"))
     vllm: dict = _f({}, "vllm.LLM keyword arguments for generator vllm (gpu_memory_utilization, max_model_len, dtype, "
                         "enforce_eager, ...); the engine's seed is the run's seed")
     env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap K_s, lookup_cap K_e, answer_with, ...; typed and "
-                       "checked like every field; max_turns comes from rollout.max_turns)")
+                       "checked like every field; max_turns comes from rollout.max_turns)", parse=_env_overrides)
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
     interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: commits and answers by "
                                 "handle as in the menu arm, any other reply is a search string a frozen resolver maps "
                                 "to the nearest LOOKUP target; logs D_query; give it max_action_tokens ~32)",
-                        choices=("menu", "free-query"))
+                        choices=RegistryNames("harness_g.agent.interfaces:trainable_interfaces"))
 
 
 @dataclass(frozen=True)
-class CreditConfig:
-    scheme: str = _f("snc", "step credit: outcome | snc | snc_no_enablement | snc_no_frontier | igpo")
+class CreditConfig(Config):
+    scheme: str = _f("snc", "step credit: outcome | snc | snc_no_enablement | snc_no_frontier | igpo",
+                     choices=RegistryNames("harness_g.training.credit:CREDIT_SCHEMES"))
     lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens (>= 0)", ge=0.0)
     gamma: float = _f(1.0, "γ, enablement propagation discount, in [0, 1]", ge=0.0, le=1.0)
     frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step (type-stratified; >= 1)", ge=1)
@@ -124,8 +126,9 @@ class CreditConfig:
 
 
 @dataclass(frozen=True)
-class OptimConfig:
-    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp")
+class OptimConfig(Config):
+    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp",
+                        choices=RegistryNames("harness_g.training.advantages:ESTIMATORS"))
     lr: float = _f(5e-7, "learning rate (> 0)", gt=0.0)
     weight_decay: float = _f(0.0, "AdamW weight decay (>= 0)", ge=0.0)
     warmup_steps: int = _f(0, "linear warm-up steps (>= 0)", ge=0)
@@ -149,7 +152,7 @@ class OptimConfig:
 
 
 @dataclass(frozen=True)
-class LogConfig:
+class LogConfig(Config):
     every: int = _f(1, "log every N steps (>= 1)", ge=1)
     save_every: int = _f(10, "checkpoint every N steps (0: only at the end)", ge=0)
     tensorboard: bool = _f(True, "also log to TensorBoard when installed")
@@ -160,7 +163,7 @@ class LogConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Config):
     seed: int = _f(0, "seed for sampling, data order and initialisation (>= 0)", ge=0)
     torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)",
                                    ge=1)
@@ -171,12 +174,6 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig, metadata={"help": "optimisation"})
     log: LogConfig = field(default_factory=LogConfig, metadata={"help": "logging and checkpoints"})
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False), encoding="utf-8")
-
 
 #: fields that were renamed or retyped: old dotted name -> what to write instead (refused, never guessed)
 RENAMED = {
@@ -184,217 +181,16 @@ RENAMED = {
                                   "optimiser update; mini_batch_sequences counted per-turn sequences)",
 }
 
-_TRUE = frozenset({"true", "yes", "on", "1"})
-_FALSE = frozenset({"false", "no", "off", "0"})
-_NULL = frozenset({"null", "none", "~", ""})
-
-
-def _type_name(hint: Any) -> str:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return " or ".join(_type_name(a) for a in inner) + (" or null" if len(inner) < len(args) else "")
-    return getattr(hint, "__name__", str(hint))
-
-
-def _bad(name: str, hint: Any, value: Any) -> ConfigError:
-    return ConfigError(f"{name}: expected {_type_name(hint)}, got {value!r}")
-
-
-def coerce(value: Any, hint: Any, name: str) -> Any:
-    """``value`` as the type ``hint`` declares (strings - from ``--set`` or quoted YAML - are parsed), or a
-    :class:`ConfigError` ``NAME: expected TYPE, got VALUE``. Booleans take true/false/yes/no/on/off/1/0 only."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        if value is None or (len(inner) < len(args) and isinstance(value, str) and value.strip().lower() in _NULL):
-            if len(inner) == len(args):
-                raise _bad(name, hint, value)
-            return None
-        for candidate in inner:
-            try:
-                return coerce(value, candidate, name)
-            except ConfigError:
-                continue
-        raise _bad(name, hint, value)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ConfigError(f"{name}: expected bool (true/false, yes/no, 1/0), got {value!r}")
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            text = value.strip()
-            try:
-                return int(text)
-            except ValueError:
-                try:
-                    number = float(text)
-                except ValueError:
-                    number = math.nan
-                if number.is_integer():
-                    return int(number)
-        raise _bad(name, hint, value)
-    if hint is float:
-        number = math.nan
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                pass
-        if not math.isfinite(number):
-            raise _bad(name, hint, value)
-        return number
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):  # e.g. a directory called 2024
-            return str(value)
-        raise _bad(name, hint, value)
-    if hint in (list, dict):
-        if isinstance(value, str):  # --set key='[a, b]' / key='{a: 1}'
-            try:
-                value = yaml.safe_load(value)
-            except yaml.YAMLError:
-                raise _bad(name, hint, value) from None
-        if hint is dict and value is None:
-            return {}
-        if hint is list and isinstance(value, tuple):
-            value = list(value)
-        if not isinstance(value, hint):
-            raise _bad(name, hint, value)
-        return value
-    return value
-
-
-def _check_range(name: str, value: Any, meta: Any) -> None:
-    if value is None:
-        return
-    if "choices" in meta and value not in meta["choices"]:
-        raise ConfigError(f"{name} {value!r} unknown; available: {', '.join(str(c) for c in meta['choices'])}")
-    for key, ok, text in (("ge", lambda v, b: v >= b, ">="), ("gt", lambda v, b: v > b, ">"),
-                          ("le", lambda v, b: v <= b, "<="), ("lt", lambda v, b: v < b, "<")):
-        if key in meta and not ok(value, meta[key]):
-            raise ConfigError(f"{name}: must be {text} {meta[key]}, got {value!r}")
-
-
-def _env_overrides(data: Any, name: str) -> dict[str, Any]:
-    """``rollout.env``: EnvConfig fields, each parsed by EnvConfig's own type (``answer_with: "no"`` is False)."""
-    from harness_g.agent.config import EnvConfig
-
-    data = coerce(data, dict, name)
-    hints = get_type_hints(EnvConfig)
-    if "max_turns" in data:
-        raise ConfigError(f"{name}.max_turns: set rollout.max_turns instead (the environment takes T from there)")
-    unknown = sorted(set(data) - set(hints))
-    if unknown:
-        raise ConfigError(f"{name}: unknown field(s) {', '.join(map(str, unknown))}; known: "
-                          f"{', '.join(k for k in hints if k != 'max_turns')}")
-    return {k: coerce(v, hints[k], f"{name}.{k}") for k, v in data.items()}
-
-
-def _build(cls: type, data: Any, name: str) -> Any:
-    """Instantiate ``cls`` from a mapping, every value parsed by its field's type and range-checked.
-    ``name``: the dotted path of this section ('' for the top)."""
-    if isinstance(data, str):
-        try:
-            data = yaml.safe_load(data)
-        except yaml.YAMLError:
-            pass
-    if not isinstance(data, dict):
-        raise ConfigError(f"{name or 'config'}: expected a mapping, got {type(data).__name__}")
-    hints = get_type_hints(cls)
-    known = {f.name: f for f in fields(cls)}
-    dotted = {k: f"{name}.{k}" if name else str(k) for k in data}
-    for key, full in dotted.items():
-        if full in RENAMED:
-            raise ConfigError(f"{full} was renamed: use {RENAMED[full]}")
-    unknown = sorted(str(k) for k in set(data) - set(known))
-    if unknown:
-        raise ConfigError(f"{name + ': ' if name else ''}unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    kwargs = {}
-    for key, value in data.items():
-        hint, full = hints[key], dotted[key]
-        if dataclasses.is_dataclass(hint):
-            kwargs[key] = _build(hint, value or {}, full)
-            continue
-        value = _env_overrides(value, full) if full == "rollout.env" else coerce(value, hint, full)
-        _check_range(full, value, known[key].metadata)
-        kwargs[key] = value
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"{name or 'config'}: {exc}") from exc
-
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Read a YAML config (missing fields take defaults) and apply dotted overrides like {'optim.lr': 1e-6} or
-    {'optim.lr': '1e-6'} (strings are parsed by the field's type, as ``--set`` gives them)."""
-    data: dict[str, Any] = {}
-    where = ""
-    if path is not None:
-        p = Path(path)
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot read config ({exc.strerror})") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: malformed YAML ({exc})") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{p}: expected a mapping of sections, got {type(data).__name__}")
-        where = str(p)
-        _resolve_paths(data, p.resolve().parent)
-    for key, value in (overrides or {}).items():
-        node = data
-        parts = key.split(".")
-        for i, part in enumerate(parts[:-1]):
-            if node.get(part) is None:  # absent, or an empty YAML section
-                node[part] = {}
-            node = node[part]
-            if not isinstance(node, dict):
-                raise ConfigError(f"cannot set {key}: {'.'.join(parts[: i + 1])} is not a section")
-        node[parts[-1]] = value
-    try:
-        config = _build(TrainConfig, data, "")
-        _validate(config)
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
-    return config
-
-
-#: fields that name files or directories: a relative path written in a config file is relative to that file (as in
-#: any config format that includes other files), so a config works from any working directory; ``--set`` values stay
-#: relative to the working directory, like every other command-line path
-PATH_FIELDS: tuple[tuple[str, str], ...] = (("data", "graph_dir"), ("data", "build_input"))
-
-
-def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    """Rewrite the relative :data:`PATH_FIELDS` of a config file's mapping as absolute paths under ``base`` (in place)."""
-    for section, key in PATH_FIELDS:
-        node = data.get(section)
-        if isinstance(node, dict) and isinstance(node.get(key), str) and node[key] and not Path(node[key]).is_absolute():
-            node[key] = str((base / node[key]).resolve())
+    {'optim.lr': '1e-6'} (strings are parsed by the field's type, as ``--set`` gives them; they win over the file).
+    Relative ``data.graph_dir``/``data.build_input`` in a file are relative to that file (``path=True`` fields)."""
+    return load(TrainConfig, path, overrides, renamed=RENAMED, validate=_validate)
 
 
 def _validate(c: TrainConfig) -> None:
-    """Cross-field checks (single fields are checked by their declared type and range in :func:`_build`)."""
-    from harness_g.agent.config import EnvConfig
-    from harness_g.training.advantages import ESTIMATORS
-    from harness_g.training.credit import CREDIT_SCHEMES
-
-    if c.credit.scheme not in CREDIT_SCHEMES:
-        raise ConfigError(f"credit.scheme {c.credit.scheme!r} unknown; available: {', '.join(sorted(CREDIT_SCHEMES))}")
-    if c.optim.estimator not in ESTIMATORS:
-        raise ConfigError(f"optim.estimator {c.optim.estimator!r} unknown; available: {', '.join(sorted(ESTIMATORS))}")
+    """Cross-field checks (single fields are checked by their declared type and range when loaded)."""
     if not c.credit.answerer.strip():
         raise ConfigError("credit.answerer: expected 'reference' or a model name/path, got ''")
     r = c.rollout
@@ -413,22 +209,3 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"rollout.env: {exc}") from None
     if not c.data.graph_dir:
         raise ConfigError("data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
-
-
-def describe(config: Any = TrainConfig, prefix: str = "") -> list[str]:
-    """``field: value  # help`` lines for every field (``harness-g train --show-config``): the defaults when given
-    the class, the resolved values when given a loaded config."""
-    out = []
-    cls = config if isinstance(config, type) else type(config)
-    for f in fields(cls):
-        hint = get_type_hints(cls)[f.name]
-        if dataclasses.is_dataclass(hint):
-            out.append(f"{prefix}{f.name}:  # {f.metadata.get('help', '')}")
-            out.extend(describe(hint if isinstance(config, type) else getattr(config, f.name), prefix + "  "))
-        else:
-            if isinstance(config, type):
-                value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-            else:
-                value = getattr(config, f.name)
-            out.append(f"{prefix}{f.name}: {value!r}  # {f.metadata.get('help', '')}")
-    return out

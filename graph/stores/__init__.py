@@ -95,8 +95,12 @@ def describe_store(spec: str | None) -> str:
     return f"Neo4j at {uri.scheme}://{uri.hostname}{f':{uri.port}' if uri.port else ''}" + (f" (database {database})" if database else "")
 
 
-def open_store(spec: str | None, graph_dir: Path | None) -> GraphStore:
-    """Open the store ``spec`` names (see module doc); the embedded one keeps its data in ``graph_dir/store``."""
+def connect_store(spec: str | None, graph_dir: Path | None) -> GraphStore:
+    """Connect to the store ``spec`` names (see module doc); the embedded one keeps its data in ``graph_dir/store``.
+
+    Names, one job each: ``connect_store`` (a spec -> a client), ``graph.load.store_for_graph`` (a GRAPH_DIR -> its
+    store: explicit, remembered or embedded), ``graph.load.load_graph`` (load the artifact into that store, idempotent),
+    ``agent.session.open_view`` (a loaded graph -> a GraphView for the environment)."""
     parsed = parse_store_spec(spec)
     if parsed.kind == "embedded":
         if graph_dir is None:
@@ -119,4 +123,4 @@ def open_store(spec: str | None, graph_dir: Path | None) -> GraphStore:
     )
 
 
-__all__ = ["CypherResult", "GraphStore", "LoadReport", "SPEC_FORMS", "StoreSpec", "describe_store", "open_store", "parse_store_spec"]
+__all__ = ["CypherResult", "GraphStore", "LoadReport", "SPEC_FORMS", "StoreSpec", "describe_store", "connect_store", "parse_store_spec"]

@@ -1,0 +1,376 @@
+"""One config path for every command: typed dataclass configs from YAML and ``--set key=value``.
+
+A config is a frozen dataclass deriving :class:`Config`; every field is declared with :func:`config_field`
+(default, help text, and the checks it declares: ``ge``/``gt``/``le``/``lt`` bounds, ``choices``); a field whose
+type is a dataclass is a section. The same functions serve ``harness-g build`` (BuildConfig), ``eval``/``ask``/
+``menu``/``browse`` (EnvConfig, EvalConfig) and ``train`` (TrainConfig):
+
+- :func:`load` reads a YAML file (errors name the file), applies dotted ``--set`` overrides (they win over the
+  file) and builds the dataclass with :func:`from_mapping`;
+- :func:`from_mapping` parses every value by its field's declared type (int, float, bool, str, ``X | None``,
+  list, dict, ``tuple[str, ...]``, nested sections), checks its declared range or choices, and refuses unknown
+  keys listing the known ones; every error is one line naming the field, e.g. ``optim.lr: expected float, got 'abc'``;
+- :func:`to_dict` / :func:`dump` write the complete resolved config (YAML), which :func:`load` reads back equal;
+- :func:`describe` renders ``field: value  # help`` lines for ``--show-config``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import field, fields
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Mapping, TypeVar, get_type_hints
+
+import yaml
+
+from harness_g.errors import ConfigError
+
+C = TypeVar("C")
+
+#: metadata keys of :func:`config_field` that are checks on the value (the others describe the field)
+CHECKS = ("ge", "gt", "le", "lt", "choices")
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+_NULL = frozenset({"null", "none", "~", ""})
+
+
+def config_field(default: Any, help: str, **meta: Any) -> Any:
+    """A dataclass field with help text. ``meta``: checks (``ge``/``gt``/``le``/``lt`` bounds, ``choices``),
+    ``path=True`` (a relative path written in a config file is relative to that file), ``parse`` (a function
+    ``(value, dotted_name) -> value`` replacing the type-driven parsing), or any other documenting key (e.g. ``hash``)."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help, **meta})
+    return field(default=default, metadata={"help": help, **meta})
+
+
+class Config:
+    """Base of the typed configs: declared checks run on construction too, plus the shared in/out methods.
+
+    ``CONFIG_NAME`` names the config in unknown-field errors (``unknown env config field(s): ...``)."""
+
+    CONFIG_NAME: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, sections as nested dicts, tuples as lists (YAML/JSON-safe)."""
+        return to_dict(self)
+
+    def save(self, path: str | Path) -> None:
+        """Write the complete config as YAML (:func:`load` reads it back equal)."""
+        dump(self, path)
+
+    @classmethod
+    def from_dict(cls: type[C], data: Any) -> C:
+        """The config from a mapping, every value parsed and checked (see :func:`from_mapping`)."""
+        return from_mapping(cls, data)
+
+
+# -- values ------------------------------------------------------------------------------------------------------
+def type_name(hint: Any) -> str:
+    """``int``, ``float or null``, ``tuple``: how an error names the expected type."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return " or ".join(type_name(a) for a in inner) + (" or null" if len(inner) < len(args) else "")
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    return getattr(hint, "__name__", str(hint))
+
+
+def _bad(name: str, hint: Any, value: Any) -> ConfigError:
+    return ConfigError(f"{name}: expected {type_name(hint)}, got {value!r}")
+
+
+def _parse_union(value: Any, hint: Any, name: str) -> Any:
+    args = typing.get_args(hint)
+    inner = [a for a in args if a is not type(None)]
+    nullable = len(inner) < len(args)
+    if value is None or (nullable and isinstance(value, str) and value.strip().lower() in _NULL):
+        if not nullable:
+            raise _bad(name, hint, value)
+        return None
+    for candidate in inner:
+        try:
+            return parse_value(value, candidate, name)
+        except ConfigError:
+            continue
+    raise _bad(name, hint, value)
+
+
+def _parse_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(f"{name}: expected bool (true/false, yes/no, 1/0), got {value!r}")
+
+
+def _parse_int(value: Any, name: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    number = math.nan
+    if isinstance(value, float):
+        number = value
+    elif isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                pass
+    if math.isfinite(number) and number.is_integer():  # 4.0 or "1e3": a whole number written as a float
+        return int(number)
+    raise _bad(name, int, value)
+
+
+def _parse_float(value: Any, name: str) -> float:
+    number = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            pass
+    if not math.isfinite(number):
+        raise _bad(name, float, value)
+    return number
+
+
+def _parse_str(value: Any, name: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):  # e.g. a directory called 2024
+        return str(value)
+    raise _bad(name, str, value)
+
+
+def _parse_container(value: Any, hint: Any, name: str) -> Any:
+    """``list``/``dict``/``tuple[...]``/``list[...]``; a string (``--set key='[a, b]'``) is read as YAML first."""
+    origin = typing.get_origin(hint) or hint
+    if isinstance(value, str):
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise _bad(name, hint, value) from None
+    if origin is dict:
+        value = {} if value is None else value
+        if not isinstance(value, dict):
+            raise _bad(name, hint, value)
+        return value
+    if not isinstance(value, (list, tuple)):
+        raise _bad(name, hint, value)
+    args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+    items = [parse_value(v, args[0], f"{name}[{i}]") for i, v in enumerate(value)] if len(args) == 1 else list(value)
+    return tuple(items) if origin is tuple else items
+
+
+def parse_value(value: Any, hint: Any, name: str) -> Any:
+    """``value`` as the type ``hint`` declares (strings - from ``--set`` or quoted YAML - are parsed), or a
+    :class:`ConfigError` ``NAME: expected TYPE, got VALUE``. Booleans take true/false/yes/no/on/off/1/0 only."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _parse_union(value, hint, name)
+    if dataclasses.is_dataclass(hint):
+        return from_mapping(hint, {} if value is None else value, name)
+    simple = {bool: _parse_bool, int: _parse_int, float: _parse_float, str: _parse_str}
+    if hint in simple:
+        return simple[hint](value, name)
+    if (origin or hint) in (list, dict, tuple):
+        return _parse_container(value, hint, name)
+    return value
+
+
+def check_value(name: str, value: Any, meta: Mapping[str, Any]) -> None:
+    """The checks a field declares (``choices``, ``ge``/``gt``/``le``/``lt``); None passes (nullable fields)."""
+    if value is None:
+        return
+    if "choices" in meta and value not in meta["choices"]:
+        raise ConfigError(f"{name} {value!r} unknown; available: {', '.join(str(c) for c in meta['choices'])}")
+    for key, ok, text in (("ge", lambda v, b: v >= b, ">="), ("gt", lambda v, b: v > b, ">"),
+                          ("le", lambda v, b: v <= b, "<="), ("lt", lambda v, b: v < b, "<")):
+        if key in meta and not ok(value, meta[key]):
+            raise ConfigError(f"{name}: must be {text} {meta[key]}, got {value!r}")
+
+
+def check_fields(config: Any) -> None:
+    """Run every field's declared checks on a constructed config (direct construction is checked too)."""
+    for f in fields(config):
+        check_value(f.name, getattr(config, f.name), f.metadata)
+
+
+# -- mappings ----------------------------------------------------------------------------------------------------
+def unknown_fields(cls: type, unknown: list[str], known: list[str], section: str = "") -> ConfigError:
+    """``SECTION: unknown LABEL field(s): a, b; known: ...`` (LABEL: the class's ``CONFIG_NAME``)."""
+    label = getattr(cls, "CONFIG_NAME", "")
+    return ConfigError(f"{section + ': ' if section else ''}unknown {label + ' ' if label else ''}field(s): "
+                       f"{', '.join(unknown)}; known: {', '.join(known)}")
+
+
+def from_mapping(cls: type[C], data: Any, section: str = "", *, renamed: Mapping[str, str] | None = None) -> C:
+    """``cls`` from a mapping, every value parsed by its field's type and checked. ``section``: the dotted path of
+    this mapping ('' at the top); ``renamed``: dotted old name -> what to write instead (refused, never guessed)."""
+    if isinstance(data, str):  # a whole section given as YAML text (``--set section='{a: 1}'``)
+        try:
+            data = yaml.safe_load(data)
+        except yaml.YAMLError:
+            pass
+    if not isinstance(data, dict):
+        raise ConfigError(f"{section or 'config'}: expected a mapping, got {type(data).__name__}")
+    hints, known = get_type_hints(cls), {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    dotted = {k: f"{section}.{k}" if section else str(k) for k in data}
+    for full in dotted.values():
+        if renamed and full in renamed:
+            raise ConfigError(f"{full} was renamed: use {renamed[full]}")
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise unknown_fields(cls, unknown, list(known), section)
+    kwargs = {}
+    for key, value in data.items():
+        meta, full = known[key].metadata, dotted[key]
+        if dataclasses.is_dataclass(hints[key]):
+            kwargs[key] = from_mapping(hints[key], {} if value is None else value, full, renamed=renamed)
+            continue
+        kwargs[key] = meta["parse"](value, full) if "parse" in meta else parse_value(value, hints[key], full)
+        check_value(full, kwargs[key], meta)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{section or 'config'}: {exc}") from exc
+
+
+def partial_mapping(cls: type, data: Any, name: str, refused: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Some of ``cls``'s fields as a dict (e.g. EnvConfig overrides inside a train config), each value parsed by
+    ``cls``'s type and checked; ``refused``: field -> why it may not be set here."""
+    data = parse_value(data, dict, name)
+    refused = refused or {}
+    for key in data:
+        if key in refused:
+            raise ConfigError(f"{name}.{key}: {refused[key]}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ConfigError(f"{name}: unknown field(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(k for k in known if k not in refused)}")
+    hints, out = get_type_hints(cls), {}
+    for key, value in data.items():
+        out[key] = parse_value(value, hints[key], f"{name}.{key}")
+        check_value(f"{name}.{key}", out[key], known[key].metadata)
+    return out
+
+
+def parse_set(text: str) -> tuple[str, str]:
+    """``--set key.path=value`` -> (key, the raw text): :func:`load` parses it by the field's declared type, so
+    ``optim.lr=1e-6`` is a float and ``data.graph_dir=2024`` a path."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set expects key.path=value, got {text!r}")
+    return key, raw
+
+
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Set dotted keys (``{'optim.lr': '1e-6'}``) in a nested mapping, in place; sections are created as needed."""
+    for key, value in overrides.items():
+        node, parts = data, key.split(".")
+        for i, part in enumerate(parts[:-1]):
+            if node.get(part) is None:  # absent, or an empty YAML section
+                node[part] = {}
+            node = node[part]
+            if not isinstance(node, dict):
+                raise ConfigError(f"cannot set {key}: {'.'.join(parts[: i + 1])} is not a section")
+        node[parts[-1]] = value
+
+
+def resolve_paths(cls: type, data: dict[str, Any], base: Path) -> None:
+    """Rewrite the relative values of ``path=True`` fields (any section) as absolute paths under ``base``, in place:
+    a path written in a config file is relative to that file, so the file works from any working directory."""
+    hints = get_type_hints(cls)
+    for f in fields(cls):
+        value = data.get(f.name)
+        if dataclasses.is_dataclass(hints[f.name]) and isinstance(value, dict):
+            resolve_paths(hints[f.name], value, base)
+        elif f.metadata.get("path") and isinstance(value, str) and value and not Path(value).is_absolute():
+            data[f.name] = str((base / value).resolve())
+
+
+# -- files -------------------------------------------------------------------------------------------------------
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file's mapping ({} when empty); errors name the file."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config ({exc.strerror or exc})") from exc
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: malformed YAML ({' '.join(str(exc).split())})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of fields, got {type(data).__name__}")
+    return data
+
+
+def load(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None, *,
+         prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+         renamed: Mapping[str, str] | None = None, validate: Callable[[C], None] | None = None) -> C:
+    """``cls`` from a YAML file (missing fields take defaults) with dotted ``overrides`` applied on top (``--set``
+    wins over the file; string values are parsed by the field's type). ``prepare`` reshapes the file's mapping
+    before the overrides; ``validate`` runs cross-field checks. Errors name the file when there is one."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = read_yaml(path)
+        resolve_paths(cls, data, Path(path).resolve().parent)
+    if prepare is not None:
+        data = prepare(data)
+    apply_overrides(data, overrides or {})
+    try:
+        config = from_mapping(cls, data, renamed=renamed)
+        if validate is not None:
+            validate(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}" if path is not None else str(exc)) from None
+    return config
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """A config as plain data: sections as dicts, tuples as lists (what :func:`dump` writes)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    return plain(dataclasses.asdict(config))
+
+
+def dump(config: Any, path: str | Path) -> None:
+    """Write the complete resolved config as YAML, fields in declaration order."""
+    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def describe(config: Any, prefix: str = "") -> list[str]:
+    """``field: value  # help`` lines for every field (``--show-config``): the defaults when given the class, the
+    resolved values when given a loaded config; sections are indented under their name."""
+    out = []
+    cls = config if isinstance(config, type) else type(config)
+    hints = get_type_hints(cls)
+    for f in fields(cls):
+        help_text = f.metadata.get("help", "")
+        if dataclasses.is_dataclass(hints[f.name]):
+            out.append(f"{prefix}{f.name}:  # {help_text}")
+            out.extend(describe(hints[f.name] if isinstance(config, type) else getattr(config, f.name), prefix + "  "))
+            continue
+        if isinstance(config, type):
+            value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        else:
+            value = getattr(config, f.name)
+        out.append(f"{prefix}{f.name}: {value!r}  # {help_text}")
+    return out
