@@ -71,6 +71,11 @@ def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
     g.add_argument("--max-turns", type=int, help="shortcut for --set env.max_turns=N: T, decision turns per episode "
                                                  "(default 6)")
     p.add_argument("--embedding-model", help="must match the graph's embedding model (default: the graph's)")
+    from harness_g.graph.encoders import BACKENDS
+
+    p.add_argument("--embedding-backend", choices=BACKENDS,
+                   help="query encoder backend (default: the one the graph was built with; torch and onnx give the same "
+                        "vectors, onnx-int8 is faster and approximate)")
 
 
 def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu") -> None:
@@ -177,7 +182,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.policy == "oracle":  # before the graph loads: an ad-hoc question has no gold labels
         _make_policy(args)
 
-    with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+    with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model,
+                  embedding_backend=args.embedding_backend) as view:
         traj = make_interface(args.interface, view, _make_policy(args), _env_config(args)).run(item)
         if args.json:
             print(json.dumps(traj.to_json(), indent=2, ensure_ascii=False))
@@ -199,7 +205,8 @@ def cmd_menu(args: argparse.Namespace) -> int:
         # whatever the locale, an undecodable input byte becomes a surrogate escape (b"\xff" -> "\udcff"), never
         # a crash mid-episode; the reply is kept exactly and saved recoverably (see agent/trajectory.py)
         sys.stdin.reconfigure(errors="surrogateescape")
-    with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+    with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model,
+                  embedding_backend=args.embedding_backend) as view:
         env = MenuEnv(view, _env_config(args))
         traj = run_episode(env, HumanPolicy(), item)
         print_trajectory(traj, view)
@@ -270,7 +277,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     # the run directory's lock first: a second eval into the same --out is refused before any model loads
     with exclusive_lock(args.out, "--out directory"), \
-            open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+            open_view(args.graph_dir, args.store, embedding_model=args.embedding_model,
+                  embedding_backend=args.embedding_backend) as view:
         gold = {"view": view, "env_config": env_config, "questions": questions} if args.policy == "oracle" else {}
         summary = run_eval(view, _make_policy(args, **gold), questions, args.out, env_config=env_config, config=config,
                            progress=not args.quiet, judge=judge)
@@ -312,7 +320,8 @@ def cmd_browse(args: argparse.Namespace) -> int:
         from harness_g.graph.artifact import Artifact
 
         item = browse.resolve_question(Artifact.open(args.graph_dir).questions(), args.question, str(args.graph_dir))
-        with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model) as view:
+        with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model,
+                  embedding_backend=args.embedding_backend) as view:
             config = browse.BrowseConfig(env=_env_config(args), all_mentions=not args.lookupable_only)
             data = browse.neighbourhood(view, item, config)
         title = args.title or "harness-g browse: menu neighbourhood" + (f" of {item.id}" if item.id != "browse" else "")

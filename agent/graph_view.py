@@ -109,7 +109,8 @@ class GraphView:
                 f"graph {artifact.path} was built with embedding model {artifact.embedding_model!r}, not {embedder.name!r}; "
                 "use the same model or rebuild the graph"
             )
-        self.embedder = embedder or get_embedder(artifact.embedding_model)
+        # queries are encoded by the backend the sentences were embedded with, unless the caller passes an embedder
+        self.embedder = embedder or get_embedder(artifact.embedding_model, backend=artifact.embedding_backend)
         if self.embedder.dim != artifact.embedding_dim:
             raise ConfigError(f"embedding dim {self.embedder.dim} != graph's {artifact.embedding_dim}")
         ids = artifact.table("sentences", columns=["id"]).column("id").to_pylist()

@@ -96,9 +96,9 @@ def child_case(spec: dict[str, Any]) -> dict[str, Any]:
 
     if spec.get("torch_threads"):
         torch.set_num_threads(int(spec["torch_threads"]))
-    config = BuildConfig()
+    config = BuildConfig(embedding_backend=spec.get("backend", "torch"))
     t = time.perf_counter()
-    get_embedder(config.embedding_model, config.device)  # cached: the build reuses it
+    get_embedder(config.embedding_model, config.device, config.embedding_backend)  # cached: the build reuses it
     model_load_s = time.perf_counter() - t
     graph_dir = Path(spec["graph_dir"])
     shutil.rmtree(graph_dir, ignore_errors=True)
@@ -130,6 +130,7 @@ def child_case(spec: dict[str, Any]) -> dict[str, Any]:
         "load_avg_before": la0,
         "load_avg_after": load_avg(),
         "torch_threads_used": torch.get_num_threads(),
+        "backend": config.embedding_backend,
     }
 
 
@@ -233,6 +234,9 @@ def main() -> None:
     ap.add_argument("--torch-threads", default="",
                     help="comma list of torch intra-op thread counts: run every case once per count (default: torch's "
                          "own default, = cores)")
+    ap.add_argument("--backends", default="",
+                    help="comma list of encoder backends (torch, onnx, onnx-int8): run every case once per backend, "
+                         "interleaved, and report the ratios side by side (default: the build's default only)")
     ap.add_argument("--render", action="store_true", help="only re-render --out's markdown from its JSON")
     args = ap.parse_args()
     if args.render:
@@ -271,6 +275,11 @@ def main() -> None:
                 name += f"-run{seen[name]}" if seen[name] > 1 else ""
                 threaded.append({**spec, "name": name, "torch_threads": n, "graph_dir": str(args.workdir / name)})
         specs = threaded
+
+    if args.backends:
+        # each case once per backend, back to back, so both see the same machine load
+        specs = [{**spec, "name": f"{spec['name']}-{b}", "base_name": spec["name"], "backend": b,
+                  "graph_dir": f"{spec['graph_dir']}-{b}"} for spec in specs for b in args.backends.split(",") if b]
 
     cases = []
     for spec in specs:
@@ -383,6 +392,27 @@ def _micro_cells(r: dict[str, Any]) -> list[Any]:
     return [r["per_s_median"], share, r["per_s_median"] / share if share else None, f"{r['load_avg'][0]:.1f}"]
 
 
+def backend_lines(cases: list[dict[str, Any]]) -> list[str]:
+    """Side-by-side table of the ``--backends`` cases: each backend's TP1KT and embed s/1K, and its ratio to torch."""
+    by_base: dict[str, dict[str, dict[str, Any]]] = {}
+    for c in cases:
+        if c.get("base_name"):
+            by_base.setdefault(c["base_name"], {})[c["backend"]] = c
+    if not by_base:
+        return []
+    rows = []
+    for base, runs in by_base.items():
+        ref = runs.get("torch")
+        for b, c in runs.items():
+            p = c["per_1k"]
+            ratio = ref["per_1k"]["total"] / p["total"] if ref and p["total"] else None
+            emb = ref["per_1k"]["embed"] / p["embed"] if ref and p["embed"] else None
+            rows.append([base, b, p["total"], p["embed"], p["ner_embed_wall"], p["link"], ratio, emb, c["cpu_share"]])
+    return ["## Encoder backends side by side (same run, back to back)", "",
+            md_table(["dataset", "backend", "TP1KT total", "embed s/1K", "ner+embed wall s/1K", "link s/1K",
+                      "speed-up total vs torch", "speed-up embed vs torch", "cpu share"], rows), ""]
+
+
 def markdown(data: dict[str, Any]) -> str:
     info = data["machine"]
     cases = data["cases"]
@@ -407,6 +437,7 @@ def markdown(data: dict[str, Any]) -> str:
         md_table(*table(cases)),
         "",
     ]
+    lines += backend_lines(cases)
     threaded = [c for c in cases if re.search(r"-t\d+(-run\d+)?$", c["name"])]
     if threaded:
         by_t: dict[int, list[dict[str, Any]]] = {}

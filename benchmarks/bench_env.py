@@ -120,10 +120,13 @@ class _TimedEmbedder:
         return getattr(self._emb, name)
 
 
-def new_view(store, artifact, instrument: bool = True):
+def new_view(store, artifact, instrument: bool = True, backend: str | None = None):
+    """A fresh GraphView (empty caches); ``backend``: the query encoder's backend (default: the graph's)."""
     from harness_g.agent.graph_view import GraphView
+    from harness_g.graph.embed import get_embedder
 
-    view = GraphView(store, artifact)
+    embedder = get_embedder(artifact.embedding_model, backend=backend) if backend else None
+    view = GraphView(store, artifact, embedder=embedder)
     if instrument:
         view.store = _TimedStore(view.store)
         view.embedder = _TimedEmbedder(view.embedder)
@@ -307,7 +310,9 @@ def profile_workload(store, artifact, items, *, seed: int, top: int = 25) -> dic
             "text": out}
 
 
-def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, group: int, seed: int, profile: str) -> dict[str, Any]:
+def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, group: int, seed: int, profile: str,
+                  backend: str | None = None) -> dict[str, Any]:
+    """One dataset with one query-encoder backend; the free-query comparator encodes with the same embedder."""
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph
 
@@ -315,11 +320,12 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
     artifact = Artifact.open(gdir)
     store, _ = load_graph(gdir, None, progress=False)
     items = questions_of(artifact, name)[:n_questions]
-    res: dict[str, Any] = {"dataset": name, "graph_dir": str(gdir), "questions": len(items), "sentences": artifact.counts.get("sentences"),
+    res: dict[str, Any] = {"dataset": name + (f" ({backend})" if backend else ""), "backend": backend or artifact.embedding_backend,
+                           "graph_dir": str(gdir), "questions": len(items), "sentences": artifact.counts.get("sentences"),
                            "loadavg_start": load_avg()}
     with store:
         t0 = time.perf_counter()
-        view = new_view(store, artifact)  # excluded from every step time
+        view = new_view(store, artifact, backend=backend)  # excluded from every step time
         res["view_construct_s"] = round(time.perf_counter() - t0, 3)
         view.encode(["warm up the encoder"])  # first torch call allocates; not a graph-cache effect
         view._vectors.clear()
@@ -346,7 +352,7 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
 
         bitems = items[:n_batch]
         batched: dict[str, Any] = {}
-        bview = new_view(store, artifact)
+        bview = new_view(store, artifact, backend=backend)
         bview.encode(["warm up the encoder"])
         bview._vectors.clear()
         bfree = FreeQuery(bview, seed=seed + 1)
@@ -460,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", choices=("auto", "always", "never"), default="auto")
     ap.add_argument("--torch-threads", type=int, default=1)
+    ap.add_argument("--backends", default="",
+                    help="comma list of query-encoder backends (torch, onnx, onnx-int8) run one after the other per "
+                         "dataset (default: the graph's); the free-query comparator uses the same backend")
     ap.add_argument("--merge", action="store_true", help="keep other datasets' results from an existing env.json")
     ap.add_argument("--note", action="append", default=[], help="a finding to append to env.md (repeatable)")
     ap.add_argument("--notes-file", help="markdown file: one finding per line, appended under Findings")
@@ -492,9 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     if prev:
         meta["merged_datasets"] = [r["dataset"] for r in results]
     for name in args.datasets.split(","):
-        print(f"[{time.strftime('%H:%M:%S')}] {name} (load {load_avg()})", flush=True)
-        results.append(bench_dataset(name, args.root, n_questions=args.questions, n_batch=args.batch_questions, group=args.group,
-                                     seed=args.seed, profile=args.profile))
+        for backend in [b for b in args.backends.split(",") if b] or [None]:
+            print(f"[{time.strftime('%H:%M:%S')}] {name} {backend or ''} (load {load_avg()})", flush=True)
+            results.append(bench_dataset(name, args.root, n_questions=args.questions, n_batch=args.batch_questions,
+                                         group=args.group, seed=args.seed, profile=args.profile, backend=backend))
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         meta["loadavg_end"] = load_avg()
         write_report(results, meta)  # after every dataset, so a crash keeps what finished

@@ -252,6 +252,11 @@ class Artifact:
         return str(self.manifest["models"]["embedding"])
 
     @property
+    def embedding_backend(self) -> str:
+        """The encoder backend the sentences were embedded with (graphs built before backends existed: torch)."""
+        return str(self.manifest["models"].get("embedding_backend", "torch"))
+
+    @property
     def embedding_dim(self) -> int:
         return int(self.manifest["models"]["embedding_dim"])
 

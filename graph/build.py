@@ -145,7 +145,7 @@ def _ner_and_embed(
     """NER in this thread, embeddings in a worker thread; returns mentions, embeddings, their busy seconds."""
     from harness_g.graph.text.ner import EntityRecognizer
 
-    embedder = get_embedder(config.embedding_model, config.device)
+    embedder = get_embedder(config.embedding_model, config.device, config.embedding_backend)
     recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
     recognizer_labels = set(config.ner_labels)
 
@@ -382,7 +382,7 @@ def _build_locked(
     names = [r.surface for r, ok in zip(ent.records, ent.lookupable) if ok]
     name_vecs = np.zeros((len(ent.records), dim), dtype=np.float32)
     if names:
-        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device).encode(names, batch_size=config.embed_batch_size)
+        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device, config.embedding_backend).encode(names, batch_size=config.embed_batch_size)
     edges = link_entities(
         ent.records,
         title_ids=ent.title_ids,
@@ -465,7 +465,8 @@ def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Data
         "inputs": [{"format": s.format, "path": str(s.path)} for s in inputs],
         "limit": limit,
         "config": config.to_dict(),
-        "models": {"spacy": spacy_name, "embedding": config.embedding_model, "embedding_dim": dim},
+        "models": {"spacy": spacy_name, "embedding": config.embedding_model, "embedding_dim": dim,
+                   "embedding_backend": config.embedding_backend},
         "counts": counts,
         "corpus_tokens": corpus_tokens,
         "synonym_kinds": dict(Counter(e.kind for e in edges)),

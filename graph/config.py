@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from harness_g.config_loader import Config, config_field, load
 from harness_g.errors import ConfigError
 from harness_g.graph.embed import DEFAULT_EMBEDDING_MODEL
+from harness_g.graph.encoders import BACKENDS, DEFAULT_EMBEDDING_BACKEND
 
 #: NER labels kept as mentions (paper appendix "Graph construction")
 DEFAULT_NER_LABELS = ("PERSON", "ORG", "GPE", "LOC", "WORK_OF_ART", "EVENT", "DATE", "NORP", "FAC")
@@ -36,7 +37,12 @@ class BuildConfig(Config):
     # execution-only knobs below: they do not change the graph and stay out of the hash
     embed_batch_size: int = config_field(64, "sentences per embedding batch (>= 1)", ge=1, hash=False)
     ner_batch_size: int = config_field(256, "sentences per spaCy batch (>= 1)", ge=1, hash=False)
-    device: str | None = config_field(None, "torch device for embeddings (cpu, cuda, cuda:1, ...)", hash=False)
+    device: str | None = config_field(None, "device for embeddings (cpu, cuda, cuda:1, ...); the onnx backends need "
+                                            "onnxruntime-gpu for cuda", hash=False)
+    embedding_backend: str = config_field(
+        DEFAULT_EMBEDDING_BACKEND, "sentence encoder backend: torch (sentence-transformers) | onnx (ONNX Runtime fp32: the "
+        "same vectors, cosine >= 0.9999) | onnx-int8 (dynamic int8 quantisation: faster, cosine ~0.9, an opt-in whose "
+        "vectors differ, so it enters the content hash)", choices=BACKENDS, hash=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -46,7 +52,10 @@ class BuildConfig(Config):
     def hashed_fields(self) -> dict[str, Any]:
         """The fields that change the graph's content."""
         d = self.to_dict()
-        return {f.name: d[f.name] for f in fields(self) if f.metadata.get("hash", True)}
+        out = {f.name: d[f.name] for f in fields(self) if f.metadata.get("hash", True)}
+        if self.embedding_backend == "onnx-int8":  # torch and fp32 ONNX give the same vectors: same graph, same hash
+            out["embedding_precision"] = "int8"
+        return out
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> "BuildConfig":

