@@ -79,6 +79,19 @@ class _LRU:
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 
 
+def question_grams(question: str, max_n: int = 6) -> list[str]:
+    """The question's word n-grams (n <= ``max_n``), canonicalised, first occurrence order, no duplicates; single
+    words of <= 3 characters are dropped. What :meth:`GraphView.question_entities` matches against entity names."""
+    words = _WORD.findall(question)
+    grams = []
+    for n in range(1, max_n + 1):
+        for i in range(len(words) - n + 1):
+            c = canonicalize(" ".join(words[i : i + n]))
+            if c and (n > 1 or len(c) > 3):
+                grams.append(c)
+    return list(dict.fromkeys(grams))
+
+
 def _group_entities(rows: list[dict[str, Any]], group_key: str, id_key: str) -> dict[str, tuple[EntityInfo, ...]]:
     """Query rows -> EntityInfo tuples grouped by ``row[group_key]`` (row order kept)."""
     grouped: dict[str, list[EntityInfo]] = {}
@@ -223,15 +236,7 @@ class GraphView:
     def question_entities(self, question: str, max_n: int = 6) -> list[EntityInfo]:
         """Lookup-able entities named in the question, found by matching its word n-grams (n <= max_n)
         against canonical entity names. Works on lower-cased questions where NER fails (NQ)."""
-        words = _WORD.findall(question)
-        grams = []
-        for n in range(1, max_n + 1):
-            for i in range(len(words) - n + 1):
-                c = canonicalize(" ".join(words[i : i + n]))
-                if c and (n > 1 or len(c) > 3):
-                    grams.append(c)
-        grams = list(dict.fromkeys(grams))
-        return [e for e in self.entities_by_names(grams) if e.lookupable]
+        return [e for e in self.entities_by_names(question_grams(question, max_n)) if e.lookupable]
 
     def lookup_pools(self, entity_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order."""

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import sys
 import time
 from collections import defaultdict
@@ -81,7 +80,6 @@ from common import (  # noqa: E402
 
 K = 20
 TIE_EPS = 1e-6
-_WORD = re.compile(r"\w+(?:[-']\w+)*")  # agent/graph_view.py's question word pattern
 CHANNEL = {0: "mention", 1: "synonym", 2: "neighbour"}
 
 
@@ -187,16 +185,9 @@ class InProcess:
 # -- samples ----------------------------------------------------------------------------------------
 def question_grams(question: str, max_n: int = 6) -> list[str]:
     """The canonical word n-grams GraphView.question_entities sends to entities_by_names."""
-    from harness_g.graph.text.canonical import canonicalize
+    from harness_g.agent.graph_view import question_grams as grams
 
-    words = _WORD.findall(question)
-    grams = []
-    for n in range(1, max_n + 1):
-        for i in range(len(words) - n + 1):
-            c = canonicalize(" ".join(words[i : i + n]))
-            if c and (n > 1 or len(c) > 3):
-                grams.append(c)
-    return list(dict.fromkeys(grams))
+    return grams(question, max_n)
 
 
 def samples(ip: InProcess, questions: list[str], qvecs: np.ndarray, n: int, seed: int) -> dict[str, list[Any]]:

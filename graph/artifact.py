@@ -128,7 +128,8 @@ def write_manifest(graph_dir: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, target)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -142,7 +143,7 @@ def file_digests(graph_dir: Path) -> dict[str, dict[str, Any]]:
     for name in ARTIFACT_FILES:
         path = graph_dir / name
         if path.is_file():
-            out[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+            out[name] = {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
     return out
 
 
@@ -198,7 +199,7 @@ def _files_problem(path: Path, files: Any, verify: bool) -> str | None:
             return f"{name} has {size} bytes, the manifest says {want.get('bytes')}"
     if verify:
         for name, want in sorted(files.items()):
-            if _sha256(path / name) != want.get("sha256"):
+            if file_sha256(path / name) != want.get("sha256"):
                 return f"{name} does not match its sha256 in the manifest"
     return None
 

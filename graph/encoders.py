@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from harness_g.errors import ConfigError
+from harness_g.graph.artifact import file_sha256
 
 #: backend names accepted by ``make_encoder`` (and ``--embedding-backend``)
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -169,14 +170,6 @@ def onnx_cache_root() -> Path:
     return (Path(base) if base else Path.home() / ".cache" / "harness-g") / "onnx"
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` for a temporary path next to ``target``, then rename it over ``target``."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -205,7 +198,7 @@ class CacheEntry:
         """The file exists and matches the sha256 its sidecar recorded after writing it."""
         try:
             side = _read_json(self.sidecar)
-            return bool(side) and side.get("sha256") == _file_sha256(self.path) and side.get("meta") == self.meta
+            return bool(side) and side.get("sha256") == file_sha256(self.path) and side.get("meta") == self.meta
         except (OSError, ValueError):  # missing file, unreadable or half-written sidecar
             return False
 
@@ -213,7 +206,7 @@ class CacheEntry:
         """``produce(tmp_path)`` writes the model; the file is renamed into place, then its sidecar."""
         self.sidecar.unlink(missing_ok=True)  # a crash from here on leaves no sidecar: the entry reads invalid
         _atomic_write(self.path, produce)
-        body = json.dumps({"sha256": _file_sha256(self.path), "meta": self.meta}, indent=1)
+        body = json.dumps({"sha256": file_sha256(self.path), "meta": self.meta}, indent=1)
         _atomic_write(self.sidecar, lambda tmp: tmp.write_text(body, encoding="utf-8"))
 
 
