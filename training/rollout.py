@@ -220,9 +220,8 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     search string resolved to the nearest LOOKUP target), so transitions, previews and SNC are the menu arm's and only
     how a retrieval target is named differs.
     """
-    from harness_g.agent import prompts
     from harness_g.agent.free_query import FreeQueryEnv
-    
+
     trainable = trainable_interfaces()
     if interface not in trainable:
         raise ValueError(f"unknown interface {interface!r}; expected one of {', '.join(trainable)}")
@@ -233,6 +232,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
                             constrain_actions=constrain_actions, interface=interface, context=context,
                             max_prompt_tokens=max_prompt_tokens, size=len(expanded))
     envs: list[Any] = [FreeQueryEnv(e) for e in benv.envs] if free else benv.envs
+    budget = _ObservationBudget(generator, max_observation_tokens)
     t_env = time.perf_counter()
     if free:
         view.encode(list(dict.fromkeys(it.question for it, _ in expanded)))  # one encoder call for the batch
@@ -241,29 +241,58 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
         observations = list(benv.reset([it for it, _ in expanded]))
     env_s = time.perf_counter() - t_env
     gen_s0 = generator.seconds
-    obs_max, obs_over = 0, 0
     while not benv.all_done:
-        if max_observation_tokens is not None:
-            live = [o for o in observations if o is not None]
-            sizes = _observation_tokens(generator, [prompts.environment_response(o, "ok") for o in live])
-            obs_max = max([obs_max, *sizes])
-            over = sum(n > max_observation_tokens for n in sizes)
-            if over and not obs_over:
-                warnings.warn(f"an environment response has {max(sizes)} tokens, over rollout.max_observation_tokens "
-                              f"({max_observation_tokens})", stacklevel=2)
-            obs_over += over
+        budget.measure(observations)
         replies = policy.act_batch([None if o is None else e.observe() for o, e in zip(observations, envs)])
         t_env = time.perf_counter()
-        if free:
-            results = [None if r is None else e.step(r) for e, r in zip(envs, replies)]
-        else:
-            results = benv.step(replies)
+        results = [None if r is None else e.step(r) for e, r in zip(envs, replies)] if free else benv.step(replies)
         env_s += time.perf_counter() - t_env
         observations = [r.observation if r is not None and not r.done else None for r in results]
     finals = [e.observe() for e in envs]
     answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], finals)
-    rollouts = []
-    dropped = 0
+    rollouts, dropped = _finish_rollouts(policy, expanded, envs, answers, finals)
+    stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0, "dropped_turns_max": float(dropped)}
+    if dropped:
+        warnings.warn(f"older turns were dropped from a rollout's context to fit the prompt budget ({dropped} at most); "
+                      "raise rollout.max_prompt_tokens to keep them", stacklevel=2)
+    stats.update(budget.stats())
+    return rollouts, stats
+
+
+class _ObservationBudget:
+    """Measures environment responses in tokens against ``max_observation_tokens`` (None: measures nothing)."""
+
+    def __init__(self, generator: Any, limit: int | None):
+        self.generator, self.limit = generator, limit
+        self.largest, self.over = 0, 0
+
+    def measure(self, observations: Sequence[str | None]) -> None:
+        """Count the live observations' tokens (as the policy sees them: wrapped as environment responses)."""
+        if self.limit is None:
+            return
+        from harness_g.agent import prompts
+
+        sizes = _observation_tokens(self.generator, [prompts.environment_response(o, "ok") for o in observations
+                                                     if o is not None])
+        self.largest = max([self.largest, *sizes])
+        over = sum(n > self.limit for n in sizes)
+        if over and not self.over:
+            warnings.warn(f"an environment response has {max(sizes)} tokens, over rollout.max_observation_tokens "
+                          f"({self.limit})", stacklevel=3)
+        self.over += over
+
+    def stats(self) -> dict[str, float]:
+        """``observation_tokens_max`` and ``observations_over_budget`` (empty when nothing was measured)."""
+        if self.limit is None:
+            return {}
+        return {"observation_tokens_max": float(self.largest), "observations_over_budget": float(self.over)}
+
+
+def _finish_rollouts(policy: Any, expanded: Sequence[tuple[QAItem, int]], envs: Sequence[Any], answers: Sequence[str],
+                     finals: Sequence[Any]) -> tuple[list[Rollout], int]:
+    """Close every episode with its answer: the Rollouts (reward = max token F1 over gold aliases, EM) and the most
+    whole turns any rollout's context dropped to fit the prompt budget."""
+    rollouts, dropped = [], 0
     for (item, g), env, answer, final in zip(expanded, envs, answers, finals):
         chat = policy.episode_context(final)
         turns = list(chat.turns) if chat is not None else []
@@ -273,10 +302,4 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
         ro.reward = token_f1(answer, list(item.answers)) if item.answers else 0.0
         ro.em = exact_match(answer, list(item.answers)) if item.answers else 0.0
         rollouts.append(ro)
-    stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0, "dropped_turns_max": float(dropped)}
-    if dropped:
-        warnings.warn(f"older turns were dropped from a rollout's context to fit the prompt budget ({dropped} at most); "
-                      "raise rollout.max_prompt_tokens to keep them", stacklevel=2)
-    if max_observation_tokens is not None:
-        stats.update(observation_tokens_max=float(obs_max), observations_over_budget=float(obs_over))
-    return rollouts, stats
+    return rollouts, dropped

@@ -110,6 +110,8 @@ class Trainer:
         warm = max(config.optim.warmup_steps, 0)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
         self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        if self.reference.model is not None:  # the frozen copy (KL reference, SNC answerer) lives beside the policy
+            self.reference.model.to(self.accelerator.device)
         return model
 
     # -- checkpoints ----------------------------------------------------------------------
@@ -278,6 +280,8 @@ class Trainer:
                                     gather=concat_over_ranks if self.accelerator.num_processes > 1 else None,
                                     turn_advantages=[turn_adv[i] for i in keep] if turn_adv is not None else None)
         batch["question"] = torch.tensor([kept[i].group for i in batch["owner"].tolist()])  # row -> its question
+        # built on the CPU (tokenizer output); the update runs where the policy is (a GPU run crashed without this)
+        batch = {k: v.to(self.accelerator.device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
         t2 = time.perf_counter()
         upd = self._update(batch)
         t_update = time.perf_counter() - t2
