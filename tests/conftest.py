@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -42,9 +43,28 @@ _STORE_OUTCOMES: Counter[tuple[str, str]] = Counter()
 STORE_PARAMS = ("store_kind", "report_store")
 
 
+#: this folder (tests/); the first folder under it names a test's kind
+TESTS_DIR = Path(__file__).resolve().parent
+#: kind folders under tests/, each also the marker its tests get (``pytest -m unit`` / ``pytest -m e2e``)
+KIND_FOLDERS = ("unit", "e2e")
+
+
+def _kind_of(path: Path) -> str | None:
+    """``unit`` / ``e2e`` for a test file under tests/unit or tests/e2e, else None."""
+    path = path.resolve()
+    if not path.is_relative_to(TESTS_DIR):
+        return None
+    parts = path.relative_to(TESTS_DIR).parts
+    return parts[0] if len(parts) > 1 and parts[0] in KIND_FOLDERS else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tag each test with the store(s) it runs on: a store parameter, or the ``neo4j`` marker (Neo4j-only tests)."""
+    """Mark each test with its kind (its folder: ``unit`` or ``e2e``) and tag it with the store(s) it runs on: a
+    store parameter, or the ``neo4j`` marker (Neo4j-only tests)."""
     for item in items:
+        test_kind = _kind_of(item.path)
+        if test_kind is not None:
+            item.add_marker(test_kind)
         params = getattr(getattr(item, "callspec", None), "params", {})
         kinds = {params[name] for name in STORE_PARAMS if params.get(name) in STORE_KINDS}
         if item.get_closest_marker("neo4j") is not None:

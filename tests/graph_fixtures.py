@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from helpers.paths import TEST_DATA
 
 from harness_g.agent.graph_view import GraphView
 from harness_g.graph.artifact import Artifact
@@ -31,7 +32,7 @@ from harness_g.graph.build import CorpusSpec, build_graph
 from harness_g.graph.load import STORE_FILE, load_graph, remember_store
 from harness_g.graph.types import QAItem
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = TEST_DATA
 HOTPOT_FILE = DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"
 MUSIQUE_FILE = DATA / "musique" / "musique_ans_v1.0_dev.subset.jsonl"
 TRIVIAQA_FILE = DATA / "triviaqa" / "triviaqa_test.subset.jsonl"

@@ -26,7 +26,7 @@ A backend implements exactly these (and nothing above ``graph/stores`` calls any
 ==========================  =====================================================================
 
 A third backend subclasses :class:`GraphStore`, implements that list and adds its dialect's query
-overrides under ``cypher/<dialect>/``; ``tests/test_stores.py`` then runs every store check on it.
+overrides under ``cypher/<dialect>/``; ``tests/e2e/test_stores.py`` then runs every store check on it.
 """
 from __future__ import annotations
 
