@@ -96,7 +96,7 @@ def child_case(spec: dict[str, Any]) -> dict[str, Any]:
 
     if spec.get("torch_threads"):
         torch.set_num_threads(int(spec["torch_threads"]))
-    config = BuildConfig(embedding_backend=spec.get("backend", "torch"))
+    config = BuildConfig(embedding_backend=spec["backend"]) if spec.get("backend") else BuildConfig()
     t = time.perf_counter()
     get_embedder(config.embedding_model, config.device, config.embedding_backend)  # cached: the build reuses it
     model_load_s = time.perf_counter() - t

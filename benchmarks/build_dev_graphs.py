@@ -111,13 +111,13 @@ def _prefill_memo(root: Path, config) -> _EmbedMemo:
     return memo
 
 
-def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool) -> dict[str, Any]:
+def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None) -> dict[str, Any]:
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.build import build_graph
     from harness_g.graph.config import BuildConfig
     from harness_g.graph.load import load_graph
 
-    config = BuildConfig()
+    config = BuildConfig(embedding_backend=backend) if backend else BuildConfig()
     out = graph_dir(root, ds.name)
     memo = None
     if reuse_embeddings:
@@ -240,8 +240,8 @@ def write_report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     cols = ["dataset", "questions", "paragraphs", "sentences", "entities", "lookup-able", "synonym links", "gold", "build s",
             "load s", "stats", "cypher", "ask"]
     lines = ["# Dev graphs", "",
-             f"Root `{meta['root']}`; generated {meta['finished']} on {meta['machine']['cpus']} CPUs "
-             f"(load average at start {meta['machine']['loadavg']}, at end {meta['loadavg_end']}; the machine is shared, "
+             f"Root `{meta['root']}`; generated {meta['finished']} on {meta['machine'].get('cores', meta['machine'].get('cpus'))} CPUs "
+             f"(load average at start {meta['machine'].get('load_avg', meta['machine'].get('loadavg'))}, at end {meta['loadavg_end']}; the machine is shared, "
              "so seconds are indicative). Built with the Python API (`build_graph` + `load_graph`, embedded FalkorDB); "
              "default BuildConfig (all-MiniLM-L6-v2, en_core_web_sm).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -289,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default="/tmp/hg-dev", type=Path)
     ap.add_argument("--only", help="comma-separated dataset names (default: all six)")
     ap.add_argument("--force", action="store_true", help="rebuild even when the artifact matches")
+    ap.add_argument("--embedding-backend", choices=("torch", "onnx", "onnx-int8"),
+                    help="sentence encoder backend (default: the build's default); e.g. onnx-int8 graphs into another "
+                         "--root, to measure int8's quality cost with bench_quality.py")
     ap.add_argument("--no-reuse-embeddings", dest="reuse_embeddings", action="store_false")
     ap.add_argument("--no-cli", dest="cli", action="store_false", help="skip the stats/cypher/ask checks")
     ap.add_argument("--torch-threads", type=int, default=1,
@@ -327,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ds = BY_NAME[name]
         print(f"[{time.strftime('%H:%M:%S')}] build {name} (load {load_avg()})", flush=True)
-        row = build_one(ds, args.root, force=args.force, reuse_embeddings=args.reuse_embeddings)
+        row = build_one(ds, args.root, force=args.force, reuse_embeddings=args.reuse_embeddings,
+                        backend=args.embedding_backend)
         print(f"   {'cache hit' if row['cache_hit'] else 'built'}: {row['sentences']} sentences, {row['entities']} entities, "
               f"build {row['build_seconds']}s (wall this run {row['build_wall_this_run_s']}s), load {row['load_wall_this_run_s']}s", flush=True)
         if args.cli:

@@ -40,8 +40,9 @@ class BuildConfig(Config):
     device: str | None = config_field(None, "device for embeddings (cpu, cuda, cuda:1, ...); the onnx backends need "
                                             "onnxruntime-gpu for cuda", hash=False)
     embedding_backend: str = config_field(
-        DEFAULT_EMBEDDING_BACKEND, "sentence encoder backend: torch (sentence-transformers) | onnx (ONNX Runtime fp32: the "
-        "same vectors, cosine >= 0.9999) | onnx-int8 (dynamic int8 quantisation: faster, cosine ~0.9, an opt-in whose "
+        DEFAULT_EMBEDDING_BACKEND, "sentence encoder backend: onnx (default; ONNX Runtime fp32, exported once into "
+        "~/.cache/harness-g/onnx: the same vectors as torch, cosine >= 0.9999) | torch (sentence-transformers; also "
+        "the GPU path with device=cuda) | onnx-int8 (dynamic int8 quantisation: faster, cosine ~0.9, an opt-in whose "
         "vectors differ, so it enters the content hash)", choices=BACKENDS, hash=False)
 
     def __post_init__(self) -> None:

