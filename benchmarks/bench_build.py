@@ -393,24 +393,33 @@ def _micro_cells(r: dict[str, Any]) -> list[Any]:
 
 
 def backend_lines(cases: list[dict[str, Any]]) -> list[str]:
-    """Side-by-side table of the ``--backends`` cases: each backend's TP1KT and embed s/1K, and its ratio to torch."""
-    by_base: dict[str, dict[str, dict[str, Any]]] = {}
+    """Side-by-side table of the ``--backends`` cases: per dataset and backend, the median TP1KT and CPU s/1K over
+    its runs and their ratio to torch's; ``paired`` = each run's torch/backend TP1KT ratio with the torch run just
+    before it (same load)."""
+    import statistics
+
+    by_base: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for c in cases:
         if c.get("base_name"):
-            by_base.setdefault(c["base_name"], {})[c["backend"]] = c
+            by_base.setdefault(c["base_name"], {}).setdefault(c["backend"], []).append(c)
     if not by_base:
         return []
+    cpu_1k = lambda c: c["process_cpu_s"] / (c["corpus_tokens"] / 1000.0)  # noqa: E731
     rows = []
     for base, runs in by_base.items():
-        ref = runs.get("torch")
-        for b, c in runs.items():
-            p = c["per_1k"]
-            ratio = ref["per_1k"]["total"] / p["total"] if ref and p["total"] else None
-            emb = ref["per_1k"]["embed"] / p["embed"] if ref and p["embed"] else None
-            rows.append([base, b, p["total"], p["embed"], p["ner_embed_wall"], p["link"], ratio, emb, c["cpu_share"]])
+        ref = runs.get("torch", [])
+        ref_total = statistics.median(c["per_1k"]["total"] for c in ref) if ref else None
+        ref_cpu = statistics.median(cpu_1k(c) for c in ref) if ref else None
+        for b, cs in runs.items():
+            total = statistics.median(c["per_1k"]["total"] for c in cs)
+            cpu = statistics.median(cpu_1k(c) for c in cs)
+            paired = ", ".join(f"{r['per_1k']['total'] / c['per_1k']['total']:.2f}" for r, c in zip(ref, cs))
+            rows.append([base, b, len(cs), total, statistics.median(c["per_1k"]["embed"] for c in cs),
+                         statistics.median(c["per_1k"]["link"] for c in cs), cpu,
+                         ref_total / total if ref_total else None, ref_cpu / cpu if ref_cpu else None, paired])
     return ["## Encoder backends side by side (same run, back to back)", "",
-            md_table(["dataset", "backend", "TP1KT total", "embed s/1K", "ner+embed wall s/1K", "link s/1K",
-                      "speed-up total vs torch", "speed-up embed vs torch", "cpu share"], rows), ""]
+            md_table(["dataset", "backend", "runs", "TP1KT total (median)", "embed s/1K", "link s/1K", "CPU s/1K",
+                      "speed-up total vs torch", "speed-up CPU s vs torch", "paired total ratios"], rows), ""]
 
 
 def markdown(data: dict[str, Any]) -> str:
