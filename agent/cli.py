@@ -234,7 +234,7 @@ def _check_policy_flags(args: argparse.Namespace) -> None:
 
     from harness_g.agent.policies import POLICIES
 
-    POLICIES.check(args.policy, field="--policy")
+    POLICIES.get(args.policy)  # unknown: "unknown policy NAME; available: ..."
     if args.policy == "openai":
         missing = [flag for flag, value, env in (("--base-url", args.base_url, "OPENAI_BASE_URL"),
                                                  ("--model", args.model, "OPENAI_MODEL")) if not (value or os.environ.get(env))]

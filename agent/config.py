@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from harness_g.config_loader import Config, config_field, load
-from harness_g.registry import RegistryNames
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,25 @@ class EvalConfig(Config):
 
     CONFIG_NAME = "eval config"
 
-    policy: str = config_field("heuristic", "policy name (see --policy)", choices=RegistryNames("harness_g.agent.policies:POLICIES"))
-    # registry: interfaces (INTERFACES; checked by make_interface today, a choices= should read its names())
-    interface: str = config_field("menu", "knowledge interface: menu | free-query | rag | naive (see agent/interfaces.py)")
+    policy: str = config_field("heuristic", "policy name (see --policy; checked against the policy registry)")
+    interface: str = config_field("menu", "knowledge interface: menu | free-query | rag | naive (see agent/interfaces.py; "
+                                          "checked against the interface registry)")
     limit: int | None = config_field(None, "first N (>= 1) questions only (None: all)", ge=1)
     reachability: bool = config_field(False, "also compute menu reachability per question")
     reach_budget: int = config_field(400, "menu expansions per reachability search (>= 1)", ge=1)
     max_consecutive_store_errors: int = config_field(3, "abort after this many store failures in a row (>= 1)", ge=1)
     max_consecutive_errors: int = config_field(5, "abort after this many failed questions in a row (e.g. a policy "
                                                   "server that went away), naming the last error (>= 1)", ge=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # the registries' own one-line errors ("unknown policy 'x'; available: ..."), as --policy/--interface give
+        from harness_g.agent.interfaces import INTERFACES
+        from harness_g.agent.policies import POLICIES
+
+        POLICIES.get(self.policy)
+        if self.interface != "free_query":  # make_interface's accepted spelling of free-query
+            INTERFACES.get(self.interface)
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,9 @@ class Scored:
 
     @property
     def rank_key(self) -> tuple[int, float]:
-        """Higher is better: tier first, then score."""
-        return (self.tier, self.score)
+        """Higher is better: tier first, then score, rounded to 1e-6 so that float noise (the same dot product
+        computed in matrices of different shapes) cannot reorder equal candidates: ties keep menu order."""
+        return (self.tier, round(self.score, 6))
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ def _build(capsys, out: Path, *extra: str) -> str:
 
 def test_onnx_fp32_build_is_the_torch_graph_and_int8_is_its_own(tmp_path: Path, capsys) -> None:
     torch_dir, onnx_dir, int8_dir = tmp_path / "torch", tmp_path / "onnx", tmp_path / "int8"
-    _build(capsys, torch_dir)
-    _build(capsys, onnx_dir, "--embedding-backend", "onnx")
+    _build(capsys, torch_dir, "--embedding-backend", "torch")
+    _build(capsys, onnx_dir)  # the default backend: fp32 ONNX
     _build(capsys, int8_dir, "--embedding-backend", "onnx-int8")
     a_torch, a_onnx, a_int8 = (Artifact.open(d) for d in (torch_dir, onnx_dir, int8_dir))
     assert (a_torch.embedding_backend, a_onnx.embedding_backend, a_int8.embedding_backend) == ("torch", "onnx", "onnx-int8")
@@ -38,8 +38,9 @@ def test_onnx_fp32_build_is_the_torch_graph_and_int8_is_its_own(tmp_path: Path, 
     assert cos.min() >= 0.9999, cos.min()  # the parity bar, on every sentence of the graph
     cos8 = (e_torch * e_int8).sum(axis=1)
     assert 0.8 < cos8.min() < 0.9999 and cos8.mean() > 0.9  # approximate, and visibly not the same vectors
+    assert Artifact.open(onnx_dir).manifest["config"]["embedding_backend"] == "onnx"
     # rebuilding the torch graph with fp32 ONNX is a cache hit: same inputs, same hashed config
-    again = _build(capsys, torch_dir, "--embedding-backend", "onnx")
+    again = _build(capsys, torch_dir)
     assert again.startswith("cache hit"), again
 
 
@@ -50,7 +51,7 @@ def test_env_menus_match_across_torch_and_onnx_graphs(tmp_path: Path, capsys) ->
     from harness_g.agent.session import open_view
 
     torch_dir, onnx_dir = tmp_path / "torch", tmp_path / "onnx"
-    for d, extra in ((torch_dir, ()), (onnx_dir, ("--embedding-backend", "onnx"))):
+    for d, extra in ((torch_dir, ("--embedding-backend", "torch")), (onnx_dir, ())):
         rc, _, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", d, "--limit", "2",
                          "-q", *extra)
         assert rc == 0, err

@@ -180,7 +180,7 @@ def test_resume_with_other_settings_is_refused_and_loses_nothing(hotpot_view, ho
         (dict(policy=make_policy("heuristic", max_commits=3)), r"policy\.max_commits: 2 -> 3"),
         (dict(env_config=EnvConfig(max_turns=3)), r"env\.max_turns: 2 -> 3"),
         (dict(questions=hotpot_questions[1:]), r"questions\.count: 6 -> 5; questions\.sha256"),
-        (dict(config=EvalConfig(limit=2, policy="other")), r"eval\.policy: 'heuristic' -> 'other'"),
+        (dict(config=EvalConfig(limit=2, policy="lookahead")), r"eval\.policy: 'heuristic' -> 'lookahead'"),
     ]
     for change, message in cases:
         kwargs = dict(policy=make_policy("heuristic"), questions=hotpot_questions, env_config=SHORT, config=EvalConfig(limit=4))

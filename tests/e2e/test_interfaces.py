@@ -114,7 +114,7 @@ def test_cli_passes_llm_flags_to_llm_policies_only(request) -> None:
     import argparse
 
     from harness_g.agent import cli as agent_cli
-    from harness_g.agent.policies import POLICIES
+    from harness_g.agent.policies import POLICIES, is_llm_policy
 
     seen: dict[str, dict] = {}
 
@@ -123,6 +123,7 @@ def test_cli_passes_llm_flags_to_llm_policies_only(request) -> None:
             seen[name] = kwargs
             return object()
 
+        factory.llm = is_llm_policy(POLICIES.get(name))  # a stand-in keeps what it stands for: an LLM policy or not
         return factory
 
     for name in ("openai", "transformers", "heuristic"):
