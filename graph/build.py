@@ -25,6 +25,7 @@ import logging
 import os
 import resource
 import shutil
+import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 
 #: bump when the pipeline's output for the same inputs changes
 PIPELINE_VERSION = "3"
+#: embedding batches per chunk of the build's embed stage (the thread count can change between chunks)
+EMBED_CHUNK_BATCHES = 8
 TITLE_LABEL = "TITLE"
 
 
@@ -149,15 +152,25 @@ def _ner_and_embed(
     recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
     recognizer_labels = set(config.ner_labels)
 
+    full = max(1, torch.get_num_threads())
+    ner_done = threading.Event()
+
     def embed() -> tuple[np.ndarray, float]:
         t0 = time.perf_counter()
-        # sentence-transformers' own bar ("Batches"); tqdm gives it the next free line below the NER bar
-        out = embedder.encode(texts, batch_size=config.embed_batch_size, progress=progress)
+        # longest texts last across the whole corpus (little padding), in chunks: once NER is done the remaining
+        # chunks get every core (torch and the ONNX sessions read torch's thread count at each call)
+        order = np.argsort(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)), kind="stable")
+        out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        chunk = config.embed_batch_size * EMBED_CHUNK_BATCHES
+        for start in tqdm(range(0, len(order), chunk), desc="embed", unit="chunk", disable=not progress, leave=False):
+            if ner_done.is_set() and torch.get_num_threads() != full:
+                torch.set_num_threads(full)
+            rows = order[start:start + chunk]
+            out[rows] = embedder.encode([texts[i] for i in rows], batch_size=config.embed_batch_size)
         return out, time.perf_counter() - t0
 
-    # spaCy takes one core; give torch the rest so the two stages do not oversubscribe the CPU
-    # (on a 2-core machine two torch threads beside spaCy run embedding 3-4x slower)
-    threads = torch.get_num_threads()
+    # spaCy takes one core; give the encoder the rest until NER is done, so the two stages do not oversubscribe the
+    # CPU (on a 2-core machine two encoder threads beside spaCy run embedding 3-4x slower)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -167,9 +180,10 @@ def _ner_and_embed(
             for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
                 mentions.append([m for m in found if m.label in recognizer_labels])
             ner_s = time.perf_counter() - t0
+            ner_done.set()
             embeddings, embed_s = future.result()
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(full)
     return mentions, embeddings, ner_s, embed_s, recognizer.model_name, embedder.dim
 
 
