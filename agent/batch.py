@@ -3,7 +3,8 @@
 All environments share one :class:`GraphView`, so sentence records, entity lists, LOOKUP pools,
 vector top-k results and query encodings are fetched once and reused by every rollout (cache
 keyed by graph version — one view per graph — and query parameters). Before each batched step the
-next lookup queries m_{t+1} of all environments are encoded in one encoder call.
+next lookup queries m_{t+1} of all environments are encoded in one encoder call, and the sentence records, entities
+and LOOKUP pools their next menus read are fetched in one store call each.
 """
 from __future__ import annotations
 
@@ -47,25 +48,41 @@ class BatchedMenuEnv:
         self.view.encode(list(dict.fromkeys(i.question for i in items)))  # one encoder call for the batch
         return [env.reset(item) for env, item in zip(self.envs, items)]
 
-    def _prefetch_queries(self, replies: Sequence[str | None]) -> None:
-        """Encode every m_{t+1} the replies will need, in one call (SELECT/ANSWER_WITH change C_t)."""
-        texts = []
+    def _prefetch(self, replies: Sequence[str | None]) -> None:
+        """Fetch what the next menus of all environments will read, one call per kind instead of one per environment:
+        the m_{t+1} encodings (SELECT changes C_t), the sentence records and the entities of every next (C, U), and
+        the LOOKUP pools of those entities. Each environment's own menu build then finds them in the view's caches."""
+        texts: list[str] = []
+        ids: list[str] = []
         for env, reply in zip(self.envs, replies):
             if env.done or reply is None or env.menu is None or env.state is None:
                 continue
+            if env.state.turn + 1 >= self.config.max_turns:
+                continue  # its last turn: no next menu
             action = parse_action(reply, env.menu.by_id).action
-            if action is None or action.type is not ActionType.SELECT:
-                continue
-            committed = env.preview(action).committed
-            texts.append(committed_query(self.view, env.state.question.question, committed, self.config.query_max_words)[0])
+            if action is None or action.type in (ActionType.ANSWER, ActionType.ANSWER_WITH):
+                continue  # an invalid reply keeps the menu; an answer ends the episode
+            preview = env.preview(action)
+            if action.type is ActionType.SELECT:
+                texts.append(committed_query(self.view, env.state.question.question, preview.committed,
+                                             self.config.query_max_words)[0])
+            ids.extend(preview.committed)
+            ids.extend(preview.visible)
         if texts:
             self.view.encode(list(dict.fromkeys(texts)))
+        if ids:
+            ids = list(dict.fromkeys(ids))
+            self.view.sentences(ids)
+            entities = self.view.entities_of(ids)
+            lookupable = [e.id for found in entities.values() for e in found if e.lookupable]
+            if lookupable:
+                self.view.lookup_pools(list(dict.fromkeys(lookupable)))
 
     def step(self, replies: Sequence[str | None]) -> list[StepResult | None]:
         """Step every unfinished environment with its reply; finished ones (or a None reply) give None."""
         if len(replies) != len(self.envs):
             raise HarnessError(f"step got {len(replies)} replies for {len(self.envs)} environments")
-        self._prefetch_queries(replies)
+        self._prefetch(replies)
         out: list[StepResult | None] = []
         for env, reply in zip(self.envs, replies):
             out.append(None if env.done or reply is None else env.step(reply))
