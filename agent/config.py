@@ -62,12 +62,11 @@ class EvalConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         # the registries' own one-line errors ("unknown policy 'x'; available: ..."), as --policy/--interface give
-        from harness_g.agent.interfaces import INTERFACES
+        from harness_g.agent.interfaces import interface_runner
         from harness_g.agent.policies import POLICIES
 
         POLICIES.get(self.policy)
-        if self.interface != "free_query":  # make_interface's accepted spelling of free-query
-            INTERFACES.get(self.interface)
+        interface_runner(self.interface)
 
 
 @dataclass(frozen=True)

@@ -203,8 +203,13 @@ def trainable_interfaces() -> list[str]:
     return INTERFACES.names(lambda runner: runner.trainable)
 
 
-def make_interface(name: str, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, **kwargs: Any) -> InterfaceRunner:
-    """The runner registered as ``name`` in :data:`INTERFACES` (``free_query`` is accepted for ``free-query``)."""
+def interface_runner(name: str) -> type[InterfaceRunner]:
+    """The runner registered as ``name`` in :data:`INTERFACES` (``free_query`` is accepted for ``free-query``);
+    an unknown name is the registry's one-line ConfigError listing the interfaces."""
     key = name.replace("_", "-")
-    runner = INTERFACES.get(key if key in INTERFACES else name)  # an unknown name: ConfigError listing the interfaces
-    return runner(view, policy, env_config, **kwargs)
+    return INTERFACES.get(key if key in INTERFACES else name)
+
+
+def make_interface(name: str, view: GraphView, policy: Policy, env_config: EnvConfig | None = None, **kwargs: Any) -> InterfaceRunner:
+    """Build the runner :func:`interface_runner` names."""
+    return interface_runner(name)(view, policy, env_config, **kwargs)

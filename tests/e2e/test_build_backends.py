@@ -71,3 +71,26 @@ def test_env_menus_match_across_torch_and_onnx_graphs(tmp_path: Path, capsys) ->
                     env.step(pick.id)
             walks.append(menus)
     assert len(walks[0]) >= 4 and walks[0] == walks[1]
+
+
+def test_agent_commands_take_a_query_encoder_backend(tmp_path: Path, capsys) -> None:
+    """``--embedding-backend`` on the agent commands overrides the graph's backend for query encodings; an unknown
+    backend is refused by argparse naming the choices."""
+    import pytest
+
+    from harness_g.agent.session import open_view
+
+    out = tmp_path / "g"
+    rc, _, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1", "-q")
+    assert rc == 0, err
+    with open_view(out) as view:
+        assert view.embedder.backend == "onnx"  # the graph's own (the default build backend)
+    with open_view(out, embedding_backend="torch") as view:
+        assert view.embedder.backend == "torch" and view.embedder.name == view.artifact.embedding_model
+    question = Artifact.open(out).questions()[0].question
+    rc, stdout, err = run(capsys, "ask", out, question, "--embedding-backend", "torch")
+    assert rc == 0 and "answer" in stdout.lower(), err
+    with pytest.raises(SystemExit) as info:
+        run(capsys, "ask", out, question, "--embedding-backend", "nope")
+    assert info.value.code == 2
+    assert "--embedding-backend: invalid choice: 'nope'" in capsys.readouterr().err
