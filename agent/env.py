@@ -15,7 +15,7 @@ import numpy as np
 
 from harness_g.agent.actions import Action, ActionType, parse_action
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.graph_view import _WORD, GraphView
 from harness_g.agent.menu import Menu, build_menu, dedup_by_text
 from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
                                          VisibleSentence, next_episode_id)
@@ -23,6 +23,8 @@ from harness_g.agent.render import render_observation
 from harness_g.agent.retrieval import lookup_query, rrf
 from harness_g.agent.trajectory import StepRecord, Trajectory
 from harness_g.errors import HarnessError
+from harness_g.graph.text.canonical import canonicalize
+from harness_g.graph.text.linking import title_name
 from harness_g.graph.types import QAItem, paragraph_of
 
 INIT_STEP = -1  # producer id of InitRetrieve's output (not a policy step)
@@ -98,33 +100,69 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
     head = fused[: cfg.visible_cap * 3]
     visible = dedup_by_text(head, view.sentences(head), set())[: cfg.visible_cap]
     if cfg.init_entity_reserve and q_entities:
-        visible = _reserve_entity_slots(view, visible, q_entities, mention_pool, q_vec, cfg)
+        visible = _reserve_entity_slots(view, visible, q_entities, mention_pool, q_vec, cfg, question)
     return visible
 
 
+def _named_in_question(question: str, name: str) -> bool:
+    """Whether the question writes ``name`` (a canonical entity name) as a name: some word of it is capitalised where
+    the question uses it. A cased question's lower-case words ("film", "younger") are common words spaCy sometimes
+    tags as entities; an all-lower-case question (NQ) gives no such signal, so every name counts there."""
+    if question[1:] == question[1:].lower():
+        return True
+    cased = {canonicalize(w) for w in _WORD.findall(question) if w[:1].isupper() or w[:1].isdigit()}
+    return any(w in cased for w in name.split())
+
+
 def _reserve_entity_slots(view: GraphView, visible: list[str], q_entities: list, pools: dict[str, tuple[str, ...]],
-                          q_vec: np.ndarray, cfg: EnvConfig) -> list[str]:
-    """Give each question entity that U_0 does not touch its best sentence, replacing U_0's lowest-ranked ones.
+                          q_vec: np.ndarray, cfg: EnvConfig, question: str) -> list[str]:
+    """Give each question entity that U_0 does not touch its best sentence, in place of U_0's lowest-ranked sentence
+    that no other question entity needs.
 
     A comparison question ("... X or Y?") names two entities; the fused channels are often filled by X's articles,
-    and when nothing links X to Y no LOOKUP ever reaches Y's. So up to ``init_entity_reserve`` entities named by the
-    question (maximal names only: "malibu express", not also "malibu") whose candidate pool C(e) has no sentence in
-    U_0 get their best sentence by cosine to q (strongest entity first), in place of U_0's last sentences.
+    and when nothing links X to Y no LOOKUP ever reaches Y's. So up to ``init_entity_reserve`` names of the question
+    (maximal names only: "malibu express", not also "malibu"; the TITLE and PERSON entities of one name count as one;
+    names the question writes in lower case only, "film", do not count in a cased question) whose candidate pools
+    C(e) have no sentence in U_0 get their best sentence by cosine to q (strongest first): from the article titled
+    by that name when the pool has one, else from the whole pool. Each replaces the lowest-ranked sentence of U_0
+    whose removal leaves every covered name covered: a reservation never evicts the only sentence of another question
+    entity (before, a junk ORG "younger" pushed out the second person of "Who is younger, X or Y?").
     Still the paper's entity-mention channel (harness-g.tex l.285), fused by slot reservation instead of RRF.
     """
     names = {e.name for e in q_entities}
-    maximal = [e for e in q_entities if not any(n != e.name and f" {e.name} " in f" {n} " for n in names)]
-    shown = set(visible)
-    best: list[tuple[float, str, str]] = []  # (-cosine, entity id, sentence id) of uncovered entities
-    for e in maximal:
-        pool = pools.get(e.id, ())
-        if not pool or shown.intersection(pool):
+    pool_of: dict[str, set[str]] = {}  # maximal name -> the union of its entities' pools
+    for e in q_entities:
+        if not any(n != e.name and f" {e.name} " in f" {n} " for n in names):
+            pool_of.setdefault(e.name, set()).update(pools.get(e.id, ()))
+    out = list(visible)
+
+    def covered(sentences: Sequence[str]) -> set[str]:
+        shown = set(sentences)
+        return {name for name, pool in pool_of.items() if pool & shown}
+
+    best: list[tuple[float, str, str]] = []  # (-cosine, name, sentence id) of the uncovered names
+    for name in sorted(set(pool_of) - covered(out)):
+        if not _named_in_question(question, name):
             continue
-        ranked = view.rank(q_vec, pool)
+        pool = sorted(pool_of[name])
+        infos = view.sentences(pool)
+        own = [sid for sid in pool if sid in infos and title_name(infos[sid].title) == name]
+        ranked = view.rank(q_vec, own or pool)
         if ranked:
-            best.append((-ranked[0][1], e.id, ranked[0][0]))
-    reserved = list(dict.fromkeys(sid for _, _, sid in sorted(best)[: cfg.init_entity_reserve]))
-    out = list(dict.fromkeys(visible[: cfg.visible_cap - len(reserved)] + reserved))
+            best.append((-ranked[0][1], name, ranked[0][0]))
+    reserved = 0
+    for _, name, sid in sorted(best):
+        now = covered(out)
+        if reserved == cfg.init_entity_reserve or name in now:
+            continue
+        # the lowest-ranked sentence whose removal uncovers nothing (none: every slot is some entity's only one)
+        free = next((j for j in range(len(out) - 1, -1, -1) if covered(out[:j] + out[j + 1:]) >= now), None)
+        if len(out) >= cfg.visible_cap:
+            if free is None:
+                break
+            del out[free]
+        out.append(sid)
+        reserved += 1
     return dedup_by_text(out, view.sentences(out), set())[: cfg.visible_cap]
 
 
