@@ -3,7 +3,7 @@
 // sentence keeps two edges, and re-running never duplicates one.
 // Parameters:
 //   $rows: list<map>  {sentence_id: string, entity_id: string, surface: string, start: int, end: int,
-//                      kind: 'ner'|'title'}   start/end: character offsets into the sentence text
+//                      kind: 'ner'|'title'|'title_mention'}   start/end: character offsets into the sentence text
 // Returns: nothing
 UNWIND $rows AS r
 MATCH (s:Sentence {id: r.sentence_id})

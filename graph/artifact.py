@@ -10,7 +10,7 @@ A GRAPH_DIR is the handle every command takes. Layout::
       entity_embeddings.npy    float32 [n_entities, dim]: display-name vectors of lookup-able entities
                                (zero rows for the others), row i <-> entities.parquet row i
       entities.parquet         id, name, surface, label, lookupable, reject_reason, mentions
-      mentions.parquet         sentence_id, entity_id, surface, start, end, kind ('ner'|'title')
+      mentions.parquet         sentence_id, entity_id, surface, start, end, kind ('ner'|'title'|'title_mention')
       synonyms.parquet         src, dst, kind ('canonical'|'title'|'abbreviation'|'embedding'|'alias'), score
       questions.jsonl          QA items read with the corpus (may be empty)
       store/                   the embedded FalkorDB's data (created on first load)

@@ -5,7 +5,8 @@ Stages (each timed; see ``BuildResult.seconds``):
   split     abbreviation-safe sentence splitting (preset sentences kept verbatim)
   ner       spaCy NER over sentences            } run concurrently: embedding runs in a
   embed     sentence embeddings                 } worker thread (torch releases the GIL)
-  entities  canonicalise, group, title anchors, merge truncated person aliases into the name they abbreviate
+  entities  canonicalise, group, title anchors (+ title mentions: a title linked to every sentence naming it),
+            merge truncated person aliases into the name they abbreviate
             (document-local, see ``linking.person_aliases``), junk-filter
   link      SYNONYM edges (canonical / title / alias / abbreviation / embedding >= 0.80)
   write     Parquet tables + embeddings + manifest (manifest last) into GRAPH_DIR/.staging-<pid>/,
@@ -46,7 +47,8 @@ from harness_g.graph.locks import exclusive_lock
 from harness_g.graph.readers import read_dataset
 from harness_g.graph.text.canonical import canonicalize, display_form
 from harness_g.graph.text.filters import lookup_rejection
-from harness_g.graph.text.linking import _TRAILING_PAREN, EntityRecord, link_entities, person_aliases, title_name
+from harness_g.graph.text.linking import (_TRAILING_PAREN, EntityRecord, link_entities, person_aliases, title_mention_index,
+                                         title_mentions, title_name)
 from harness_g.graph.text.split import split_text
 from harness_g.graph.types import Dataset, Paragraph, QAItem, entity_id, sentence_id
 
@@ -198,9 +200,10 @@ class _EntityTables:
 
 
 def build_entities(
-    sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph]
+    sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph], *, link_title_mentions: bool = False
 ) -> _EntityTables:
-    """Group mentions into canonical entities, add title anchors, apply the invalid-target filter."""
+    """Group mentions into canonical entities, add title anchors (and, with ``link_title_mentions``, a mention of a
+    title's entity wherever a sentence names it: :func:`_add_title_mentions`), apply the invalid-target filter."""
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     meta: dict[str, tuple[str, str]] = {}  # id -> (canonical, label)
     m_cols: dict[str, list[Any]] = {k: [] for k in ("sentence_id", "entity_id", "surface", "start", "end", "kind")}
@@ -242,6 +245,8 @@ def build_entities(
         add(sid, TITLE_LABEL, p.title, -1, -1, "title")
         if len(m_cols["entity_id"]) > before:
             title_ids.add(m_cols["entity_id"][-1])
+    if link_title_mentions:
+        _add_title_mentions(sentences, paragraphs, m_cols, meta, add)
 
     alias_pairs = _merge_person_aliases(m_cols, meta, surfaces, sentences, paragraphs)
 
@@ -260,6 +265,29 @@ def build_entities(
         records.append(EntityRecord(id=eid, canonical=canonical, label=label, surface=surface))
         lookupable.append(reason is None)
     return _EntityTables(e_cols, m_cols, records, np.array(lookupable, dtype=bool), title_ids, alias_pairs)
+
+
+def _add_title_mentions(sentences: _SentenceRows, paragraphs: Sequence[Paragraph], m_cols: dict[str, list[Any]],
+                        meta: dict[str, tuple[str, str]], add: Callable[..., None]) -> None:
+    """Record a mention of a document's TITLE entity in every sentence whose text names it (``title_mentions``).
+
+    NER tags names, not common nouns: "was a Canadian politician" mentions no entity, so nothing links a person to
+    the article "Politician" (PopQA's occupation questions put their second gold paragraph there). A title anchor
+    (harness-g.tex l.987) ties a title to its first sentence only; this ties it to the sentences that use its name,
+    so the article becomes a LOOKUP target from them. Names that NER already found in the sentence are skipped (the
+    title rule links that entity to the title), as are names shared by several titles.
+    """
+    index = title_mention_index([p.title for p in paragraphs if p.title])
+    if not index:
+        return
+    longest = max(len(k) for k in index)
+    named: dict[str, set[str]] = defaultdict(set)  # sentence id -> canonical names mentioned so far
+    for sid, eid in zip(m_cols["sentence_id"], m_cols["entity_id"]):
+        named[sid].add(meta[eid][0])
+    for sid, text in zip(sentences.ids, sentences.texts):
+        for title in title_mentions(text, index, longest):
+            if title_name(title) not in named[sid]:
+                add(sid, TITLE_LABEL, title, -1, -1, "title_mention")
 
 
 def _merge_person_aliases(m_cols: dict[str, list[Any]], meta: dict[str, tuple[str, str]], surfaces: dict[str, Counter[str]],
@@ -388,7 +416,7 @@ def _build_locked(
 
     t = time.perf_counter()
     stage("entities")
-    ent = build_entities(sentences, mentions, dataset.paragraphs)
+    ent = build_entities(sentences, mentions, dataset.paragraphs, link_title_mentions=config.title_mentions)
     seconds["entities"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from harness_g.graph.text.canonical import canonicalize
-from harness_g.graph.text.lexicon import INITIALS_STOPWORDS
+from harness_g.graph.text.lexicon import INITIALS_STOPWORDS, NATIONALITIES
 
 __all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "initials", "name_alias_of", "person_aliases",
-           "title_name"]
+           "title_mention_index", "title_mentions", "title_name"]
 
 KINDS: tuple[str, ...] = ("title", "canonical", "alias", "abbreviation", "embedding")
 _PRIORITY = {k: i for i, k in enumerate(KINDS)}
@@ -303,3 +303,50 @@ def person_aliases(names: Sequence[tuple[str, str]], title: tuple[str, str] | No
             root[eid] = target
         done.append((eid, canon))
     return dict(sorted(out.items()))
+
+
+#: shortest title name (characters) that title mentions match: shorter names are mostly words or initials
+TITLE_MENTION_MIN_CHARS = 4
+
+
+def title_mention_index(titles: Sequence[str]) -> dict[tuple[str, ...], str]:
+    """``{name tokens: title}`` for :func:`title_mentions`: each title's :func:`title_name` split into tokens, for the
+    names of at least :data:`TITLE_MENTION_MIN_CHARS` characters that are not a number, not made of English stop words
+    only (the song ``This (Darius Rucker song)`` would claim every "this") and not a nationality word. A name that
+    several titles share (``John Smith (footballer)``, ``John Smith (actor)``) is left out: a mention of it names
+    neither."""
+    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy is the build's NER; its word list needs no model
+
+    by_name: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for title in set(titles):
+        name = title_name(title)
+        tokens = tuple(name.split())
+        if (len(name) >= TITLE_MENTION_MIN_CHARS and not name.replace(" ", "").isdigit() and name not in NATIONALITIES
+                and not all(t in STOP_WORDS for t in tokens)):
+            by_name[tokens].add(title)
+    return {name: next(iter(ts)) for name, ts in sorted(by_name.items()) if len(ts) == 1}
+
+
+def title_mentions(text: str, index: Mapping[tuple[str, ...], str], max_tokens: int) -> list[str]:
+    """Titles (values of ``index``) whose name occurs in ``text`` as whole canonical tokens, in text order.
+
+    The text is canonicalised like an entity surface (lower case, punctuation -> spaces); a name also matches with a
+    plural ``s`` on its last token (``politicians``). Where names overlap, the longest wins and the tokens it covers
+    match nothing else (``film director`` hides ``director``). ``max_tokens``: the longest name in ``index``.
+    """
+    tokens = canonicalize(text).split()
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        for n in range(min(max_tokens, len(tokens) - i), 0, -1):
+            gram = tuple(tokens[i : i + n])
+            title = index.get(gram)
+            if title is None and gram[-1].endswith("s") and len(gram[-1]) > 1:
+                title = index.get(gram[:-1] + (gram[-1][:-1],))
+            if title is not None:
+                out.append(title)
+                i += n
+                break
+        else:
+            i += 1
+    return out

@@ -1,0 +1,41 @@
+"""Title mentions (``BuildConfig.title_mentions``): the pure matcher of graph/text/linking.py and the config's hash.
+The build on a real corpus (PopQA occupation questions): tests/e2e/test_title_mentions.py."""
+from __future__ import annotations
+
+from harness_g.graph.config import BuildConfig
+from harness_g.graph.text.linking import title_mention_index, title_mentions
+
+
+def _find(text: str, titles: list[str]) -> list[str]:
+    index = title_mention_index(titles)
+    return title_mentions(text, index, max((len(k) for k in index), default=1))
+
+
+def test_index_drops_the_parenthetical_and_names_too_short_numeric_or_shared() -> None:
+    index = title_mention_index(["Politician", "John Finlay (Canadian politician)", "Hop (film)", "1984",
+                                 "John Smith (footballer)", "John Smith (actor)", "Film director", "This (Darius Rucker song)",
+                                 "Whatever Will Be", "Canadian"])
+    # "hop" < 4 characters; "1984" a number; John Smith shared; "this", "whatever will be" stop words; a nationality
+    assert index == {("politician",): "Politician", ("john", "finlay"): "John Finlay (Canadian politician)",
+                     ("film", "director"): "Film director"}
+
+
+def test_whole_words_case_insensitive_with_a_plural() -> None:
+    titles = ["Politician", "Film director", "Physician"]
+    assert _find("John Finlay was a Canadian politician.", titles) == ["Politician"]
+    assert _find("Politicians represent the people.", titles) == ["Politician"]
+    assert _find("He was also a PHYSICIAN and a film director.", titles) == ["Physician", "Film director"]
+    assert _find("An apolitician is not a word; nor is politicianship.", titles) == []
+
+
+def test_the_longest_overlapping_name_wins() -> None:
+    titles = ["Film director", "Director", "Film"]
+    assert _find("an American film director and producer", titles) == ["Film director"]
+    assert _find("the director of the film", titles) == ["Director", "Film"]
+
+
+def test_hash_off_is_the_graph_before_the_field_and_on_is_another() -> None:
+    on, off = BuildConfig(), BuildConfig(title_mentions=False)
+    assert on.title_mentions is True  # the default
+    assert "title_mentions" not in off.hashed_fields()  # the graph every build before this field made
+    assert on.hashed_fields()["title_mentions"] is True and on.hashed_fields() != off.hashed_fields()
