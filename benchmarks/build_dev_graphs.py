@@ -132,7 +132,7 @@ def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, ba
             memo.reuse = False
     build_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
-    store, report = load_graph(out, None, progress=False)
+    store, report = load_graph(out, None, progress=False, force=force)  # --force reloads the store too
     with store:
         stats = store.stats()
     load_wall = time.perf_counter() - t1

@@ -43,9 +43,11 @@ def store_for_graph(graph_dir: str | Path, spec: str | None = None) -> GraphStor
 
 def load_graph(
     graph_dir: str | Path, spec: str | None = None, *, progress: bool = True, batch_size: int = 2000, index_timeout_s: float = 600.0,
-    remember: bool = True,
+    remember: bool = True, force: bool = False,
 ) -> tuple[GraphStore, LoadReport]:
     """Load the artifact (idempotent; no-op when already loaded) and wait for the vector index.
+
+    ``force``: clear the store's graph and load the artifact again even when it is already loaded (``build --force``).
 
     ``remember``: record an explicit ``spec`` in ``GRAPH_DIR/store.json`` as the graph's store (``build`` / ``load``);
     read commands pass False, so ``--store embedded:PORT`` on one call does not change where later calls go.
@@ -56,13 +58,13 @@ def load_graph(
     artifact = Artifact.open(graph_dir)
     store = store_for_graph(graph_dir, spec)
     try:
-        if store.loaded_hash() == artifact.content_hash:  # completely loaded: load() is a no-op
+        if not force and store.loaded_hash() == artifact.content_hash:  # completely loaded: load() is a no-op
             report = store.load(artifact, batch_size=batch_size, progress=progress)
         else:
             # another process loading this graph (a DDP rank, a second eval) finishes first; then ours is a no-op
             with exclusive_lock(graph_dir, "GRAPH_DIR", wait_s=LOAD_LOCK_WAIT_S, on_wait=_say_waiting(graph_dir)):
                 artifact = Artifact.open(graph_dir, verify=True)  # re-read under the lock: a build may have published
-                report = store.load(artifact, batch_size=batch_size, progress=progress)
+                report = store.load(artifact, batch_size=batch_size, progress=progress, force=force)
         store.wait_for_indexes(index_timeout_s)
     except BaseException:
         store.close()

@@ -93,7 +93,8 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
         print(_stage_table(result.seconds))
     if args.no_load:
         return 0
-    store, report = load_graph(args.out, args.store, progress=progress)
+    # --force rebuilds the artifact and reloads the store: a skipped load would keep whatever the store holds now
+    store, report = load_graph(args.out, args.store, progress=progress, force=args.force)
     with store:
         what = "already loaded (no-op)" if report.skipped else f"loaded in {report.seconds.get('total', 0.0):.1f}s"
         # the store actually used: --store, else the one remembered in GRAPH_DIR/store.json
@@ -298,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "fp32; torch = sentence-transformers, same vectors, the --device cuda path; onnx-int8 = faster, "
                         "approximate, its own content hash)")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
-    p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches")
+    p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches, and reload the store")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_build)

@@ -211,13 +211,16 @@ class GraphStore(ABC):
 
     # -- shared: load ---------------------------------------------------------------------------------
     def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True,
-             index_timeout_s: float | None = None) -> LoadReport:
+             index_timeout_s: float | None = None, force: bool = False) -> LoadReport:
         """Load an artifact idempotently (MERGE on ids); a no-op when the same content hash is loaded and complete.
 
         skip when this artifact is completely loaded -> clear another artifact's graph -> schema (so every
         MERGE is an index seek) -> GraphMeta complete=false -> every table stage -> vector index, waited
         for -> GraphMeta complete=true. An unfinished load of the same artifact is resumed: MERGEs converge.
         The embeddings are checked (shape, finite values) before anything is written.
+        ``force`` (``build --force``): clear and load even when this content hash is loaded and complete, so the
+        store holds exactly the artifact's files again (a graph edited by hand in the store, or rebuilt by a code
+        change that kept the hash, is not kept by a skipped load).
         """
         from harness_g.graph.stores.loader import check_embeddings, run_stages, utc_now
         from harness_g.graph.stores.schema import LOAD_INDEX_TIMEOUT_S
@@ -225,11 +228,11 @@ class GraphStore(ABC):
         report = LoadReport()
         started = time.perf_counter()
         meta = self.meta()
-        if meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
+        if not force and meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
             report.skipped = True
             return report
         embeddings = check_embeddings(artifact)  # bad input fails here, before the old graph is touched
-        if meta and meta.get("content_hash") != artifact.content_hash:
+        if meta and (force or meta.get("content_hash") != artifact.content_hash):
             # a graph holds exactly one artifact: another artifact's nodes (complete or not) go first
             t = time.perf_counter()
             self.clear()

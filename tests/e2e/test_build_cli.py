@@ -44,6 +44,17 @@ def test_build_cache_hit_and_loaded_store(hotpot_dir: Path, hotpot_view, capsys)
     assert f"'sentence_embedding': '{hotpot_view.store.index_ready_state}'" in stdout
 
 
+def test_build_force_rebuilds_and_reloads_the_store(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g"
+    args = ("build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1", "-q")
+    rc, stdout, err = run(capsys, *args)
+    assert rc == 0 and stdout.startswith("built:") and "loaded in" in stdout, err
+    rc, stdout, err = run(capsys, *args)
+    assert rc == 0 and stdout.startswith("cache hit") and "already loaded (no-op)" in stdout, err
+    rc, stdout, err = run(capsys, *args, "--force")  # same hash: without force the load would be skipped
+    assert rc == 0 and stdout.startswith("built:") and "loaded in" in stdout and "no-op" not in stdout, err
+
+
 def test_build_store_port_taken(artifact_copy, capsys) -> None:
     graph_dir = artifact_copy("g")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:

@@ -167,6 +167,23 @@ def test_incomplete_load_with_the_same_hash_is_reloaded(scratch_store: GraphStor
     assert scratch_store.loaded_hash() == tiny_artifact.content_hash and scratch_store.stats()["complete"] is True
 
 
+def test_forced_load_replaces_what_the_store_holds_for_the_same_hash(scratch_store: GraphStore, tiny_artifact: Artifact) -> None:
+    """A complete load of the same content hash is skipped, whatever the store holds: an edge added by hand (or by an
+    older build of a code change that kept the hash) survives it. ``force`` (``build --force``) reloads exactly the
+    artifact."""
+    from harness_g.graph.stores.loader import table_counts
+
+    scratch_store.load(tiny_artifact, progress=False)
+    mention = tiny_artifact.table("mentions").to_pylist()[0]
+    scratch_store.write_batch("load_mentions", [dict(mention, start=-7, end=-7, kind="stale")])
+    expected = table_counts(tiny_artifact)["MENTIONS"]
+    assert scratch_store.stats()["relationships"]["MENTIONS"] == expected + 1
+    assert scratch_store.load(tiny_artifact, progress=False).skipped  # the stray edge stays
+    report = scratch_store.load(tiny_artifact, progress=False, force=True)
+    assert not report.skipped and "clear" in report.seconds
+    assert scratch_store.stats()["relationships"]["MENTIONS"] == expected and scratch_store.stats()["complete"] is True
+
+
 # -- 3. one writer per directory ---------------------------------------------------------------------
 HOLD_LOCK = "import sys, time\nfrom harness_g.graph.locks import exclusive_lock\nwith exclusive_lock(sys.argv[1]):\n" \
             "    print('locked', flush=True)\n    time.sleep(600)\n"
