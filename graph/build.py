@@ -55,7 +55,7 @@ from harness_g.graph.types import Dataset, Paragraph, QAItem, entity_id, sentenc
 log = logging.getLogger(__name__)
 
 #: bump when the pipeline's output for the same inputs changes
-PIPELINE_VERSION = "3"
+PIPELINE_VERSION = "4"  # 4: title mentions (BuildConfig.title_mentions)
 #: embedding batches per chunk of the build's embed stage (the thread count can change between chunks)
 EMBED_CHUNK_BATCHES = 8
 TITLE_LABEL = "TITLE"

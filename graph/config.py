@@ -38,7 +38,7 @@ class BuildConfig(Config):
         True, "also link a document's title to every sentence whose text names it (whole words, case-insensitive, "
                "trailing parenthetical dropped, >= 4 characters, the longest name where names overlap): common-noun "
                "articles NER does not tag ('Politician', 'Film director') become LOOKUP targets; false: titles are "
-               "anchored to their first sentence only (harness-g.tex l.987), the graph of builds before this field")
+               "anchored to their first sentence only (harness-g.tex l.987), as before pipeline version 4")
     # execution-only knobs below: they do not change the graph and stay out of the hash
     embed_batch_size: int = config_field(64, "sentences per embedding batch (>= 1)", ge=1, hash=False)
     ner_batch_size: int = config_field(256, "sentences per spaCy batch (>= 1)", ge=1, hash=False)
@@ -59,8 +59,6 @@ class BuildConfig(Config):
         """The fields that change the graph's content."""
         d = self.to_dict()
         out = {f.name: d[f.name] for f in fields(self) if f.metadata.get("hash", True)}
-        if not self.title_mentions:  # off is the graph every earlier build made: it keeps their content hash
-            del out["title_mentions"]
         if self.embedding_backend == "onnx-int8":  # torch and fp32 ONNX give the same vectors: same graph, same hash
             out["embedding_precision"] = "int8"
         return out

@@ -327,12 +327,21 @@ def title_mention_index(titles: Sequence[str]) -> dict[tuple[str, ...], str]:
     return {name: next(iter(ts)) for name, ts in sorted(by_name.items()) if len(ts) == 1}
 
 
+def _capitalised_inside(text: str, word: str) -> bool:
+    """Whether ``word`` (or its plural) occurs in ``text`` capitalised, not as the text's first word."""
+    return any(m.start() > 0 and text[m.start()].isupper()
+               for m in re.finditer(rf"(?<!\w){re.escape(word)}s?(?!\w)", text, re.IGNORECASE))
+
+
 def title_mentions(text: str, index: Mapping[tuple[str, ...], str], max_tokens: int) -> list[str]:
     """Titles (values of ``index``) whose name occurs in ``text`` as whole canonical tokens, in text order.
 
     The text is canonicalised like an entity surface (lower case, punctuation -> spaces); a name also matches with a
     plural ``s`` on its last token (``politicians``). Where names overlap, the longest wins and the tokens it covers
-    match nothing else (``film director`` hides ``director``). ``max_tokens``: the longest name in ``index``.
+    match nothing else (``film director`` hides ``director``). A one-word name whose title disambiguates it with a
+    parenthetical (``Wale (rapper)``, ``Star (2017 film)``) is a common word as often as a name, so it matches only
+    where the text capitalises it after its first word ("featuring Wale", not "a star"); concept articles without a
+    parenthetical ("Politician") match in any case. ``max_tokens``: the longest name in ``index``.
     """
     tokens = canonicalize(text).split()
     out: list[str] = []
@@ -343,6 +352,8 @@ def title_mentions(text: str, index: Mapping[tuple[str, ...], str], max_tokens: 
             title = index.get(gram)
             if title is None and gram[-1].endswith("s") and len(gram[-1]) > 1:
                 title = index.get(gram[:-1] + (gram[-1][:-1],))
+            if title is not None and n == 1 and _TRAILING_PAREN.search(title) and not _capitalised_inside(text, title_name(title)):
+                title = None
             if title is not None:
                 out.append(title)
                 i += n

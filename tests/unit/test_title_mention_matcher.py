@@ -14,10 +14,10 @@ def _find(text: str, titles: list[str]) -> list[str]:
 def test_index_drops_the_parenthetical_and_names_too_short_numeric_or_shared() -> None:
     index = title_mention_index(["Politician", "John Finlay (Canadian politician)", "Hop (film)", "1984",
                                  "John Smith (footballer)", "John Smith (actor)", "Film director", "This (Darius Rucker song)",
-                                 "Whatever Will Be", "Canadian"])
+                                 "Whatever Will Be", "Canadian", "Actor"])
     # "hop" < 4 characters; "1984" a number; John Smith shared; "this", "whatever will be" stop words; a nationality
     assert index == {("politician",): "Politician", ("john", "finlay"): "John Finlay (Canadian politician)",
-                     ("film", "director"): "Film director"}
+                     ("film", "director"): "Film director", ("actor",): "Actor"}
 
 
 def test_whole_words_case_insensitive_with_a_plural() -> None:
@@ -28,14 +28,21 @@ def test_whole_words_case_insensitive_with_a_plural() -> None:
     assert _find("An apolitician is not a word; nor is politicianship.", titles) == []
 
 
+def test_a_one_word_name_the_title_disambiguates_matches_only_capitalised_inside_the_text() -> None:
+    titles = ["Star (2017 film)", "Wale (rapper)", "Actor"]
+    assert _find("She became a star and an actor.", titles) == ["Actor"]  # the word, not the film
+    assert _find("It features guest appearances from Wale and Olamide.", titles) == ["Wale (rapper)"]
+    assert _find("Star is a 2017 film.", titles) == []  # the first word is capitalised anyway: no evidence
+    assert _find("The film Star was released in 2017.", titles) == ["Star (2017 film)"]
+
+
 def test_the_longest_overlapping_name_wins() -> None:
     titles = ["Film director", "Director", "Film"]
     assert _find("an American film director and producer", titles) == ["Film director"]
     assert _find("the director of the film", titles) == ["Director", "Film"]
 
 
-def test_hash_off_is_the_graph_before_the_field_and_on_is_another() -> None:
+def test_on_by_default_and_part_of_the_content_hash() -> None:
     on, off = BuildConfig(), BuildConfig(title_mentions=False)
-    assert on.title_mentions is True  # the default
-    assert "title_mentions" not in off.hashed_fields()  # the graph every build before this field made
-    assert on.hashed_fields()["title_mentions"] is True and on.hashed_fields() != off.hashed_fields()
+    assert on.title_mentions is True
+    assert on.hashed_fields()["title_mentions"] is True and off.hashed_fields()["title_mentions"] is False
