@@ -62,6 +62,8 @@ class PolicyTools(Protocol):
     - ``mentions(sentence_ids)``: ``{sentence_id: [EntityInfo, ...]}`` -- every entity each sentence mentions
       (lookup-able or not: dates and nationalities are answer candidates), ordered by entity id; sentences
       mentioning nothing may be absent.
+    - ``titles(sentence_ids)``: ``{sentence_id: title}`` -- the title of the article each known sentence belongs to
+      (what the observation shows beside a visible sentence), for any sentence, e.g. one a preview would show.
     - ``preview(action_id)``: the read-only expansion of an action of the *current* menu
       (:class:`~harness_g.agent.env.Preview`: ``introduced`` sentence ids, C_{t+1} ``committed``, U_{t+1}
       ``visible``, ``terminal``; harness-g.tex l.293); raises :class:`HarnessError` where there is no live
@@ -75,11 +77,13 @@ class PolicyTools(Protocol):
 
     def mentions(self, sentence_ids: Sequence[str]) -> Mapping[str, Sequence[EntityInfo]]: ...
 
+    def titles(self, sentence_ids: Sequence[str]) -> Mapping[str, str]: ...
+
     def preview(self, action_id: str) -> "Preview": ...
 
 
 class GraphTools:
-    """:class:`PolicyTools` over a :class:`GraphView`; exposes those four calls and nothing else.
+    """:class:`PolicyTools` over a :class:`GraphView`; exposes those five calls and nothing else.
 
     ``pinned`` maps texts to the vectors the environment already computed for them (the question's and m_t's),
     so a policy ranks with exactly the vectors the environment used for its menu. ``preview`` is the bound,
@@ -113,6 +117,11 @@ class GraphTools:
     def mentions(self, sentence_ids: Sequence[str]) -> dict[str, tuple[EntityInfo, ...]]:
         """``{sentence_id: (EntityInfo, ...)}``: every entity each sentence mentions, ordered by entity id."""
         return self._view.mentions_of(list(sentence_ids))
+
+    def titles(self, sentence_ids: Sequence[str]) -> dict[str, str]:
+        """``{sentence_id: article title}`` for the known ids (sentence records, cached by the view)."""
+        infos = self._view.sentences(list(sentence_ids))
+        return {sid: info.title for sid, info in infos.items()}
 
     def preview(self, action_id: str) -> "Preview":
         """The read-only expansion of ``action_id`` on the current menu (mutates nothing)."""

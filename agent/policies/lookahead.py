@@ -210,13 +210,28 @@ def _names_text(question: str, committed: Sequence[CommittedSentence]) -> str:
     return f" {canonicalize(' '.join([question, *(c.text for c in committed)]))} "
 
 
+def article_leads(tools: PolicyTools, ids: Sequence[str]) -> dict[str, str]:
+    """``{id: title_name of its article}`` for the ids that carry their own article's TITLE mention: its first sentence
+    (the graph anchors a title there, harness-g.tex l.987) or a sentence that names its own article. A TITLE mention
+    of *another* article (the build's title mentions: "was a Canadian politician" names the article "Politician")
+    makes no lead: it names that article, it does not belong to it."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    titles = tools.titles(ids)
+    out = {}
+    for sid, ents in tools.mentions(ids).items():
+        own = title_name(titles.get(sid, ""))
+        if own and any(e.label == "TITLE" and title_name(e.surface) == own for e in ents):
+            out[sid] = own
+    return out
+
+
 def named_leads(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence], ids: Sequence[str]) -> set[str]:
-    """The ids that open an article named by q + text(C_t): a TITLE mention (the graph anchors an article's title to
-    its first sentence) whose title, trailing parenthetical dropped (``Deep Blue Sea (soundtrack)`` -> ``deep blue
-    sea``), occurs token-bounded in canonical q + text(C_t)."""
+    """The ids that open an article (:func:`article_leads`) named by q + text(C_t): its title, trailing parenthetical
+    dropped (``Deep Blue Sea (soundtrack)`` -> ``deep blue sea``), occurs token-bounded in canonical q + text(C_t)."""
     text = _names_text(question, committed)
-    return {sid for sid, ents in tools.mentions(list(ids)).items()
-            if any(e.label == "TITLE" and (t := title_name(e.surface)) and f" {t} " in text for e in ents)}
+    return {sid for sid, title in article_leads(tools, ids).items() if f" {title} " in text}
 
 
 def named_visible(obs: Observation, ids: Sequence[str]) -> set[str]:
@@ -230,15 +245,16 @@ def named_visible(obs: Observation, ids: Sequence[str]) -> set[str]:
 
 
 def bridge_leads(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence], ids: Sequence[str]) -> set[str]:
-    """The ids that open an article (a TITLE mention) and mention a lookup-able entity that C_t mentions and the
+    """The ids that open an article (:func:`article_leads`) and mention a lookup-able entity that C_t mentions and the
     question does not name: the next hop's article reached backwards, through its mention of the bridge."""
     if not committed:
         return set()
     q_text = f" {canonicalize(question)} "
     bridges = {e.name for ents in tools.mentions([c.id for c in committed]).values() for e in ents
                if e.lookupable and e.label != "TITLE" and f" {e.name} " not in q_text}
-    return {sid for sid, ents in tools.mentions(list(ids)).items()
-            if any(e.label == "TITLE" for e in ents) and any(e.label != "TITLE" and e.name in bridges for e in ents)}
+    leads = article_leads(tools, ids)
+    return {sid for sid, ents in tools.mentions(list(leads)).items()
+            if any(e.label != "TITLE" and e.name in bridges for e in ents)}
 
 
 def count_backward_hops(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence]) -> int:

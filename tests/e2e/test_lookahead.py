@@ -17,7 +17,8 @@ from harness_g.agent.observation import (CommittedSentence, MenuAction, MenuEnti
                                          VisibleSentence, next_episode_id)
 from harness_g.agent.policies import POLICIES, make_policy
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.policies.lookahead import BRIDGE, NAMED, NONE, LookaheadPolicy, count_backward_hops
+from harness_g.agent.policies.lookahead import (BRIDGE, NAMED, NONE, LookaheadPolicy, article_leads, count_backward_hops,
+                                               named_leads)
 from harness_g.agent.runner import run_episode
 from harness_g.errors import ConfigError
 
@@ -82,6 +83,9 @@ class Tools:
 
     def mentions(self, sentence_ids: Sequence[str]) -> dict[str, list[EntityInfo]]:
         return {s: self.table[s] for s in sentence_ids if s in self.table}
+
+    def titles(self, sentence_ids: Sequence[str]) -> dict[str, str]:
+        return {s: TITLES[s] for s in sentence_ids if s in TITLES}
 
     def preview(self, action_id: str) -> Preview:
         self.previewed.append(action_id)
@@ -164,6 +168,17 @@ def test_scores_and_choices_on_a_hand_built_observation() -> None:
     # nothing useful visible and no LOOKUP: ANSWER
     obs = _observe(tools, committed=["s_sor"], visible=["s_noise", "s_junk"], turn=2)
     assert obs.action(policy.act(obs)).type is ActionType.ANSWER
+
+
+def test_a_title_mention_of_another_article_is_not_a_lead() -> None:
+    """The build links "Politician" to every sentence naming it; such a sentence names that article, it does not open
+    one. Before, any TITLE mention made a lead: every politician's biography became a tier-2 sentence once
+    "politician" was in q + C_t."""
+    tools = Tools()
+    tools.table["s_noise"] = [_ent("t_pol", "Politician", "TITLE")]  # "Botany" sentence naming the article Politician
+    tools.table["s_sor2"] = [_ent("t_sor", "Sorensen", "TITLE")]  # a later sentence naming its own article
+    assert article_leads(tools, ["s_noise", "s_sor", "s_sor2", "s_dk"]) == {"s_sor": "sorensen", "s_sor2": "sorensen"}
+    assert named_leads(tools, "Was Sorensen a politician?", (), ["s_noise", "s_sor"]) == {"s_sor"}
 
 
 def test_backward_hops_are_capped_and_read_from_the_observation() -> None:

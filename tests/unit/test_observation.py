@@ -52,6 +52,9 @@ class FakeTools:
     def mentions(self, sentence_ids: Sequence[str]) -> dict[str, list[EntityInfo]]:
         return {s: self.table[s] for s in sentence_ids if s in self.table}
 
+    def titles(self, sentence_ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
     def preview(self, action_id: str):
         raise HarnessError("no environment behind these tools")  # the heuristic never previews
 
