@@ -239,7 +239,7 @@ class MenuEnv:
         self._m_text = m_text
         self.menu = build_menu(
             self.view, question_vec=st.question_vec, m_vec=self._m_vec, committed=st.committed, visible=st.visible,
-            visited=st.visited, cfg=self.config,
+            visited=st.visited, cfg=self.config, m_text=m_text,
         )
         # the menu may merge duplicate-text sentences: visible is what the menu shows
         st.visible = [s.id for s in self.menu.sentences]

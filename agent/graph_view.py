@@ -143,6 +143,7 @@ class GraphView:
         self._pools = _LRU(cache_size)
         self._names = _LRU(cache_size)
         self._mentions_of = _LRU(cache_size)
+        self._lookup_results = _LRU(cache_size)  # (C_t key, entity id) -> a LOOKUP's U_{t+1}; see lookup_result_cache
         self._vectors = _LRU(50_000)
         self._topk = _LRU(50_000)
         self._lock = threading.Lock()
@@ -237,6 +238,13 @@ class GraphView:
         """Lookup-able entities named in the question, found by matching its word n-grams (n <= max_n)
         against canonical entity names. Works on lower-cased questions where NER fails (NQ)."""
         return [e for e in self.entities_by_names(question_grams(question, max_n)) if e.lookupable]
+
+    @property
+    def lookup_result_cache(self) -> _LRU:
+        """LOOKUP results U_{t+1} keyed by ``(state key, entity id)``, where the state key is whatever determines them
+        besides the entity (:func:`harness_g.agent.menu.build_menu`: m_t, C_t and the caps). Shared by every
+        environment on this view: a GRPO group revisiting a state ranks each candidate pool once."""
+        return self._lookup_results
 
     def lookup_pools(self, entity_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order."""

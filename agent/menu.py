@@ -108,8 +108,12 @@ def _ranked_pool(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commit
 
 
 def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, committed: Sequence[str], visible: Sequence[str],
-               visited: Sequence[str], cfg: "EnvConfig") -> Menu:
-    """Propose and filter the menu for the current state (read-only)."""
+               visited: Sequence[str], cfg: "EnvConfig", m_text: str | None = None) -> Menu:
+    """Propose and filter the menu for the current state (read-only).
+
+    ``m_text``: the text of m_t (whose vector is ``m_vec``). Given, each LOOKUP result is cached in the view under
+    (m_t, C_t, caps, entity) -- all a result depends on -- so a state revisited by another rollout of a GRPO group,
+    or a candidate offered again while C_t is unchanged, is not ranked again."""
     committed_set = set(committed)
     infos = view.sentences(list(committed) + list(visible))
     committed_keys = {text_key(infos[s].text) for s in committed if s in infos}
@@ -140,17 +144,27 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     results: dict[str, tuple[str, ...]] = {}
     current_set = frozenset(current)
     seen_results = {current_set}
-    pools = view.lookup_pools([e.id for e in candidates]) if candidates else {}
+    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap) if m_text is not None else None
+    cache = view.lookup_result_cache
+    known: dict[str, tuple[str, ...]] = {}
+    if state is not None:
+        for e in candidates:
+            hit = cache.get((state, e.id))
+            if hit is not None:
+                known[e.id] = hit
+    todo = [e for e in candidates if e.id not in known]
+    pools = view.lookup_pools([e.id for e in todo]) if todo else {}
     # rank the pools of the likely-kept candidates first and fetch the texts their de-duplication reads in one round trip
     chunk = max(2 * cfg.visible_cap, 8)
     ranked: dict[str, list[str]] = {}
     head_names: set[str] = set()
     for e in candidates:
-        if len(ranked) == cfg.lookup_cap + 2:
+        if len(head_names) == cfg.lookup_cap + 2:
             break
         if e.name not in taken_names and e.name not in head_names:
             head_names.add(e.name)
-            ranked[e.id] = _ranked_pool(view, pools.get(e.id, ()), m_vec, committed_set, cfg)
+            if e.id not in known:
+                ranked[e.id] = _ranked_pool(view, pools.get(e.id, ()), m_vec, committed_set, cfg)
     if ranked:
         view.prefetch_sentences(s for r in ranked.values() for s in r[:chunk])
     for e in candidates:
@@ -158,7 +172,11 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             break
         if e.name in taken_names:
             continue
-        res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg, ranked=ranked.get(e.id))
+        res = known.get(e.id)
+        if res is None:
+            res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg, ranked=ranked.get(e.id))
+            if state is not None:
+                cache.put((state, e.id), res)
         key = frozenset(res)
         # merged away: no result, nothing beyond what is already visible, or the same retrieval as a better-ranked lookup
         if not res or key <= current_set or key in seen_results:

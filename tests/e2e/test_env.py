@@ -429,6 +429,32 @@ def test_determinism_fresh_envs_and_fresh_caches(hotpot_view, hotpot_questions) 
     assert obs[0] == obs[1]
 
 
+def test_cached_lookup_results_give_the_uncached_menus(hotpot_view, hotpot_questions) -> None:
+    """The view caches each LOOKUP result under (m_t, C_t, caps, entity); a fresh view's menus, built without the
+    cache (no m_text), must be the same at every state of real episodes, and a revisited state must hit the cache."""
+    from harness_g.agent.menu import build_menu
+
+    policy = make_policy("heuristic")
+    cold = GraphView(hotpot_view.store, hotpot_view.artifact, embedder=hotpot_view.embedder)
+    checked = 0
+    for item in hotpot_questions[:4]:
+        env = MenuEnv(cold)
+        env.reset(item)
+        while not env.done:
+            st = env.state
+            plain = build_menu(cold, question_vec=st.question_vec, m_vec=env._m_vec, committed=st.committed,
+                               visible=[s.id for s in env.menu.sentences], visited=st.visited, cfg=env.config)
+            assert plain.to_json() == env.menu.to_json() and plain.lookup_results == env.menu.lookup_results
+            checked += 1
+            env.step(policy.act(env.observe()))
+    assert checked >= 8
+    cache = cold.lookup_result_cache
+    hits = cache.hits
+    again = MenuEnv(cold)
+    again.reset(hotpot_questions[0])  # the same U_0 and C_0: every LOOKUP result comes from the cache
+    assert cache.hits > hits and again.menu.lookup_results
+
+
 # -- provenance ------------------------------------------------------------------------------------
 def test_provenance_select_after_lookup(hotpot_view, hotpot_questions) -> None:
     env = MenuEnv(hotpot_view)
