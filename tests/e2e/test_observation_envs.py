@@ -30,9 +30,10 @@ def test_menu_env_observe_matches_what_it_renders(hotpot_view, hotpot_questions)
         [ln for ln in text.splitlines() if re.match(r"E\d+ \|", ln)]
     assert obs.search_available == bool(obs.actions(ActionType.LOOKUP))
     assert obs.action_ids == tuple(env.menu.by_id)
-    # the tools are read-only: encode, rank, mentions, preview and nothing else
+    # the tools are read-only: encode, rank, mentions, titles, preview and nothing else
     assert isinstance(obs.tools, GraphTools) and isinstance(obs.tools, PolicyTools)
-    assert {n for n in dir(obs.tools) if not n.startswith("_")} == {"encode", "rank", "mentions", "preview"}
+    assert {n for n in dir(obs.tools) if not n.startswith("_")} == {"encode", "rank", "mentions", "titles", "preview"}
+    assert obs.tools.titles([v.id for v in obs.visible]) == {v.id: v.title for v in obs.visible}  # what it shows
     q = obs.tools.encode([obs.question])
     assert q.shape == (1, hotpot_view.embedder.dim) and np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-4)
     assert obs.tools.rank(q[0], obs.visible_ids) == hotpot_view.rank(env.state.question_vec, obs.visible_ids)
