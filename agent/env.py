@@ -15,7 +15,7 @@ import numpy as np
 
 from harness_g.agent.actions import Action, ActionType, parse_action
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.graph_view import _WORD, GraphView
+from harness_g.agent.graph_view import GraphView, question_words
 from harness_g.agent.menu import Menu, build_menu, dedup_by_text
 from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
                                          VisibleSentence, next_episode_id)
@@ -110,7 +110,7 @@ def _named_in_question(question: str, name: str) -> bool:
     tags as entities; an all-lower-case question (NQ) gives no such signal, so every name counts there."""
     if question[1:] == question[1:].lower():
         return True
-    cased = {canonicalize(w) for w in _WORD.findall(question) if w[:1].isupper() or w[:1].isdigit()}
+    cased = {canonicalize(w) for w in question_words(question) if w[:1].isupper() or w[:1].isdigit()}
     return any(w in cased for w in name.split())
 
 

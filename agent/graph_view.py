@@ -79,10 +79,15 @@ class _LRU:
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 
 
+def question_words(question: str) -> list[str]:
+    """The question's words as written (letters/digits, inner hyphens and apostrophes kept: ``Jay'Ed``, ``Under-23s``)."""
+    return _WORD.findall(question)
+
+
 def question_grams(question: str, max_n: int = 6) -> list[str]:
     """The question's word n-grams (n <= ``max_n``), canonicalised, first occurrence order, no duplicates; single
     words of <= 3 characters are dropped. What :meth:`GraphView.question_entities` matches against entity names."""
-    words = _WORD.findall(question)
+    words = question_words(question)
     grams = []
     for n in range(1, max_n + 1):
         for i in range(len(words) - n + 1):

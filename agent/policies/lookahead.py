@@ -56,7 +56,7 @@ The final answer is :class:`~harness_g.agent.policies.heuristic.HeuristicPolicy`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from harness_g.agent.actions import ActionType
 from harness_g.agent.observation import CommittedSentence, Observation, PolicyTools
@@ -117,10 +117,11 @@ class LookaheadPolicy(Policy):
         tools = obs.require_tools()
         q_vec, m_vec = tools.encode([obs.question, obs.lookup_query])
         by_q, by_m = dict(tools.rank(q_vec, ids)), dict(tools.rank(m_vec, ids))
-        named = named_leads(tools, obs.question, obs.committed, ids) | named_visible(obs, ids)
+        leads = article_leads(tools, ids)  # read once for both hop signals
+        named = named_leads(tools, obs.question, obs.committed, ids, leads=leads) | named_visible(obs, ids)
         bridged = set()
         if count_backward_hops(tools, obs.question, obs.committed) < self.backward_hops:
-            bridged = bridge_leads(tools, obs.question, obs.committed, ids)
+            bridged = bridge_leads(tools, obs.question, obs.committed, ids, leads=leads)
         tier = {s: NAMED if s in named else BRIDGE if s in bridged else NONE for s in ids}
         return {s: Scored(max(by_q[s], by_m.get(s, by_q[s])) + self.named_bonus * (s in named), tier[s])
                 for s in ids if s in by_q}
@@ -227,11 +228,14 @@ def article_leads(tools: PolicyTools, ids: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def named_leads(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence], ids: Sequence[str]) -> set[str]:
+def named_leads(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence], ids: Sequence[str], *,
+                leads: Mapping[str, str] | None = None) -> set[str]:
     """The ids that open an article (:func:`article_leads`) named by q + text(C_t): its title, trailing parenthetical
-    dropped (``Deep Blue Sea (soundtrack)`` -> ``deep blue sea``), occurs token-bounded in canonical q + text(C_t)."""
+    dropped (``Deep Blue Sea (soundtrack)`` -> ``deep blue sea``), occurs token-bounded in canonical q + text(C_t).
+    ``leads``: :func:`article_leads` of ``ids`` when the caller has it."""
     text = _names_text(question, committed)
-    return {sid for sid, title in article_leads(tools, ids).items() if f" {title} " in text}
+    leads = article_leads(tools, ids) if leads is None else leads
+    return {sid for sid, title in leads.items() if f" {title} " in text}
 
 
 def named_visible(obs: Observation, ids: Sequence[str]) -> set[str]:
@@ -244,15 +248,17 @@ def named_visible(obs: Observation, ids: Sequence[str]) -> set[str]:
             if v.id in wanted and v.title not in have and (t := title_name(v.title)) and f" {t} " in text}
 
 
-def bridge_leads(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence], ids: Sequence[str]) -> set[str]:
+def bridge_leads(tools: PolicyTools, question: str, committed: Sequence[CommittedSentence], ids: Sequence[str], *,
+                 leads: Mapping[str, str] | None = None) -> set[str]:
     """The ids that open an article (:func:`article_leads`) and mention a lookup-able entity that C_t mentions and the
-    question does not name: the next hop's article reached backwards, through its mention of the bridge."""
+    question does not name: the next hop's article reached backwards, through its mention of the bridge.
+    ``leads``: :func:`article_leads` of ``ids`` when the caller has it."""
     if not committed:
         return set()
     q_text = f" {canonicalize(question)} "
     bridges = {e.name for ents in tools.mentions([c.id for c in committed]).values() for e in ents
                if e.lookupable and e.label != "TITLE" and f" {e.name} " not in q_text}
-    leads = article_leads(tools, ids)
+    leads = article_leads(tools, ids) if leads is None else leads
     return {sid for sid, ents in tools.mentions(list(leads)).items()
             if any(e.label != "TITLE" and e.name in bridges for e in ents)}
 
