@@ -18,11 +18,12 @@ the 1x dev graphs are left there, loaded, for ``bench_queries.py`` to reuse.
 
 Scale series: the first ``--scale-base`` HotpotQA dev questions (0 = all 120), replicated R times
 into a HotpotQA-format file in which replica r has every context title (and supporting-fact title
-and question id) suffixed with `` [r<r>]``. Paragraph ids hash (title, text), so replicas never
-dedupe; their sentence texts are identical, so NER and sentence embedding do the full R-fold work.
-What does NOT grow R-fold: NER entities (same texts -> same entities; only the title anchors are
-new per replica), hence the entity-name encoding in ``link`` grows sublinearly. The 1x point of the
-series is also suffixed (`` [r0]``) so all points share one code path.
+and question id) suffixed with `` [r<r>]`` and every sentence with `` (copy r<r>)``. Paragraph ids hash
+(title, text), so replicas never dedupe, and no two replicas share a sentence text, so NER and sentence
+embedding do the full R-fold work (the encoder runs each distinct text once: identical replica sentences
+would be encoded once and hide the per-token cost). What does NOT grow R-fold: NER entities (same names
+-> same entities; only the title anchors are new per replica), hence the entity-name encoding in ``link``
+grows sublinearly. The 1x point of the series is also suffixed (r0) so all points share one code path.
 
 Also measures, in a subprocess, the embedder's sentences/s at batch sizes 32/64/128 on 1,000 real
 sentences (with the default and with 1 torch thread), entity-name encoding (the link stage's
@@ -77,7 +78,8 @@ def write_replicas(src: Path, base: int, replicas: int, out: Path) -> Path:
         for item in items:
             new = copy.deepcopy(item)
             new["_id"] = f"{item['_id']}-r{r}"
-            new["context"] = [[title + tag, sents] for title, sents in item["context"]]
+            # every sentence distinct across replicas: the encoder runs each distinct text once
+            new["context"] = [[title + tag, [f"{x} (copy r{r})" for x in sents]] for title, sents in item["context"]]
             new["supporting_facts"] = [[title + tag, i] for title, i in item["supporting_facts"]]
             rows.append(new)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -464,15 +466,15 @@ def markdown(data: dict[str, Any]) -> str:
     if g:
         lines += [
             f"**Scaling** (HotpotQA dev, first {data['config']['scale_base_questions']} questions as the base, "
-            f"replicated; replica texts are identical apart from a ` [rN]` suffix on every title, so paragraphs never "
-            f"dedupe and NER/embedding do the full work): from {g['from']} to {g['to']} the corpus grows "
+            f"replicated; replica r suffixes every title with ` [rN]` and every sentence with ` (copy rN)`, so paragraphs never "
+            f"dedupe, no sentence text repeats, and NER/embedding do the full work): from {g['from']} to {g['to']} the corpus grows "
             f"x{fmt(g['tokens_ratio'])} and TP1KT changes by x{fmt(g['tp1kt_ratio'])} (wall) / "
             f"x{fmt(g.get('cpu_s_per_1k_ratio'))} (CPU seconds per 1K tokens; the process's CPU share went "
             f"{fmt(g['cpu_share']['from'])} -> {fmt(g['cpu_share']['to'])} as other jobs came and went). Per stage "
             "(wall TP1KT ratio): "
             + ", ".join(f"{k} x{fmt(v)}" for k, v in g["stage_tp1kt_ratio"].items() if v is not None) + ".",
             scaling_verdict(g) + " The 1x point carries fixed costs (spaCy model load inside ner+embed, server start "
-            "inside load, warm-up), and NER entities are shared by identical replica texts, so `entities` and `link` "
+            "inside load, warm-up), and NER entities are shared by the replicas' near-identical texts, so `entities` and `link` "
             "(entity-name encoding) grow only with the new title anchors; a real corpus of the same size would have "
             "more distinct entities.",
             "",

@@ -99,6 +99,12 @@ class _TimedStore:
         return getattr(self._store, name)
 
 
+def word_pieces(embedder, texts) -> int:
+    """Word pieces the encoder reads for ``texts`` (special tokens included, truncated at its max_seq_length)."""
+    ids = embedder.tokenizer(list(texts), truncation=True, max_length=embedder.max_seq_length)["input_ids"]
+    return sum(len(x) for x in ids)
+
+
 class _TimedEmbedder:
     """Proxy over the view's Embedder: encode calls split into single texts (question / m_t) and batches (entity names)."""
 
@@ -109,12 +115,18 @@ class _TimedEmbedder:
     def encode(self, texts, **kw):
         t0 = time.perf_counter()
         out = self._emb.encode(texts, **kw)
+        seconds = time.perf_counter() - t0
         kind = "single_text" if len(texts) == 1 else "batch_of_texts"
-        d = self.by_kind.setdefault(kind, {"calls": 0, "seconds": 0.0, "texts": 0})
+        d = self.by_kind.setdefault(kind, {"calls": 0, "seconds": 0.0, "texts": 0, "pieces": 0})
         d["calls"] += 1
-        d["seconds"] += time.perf_counter() - t0
+        d["seconds"] += seconds
         d["texts"] += len(texts)
+        d["pieces"] += word_pieces(self._emb, texts)  # counted outside the timed call
         return out
+
+    def pieces(self) -> int:
+        """Word pieces encoded so far (all kinds)."""
+        return sum(d["pieces"] for d in self.by_kind.values())
 
     def __getattr__(self, name):
         return getattr(self._emb, name)
@@ -160,6 +172,7 @@ class FreeQuery:
         self.parts = {"encode_s": 0.0, "dot_s": 0.0, "fetch_s": 0.0}
         self.batch_queries = 0
         self.batch_wall = 0.0
+        self.batch_pieces = 0  # word pieces of the batched free queries
 
     def query_for(self, question: str) -> str:
         words = self.texts[self.rng.randrange(len(self.texts))].split()
@@ -202,6 +215,7 @@ def _free_batch(free: "FreeQuery", queries: list[str]) -> None:
     free.store.query("sentences_by_ids", {"ids": ids})
     free.batch_wall += time.perf_counter() - t0
     free.batch_queries += len(queries)
+    free.batch_pieces += word_pieces(free.embedder, queries)
 
 
 def _snap(view) -> tuple[float, float, int, int]:
@@ -356,7 +370,15 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
         bview.encode(["warm up the encoder"])
         bview._vectors.clear()
         bfree = FreeQuery(bview, seed=seed + 1)
+        pieces0 = bview.embedder.pieces()
         batched["cold"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
+        # encoding work per step: with exact menus every new (q, C_t) needs m_t encoded once, so if encoding were all
+        # of both steps, env/free steps/s could be at most (free pieces per query) / (env pieces per step)
+        env_pieces = (bview.embedder.pieces() - pieces0) / max(1, batched["cold"]["env_steps"])
+        free_pieces = bfree.batch_pieces / max(1, bfree.batch_queries)
+        batched["cold"]["encoded_pieces_per_step"] = round(env_pieces, 2)
+        batched["free_pieces_per_query"] = round(free_pieces, 2)
+        batched["encode_bound_env_over_free"] = round(free_pieces / max(1e-9, env_pieces), 2)
         batched["warm"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
         batched["cache_stats_after_warm"] = bview.cache_stats()
         batched["free_query_batched"] = {"queries": bfree.batch_queries, "wall_s": round(bfree.batch_wall, 3),
@@ -404,13 +426,20 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     L += ["", "## Batched throughput (BatchedMenuEnv, one GRPO group per question) vs the free-query step batched the same way", "",
           "The free-query comparator here is batched too: after each batched env step, the same number of free queries are "
           "encoded in one encoder call, scored with one [n_sentences x B] matmul and fetched in one `sentences_by_ids`.", "",
+          "`pieces/step`: word pieces the encoder read per cold env step (m_t of each new committed set; repeats hit the "
+          "query cache) and per free query. Every new (q, C_t) must have m_t encoded for the menu to be exact (each LOOKUP "
+          "candidate's result is ranked by sim(m_t, .)), so if encoding were the whole cost of both steps env steps/s could be "
+          "at most `encode bound` = free pieces / env pieces times the free queries/s.", "",
           "| dataset | env steps/s cold | env steps/s warm | incl. reset cold | incl. reset warm | "
-          "free queries/s (batched) | free/env cold | free/env warm |", "|---|---|---|---|---|---|---|---|"]
+          "free queries/s (batched) | free/env cold | free/env warm | env pieces/step cold | free pieces/query | "
+          "encode bound env/free |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         b, x = r["batched"], r["batched_ratio_free_over_env_steps_per_s"]
         L.append(f"| {r['dataset']} | {b['cold']['steps_per_s']:.1f} | {b['warm']['steps_per_s']:.1f} | "
                  f"{b['cold']['steps_per_s_incl_reset']:.1f} | {b['warm']['steps_per_s_incl_reset']:.1f} | "
-                 f"{b['free_query_batched']['queries_per_s']:.1f} | {x['cold']:.2f}x | {x['warm']:.3f}x |")
+                 f"{b['free_query_batched']['queries_per_s']:.1f} | {x['cold']:.2f}x | {x['warm']:.3f}x | "
+                 f"{b['cold'].get('encoded_pieces_per_step', 'n/a')} | {b.get('free_pieces_per_query', 'n/a')} | "
+                 f"{b.get('encode_bound_env_over_free', 'n/a')}x |")
     L += ["", "## Where an env step's time goes (mean per step, ms)", "",
           "| dataset | pass | step mean | store | store calls | ms/store call | encode | encode calls | python |",
           "|---|---|---|---|---|---|---|---|---|"]

@@ -150,26 +150,27 @@ def _ner_and_embed(
     """NER in this thread, embeddings in a worker thread; returns mentions, embeddings, their busy seconds."""
     from harness_g.graph.text.ner import EntityRecognizer
 
-    embedder = get_embedder(config.embedding_model, config.device, config.embedding_backend)
-    recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
     recognizer_labels = set(config.ner_labels)
-
     full = max(1, torch.get_num_threads())
-    ner_done = threading.Event()
+    ner_done, stop = threading.Event(), threading.Event()
 
-    def embed() -> tuple[np.ndarray, float]:
+    def embed() -> tuple[np.ndarray, float, int]:
         t0 = time.perf_counter()
+        # loaded here, so the encoder's start-up overlaps spaCy's model load in the calling thread
+        embedder = get_embedder(config.embedding_model, config.device, config.embedding_backend)
         # longest texts last across the whole corpus (little padding), in chunks: once NER is done the remaining
         # chunks get every core (torch and the ONNX sessions read torch's thread count at each call)
         order = np.argsort(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)), kind="stable")
         out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
         chunk = config.embed_batch_size * EMBED_CHUNK_BATCHES
         for start in tqdm(range(0, len(order), chunk), desc="embed", unit="chunk", disable=not progress, leave=False):
+            if stop.is_set():  # NER failed: its error is raised, not this work's result
+                break
             if ner_done.is_set() and torch.get_num_threads() != full:
                 torch.set_num_threads(full)
             rows = order[start:start + chunk]
             out[rows] = embedder.encode([texts[i] for i in rows], batch_size=config.embed_batch_size)
-        return out, time.perf_counter() - t0
+        return out, time.perf_counter() - t0, embedder.dim
 
     # spaCy takes one core; give the encoder the rest until NER is done, so the two stages do not oversubscribe the
     # CPU (on a 2-core machine two encoder threads beside spaCy run embedding 3-4x slower)
@@ -177,16 +178,23 @@ def _ner_and_embed(
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             future = pool.submit(embed)
-            t0 = time.perf_counter()
-            mentions = []
-            for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
-                mentions.append([m for m in found if m.label in recognizer_labels])
-            ner_s = time.perf_counter() - t0
+            try:
+                recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
+                t0 = time.perf_counter()
+                mentions = []
+                for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
+                    mentions.append([m for m in found if m.label in recognizer_labels])
+                    if len(mentions) % 256 == 0 and future.done():
+                        future.result()  # an encoder that failed to load is reported now, not after NER
+                ner_s = time.perf_counter() - t0
+            except BaseException:
+                stop.set()
+                raise
             ner_done.set()
-            embeddings, embed_s = future.result()
+            embeddings, embed_s, dim = future.result()
     finally:
         torch.set_num_threads(full)
-    return mentions, embeddings, ner_s, embed_s, recognizer.model_name, embedder.dim
+    return mentions, embeddings, ner_s, embed_s, recognizer.model_name, dim
 
 
 @dataclass

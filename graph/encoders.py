@@ -331,13 +331,37 @@ def _providers(ort: Any, device: str | None) -> list[str]:
     raise ConfigError(f"embedding backend 'onnx' supports devices cpu and cuda, not {device!r}")
 
 
+#: padded word pieces per ONNX Runtime call (rows x longest row). Smaller calls keep a layer's activations in
+#: cache: on this project's 2-core AVX-512 machine 256-512 was 10-20% faster than 64 fixed rows of ~31-piece
+#: sentences (benchmarks/results/build_floor.md), and the cap keeps long texts (a LOOKUP query m_t) in few rows.
+MAX_BATCH_TOKENS = 512
+
+
+def token_budget_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges over ``lengths`` (word pieces per row, ascending) with at most ``max_rows`` rows and
+    ``rows x lengths[stop-1] <= max_tokens`` padded pieces each; a single row longer than the budget is its own batch."""
+    out: list[tuple[int, int]] = []
+    start, n = 0, len(lengths)
+    while start < n:
+        stop = start + 1
+        while stop < n and stop - start < max_rows and (stop - start + 1) * lengths[stop] <= max_tokens:
+            stop += 1
+        out.append((start, stop))
+        start = stop
+    return out
+
+
 class OnnxEncoder:
     """The sentence model exported to ONNX, run by onnxruntime with texts sorted by token length."""
 
     def __init__(self, source: str, *, variant: str = "fp32", device: str | None = None, name: str | None = None,
-                 threads: int | None = None, cache_dir: str | Path | None = None):
+                 threads: int | None = None, cache_dir: str | Path | None = None,
+                 max_batch_tokens: int = MAX_BATCH_TOKENS):
         """``source``: model directory or hub id; ``threads``: intra-op threads, default torch.get_num_threads()
-        at each ``encode`` call (a build lowers it beside NER); ``cache_dir`` replaces ``onnx_cache_root()``."""
+        at each ``encode`` call (a build lowers it beside NER); ``cache_dir`` replaces ``onnx_cache_root()``;
+        ``max_batch_tokens``: padded word pieces per session call (rows x longest row), see ``MAX_BATCH_TOKENS``."""
+        if max_batch_tokens < 1:
+            raise ConfigError(f"max_batch_tokens must be >= 1, got {max_batch_tokens}")
         if variant not in ("fp32", "int8"):
             raise ConfigError(f"ONNX variant {variant!r} is not one of fp32, int8")
         ort = _import_onnxruntime()
@@ -353,7 +377,7 @@ class OnnxEncoder:
         self.max_seq_length = min(self.layout.max_seq_length, int(self.tokenizer.model_max_length or 1 << 30))
         wanted = self.tokenizer.model_input_names
         self._inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in wanted]
-        self.variant, self.threads = variant, threads
+        self.variant, self.threads, self.max_batch_tokens = variant, threads, max_batch_tokens
         self.path = ensure_onnx(self.layout, variant, self._inputs, Path(cache_dir) if cache_dir else None)
         self._sessions: dict[int, Any] = {}
         self._session_guard = threading.Lock()
@@ -386,21 +410,30 @@ class OnnxEncoder:
         return enc["input_ids"]
 
     def encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
-        """Sort by token length, run padded batches, write rows back in input order."""
+        """Encode each distinct word-piece sequence once, shortest first, in batches of at most ``batch_size`` rows
+        and ``max_batch_tokens`` padded word pieces; rows come back in input order (duplicates share a vector)."""
         from tqdm.auto import tqdm
 
         ids = self.token_ids(texts)
-        order = np.argsort(np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids)), kind="stable")
+        # equal inputs give equal vectors: a corpus repeats entity names ("Paris" in many articles, a name cased two
+        # ways when the model lower-cases), so each distinct sequence is run once
+        first: dict[tuple[int, ...], int] = {}
+        source = np.fromiter((first.setdefault(tuple(x), i) for i, x in enumerate(ids)), dtype=np.int64, count=len(ids))
+        unique = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        lengths = np.fromiter((len(ids[i]) for i in unique), dtype=np.int64, count=len(unique))
+        order = unique[np.argsort(lengths, kind="stable")]
         session, pad = self._session(), int(self.tokenizer.pad_token_id or 0)
         out: np.ndarray | None = None
-        starts = range(0, len(order), batch_size)
-        for start in tqdm(starts, desc="Batches", disable=not progress, leave=False):
-            rows = order[start:start + batch_size]
+        batches = token_budget_batches([len(ids[i]) for i in order], batch_size, self.max_batch_tokens)
+        for start, stop in tqdm(batches, desc="Batches", disable=not progress, leave=False):
+            rows = order[start:stop]  # input positions of first occurrences
             vecs = session.run(None, self._feed([ids[i] for i in rows], pad))[0]
             if out is None:
                 out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
             out[rows] = vecs
-        return out if out is not None else np.zeros((0, self.dim), dtype=np.float32)
+        if out is None:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return out[source] if len(first) < len(texts) else out
 
     def _feed(self, batch: list[list[int]], pad: int) -> dict[str, np.ndarray]:
         """Right-padded int64 ``[b, longest]`` arrays for the session's inputs."""

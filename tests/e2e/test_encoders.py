@@ -79,6 +79,51 @@ def test_sorted_batching_returns_rows_in_input_order(texts, onnx_fp32) -> None:
     assert np.allclose(one, whole[:5], atol=1e-5)
 
 
+def test_equal_inputs_are_encoded_once_and_share_a_vector(texts, onnx_fp32, monkeypatch) -> None:
+    """Texts the model reads as the same word pieces (the model lower-cases) are run once and get one vector."""
+    subset = ["Paris", texts[0], "PARIS", "paris", texts[1], texts[0], "Lyon"]
+    session = onnx_fp32._model._session()
+    rows_run: list[int] = []
+    real_run = session.run
+
+    class Counting:  # wraps the real session (InferenceSession.run is read-only) to count the rows it runs
+        def run(self, names, feed):
+            rows_run.append(len(feed["input_ids"]))
+            return real_run(names, feed)
+
+    monkeypatch.setattr(onnx_fp32._model, "_session", lambda: Counting())
+    out = onnx_fp32.encode(subset)
+    assert sum(rows_run) == 4  # paris, texts[0], texts[1], lyon
+    assert np.array_equal(out[0], out[2]) and np.array_equal(out[0], out[3]) and np.array_equal(out[1], out[5])
+    monkeypatch.undo()
+    alone = np.stack([onnx_fp32.encode_one(t) for t in subset])
+    assert np.allclose(out, alone, atol=1e-5)
+    assert not np.allclose(out[0], out[6], atol=1e-3)  # a different name is a different vector
+
+
+def test_token_budget_caps_padded_pieces_per_call(texts, onnx_fp32, monkeypatch) -> None:
+    """Each session call holds at most max_batch_tokens padded word pieces (or one longer row); the vectors are the
+    same as with one row per call."""
+    encoder = onnx_fp32._model
+    subset = texts[:40] + texts[-3:-1]  # sentences and two contexts longer than the budget
+    shapes: list[tuple[int, int]] = []
+    real_run = encoder._session().run
+
+    class Recording:
+        def run(self, names, feed):
+            shapes.append(feed["input_ids"].shape)
+            return real_run(names, feed)
+
+    monkeypatch.setattr(encoder, "_session", lambda: Recording())
+    monkeypatch.setattr(encoder, "max_batch_tokens", 128)
+    out = onnx_fp32.encode(subset, batch_size=64)
+    assert sum(rows for rows, _ in shapes) == len(set(subset))
+    assert all(rows * width <= 128 or rows == 1 for rows, width in shapes), shapes
+    assert any(rows > 1 for rows, _ in shapes) and any(width > 128 for _, width in shapes)
+    monkeypatch.undo()
+    assert np.allclose(out, onnx_fp32.encode(subset, batch_size=1), atol=1e-5)
+
+
 def _entry(path: Path) -> CacheEntry:
     return CacheEntry(path, json.loads(path.with_name(path.name + ".json").read_text())["meta"])
 
