@@ -43,7 +43,7 @@ class Embedder:
     ``encode(texts)`` returns an array of shape ``[len(texts), dim]``; cosine similarity is
     then a dot product. Thread-safe for concurrent ``encode`` calls (a lock serialises them).
     ``backend``: "torch" (sentence-transformers), "onnx" (fp32 ONNX Runtime, same vectors to
-    cosine >= 0.9999) or "onnx-int8" (faster, cosine about 0.9: an opt-in).
+    cosine >= 0.9999) or "onnx-int8" (faster, cosine about 0.99: an opt-in).
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, *, device: str | None = None, batch_size: int = 64,

@@ -37,7 +37,8 @@ def test_onnx_fp32_build_is_the_torch_graph_and_int8_is_its_own(tmp_path: Path, 
     cos = (e_torch * e_onnx).sum(axis=1)
     assert cos.min() >= 0.9999, cos.min()  # the parity bar, on every sentence of the graph
     cos8 = (e_torch * e_int8).sum(axis=1)
-    assert 0.8 < cos8.min() < 0.9999 and cos8.mean() > 0.9  # approximate, and visibly not the same vectors
+    # approximate and visibly not the same vectors, but close: per-channel scales (per-tensor gave min ~0.84, mean ~0.96)
+    assert 0.95 < cos8.min() < 0.9999 and cos8.mean() > 0.985, (cos8.min(), cos8.mean())
     assert Artifact.open(onnx_dir).manifest["config"]["embedding_backend"] == "onnx"
     # rebuilding the torch graph with fp32 ONNX is a cache hit: same inputs, same hashed config
     again = _build(capsys, torch_dir)

@@ -152,7 +152,8 @@ def test_int8_is_a_separate_file_close_to_torch(cache, texts, reference, onnx_fp
     assert int8._model.path != onnx_fp32._model.path and int8._model.path.name.startswith("int8-")
     assert int8._model.path.stat().st_size < onnx_fp32._model.path.stat().st_size / 2
     cosine = (int8.encode(texts) * ref).sum(axis=1)
-    assert cosine.min() >= 0.9
+    # per-channel weight scales: close to fp32 (per-tensor scales gave min ~0.84, mean ~0.96 on dev sentences)
+    assert cosine.min() >= 0.95 and cosine.mean() >= 0.985, (cosine.min(), cosine.mean())
 
 
 def test_unknown_backend_is_a_config_error_listing_the_valid_names() -> None:
