@@ -7,7 +7,7 @@ The ONNX backend exports the model once into a cache (``$HARNESS_G_CACHE/onnx/<m
 ``~/.cache/harness-g/onnx/<model-hash>/``); the exported graph contains the transformer, the pooling
 (mean or CLS, as the model's ``1_Pooling/config.json`` says) and the L2 normalisation, so fp32 ONNX matches
 the torch encoder to cosine >= 0.9999. Variants: ``fp32`` (the export, plus onnxruntime's BERT fusion pass for
-BERT models) and ``int8`` (dynamic int8 quantisation of the unfused export: about 1.8x faster on CPUs with
+BERT models) and ``int8`` (dynamic int8 quantisation of the unfused export: about 2x faster on CPUs with
 VNNI; per-channel weight scales keep the cosine to fp32 near 0.99 (>= 0.96 on every dev sentence sampled), still
 not the same vectors, so an opt-in). Cache files are written to a temporary name and renamed,
 each with a ``.json`` sidecar holding its sha256; a file whose sidecar is missing or does not match is
