@@ -1,7 +1,8 @@
 """Sentence-encoder backends on real sentences: torch (sentence-transformers) vs ONNX Runtime fp32 vs int8.
 
     python benchmarks/bench_encoders.py [--datasets hotpotqa,2wiki] [-n 1000] [--threads 1,2] [--runs 3]
-                                        [--graphs /tmp/hg-dev] [--out benchmarks/results/encoders.json]
+                                        [--budgets 256,512,1024,100000] [--graphs /tmp/hg-dev]
+                                        [--out benchmarks/results/encoders.json]
 
 Sentences: the first ``n / len(datasets)`` rows of each dev graph's ``sentences.parquet`` (column ``text``),
 as ``benchmarks/build_dev_graphs.py`` wrote them. For each intra-op thread count, every backend encodes the
@@ -10,6 +11,8 @@ hits them alike; the table gives the median run as sentences/s and as seconds pe
 (the build's TP1KT unit), the speed-up over torch at the same thread count, and the minimum cosine of each
 row against torch. The ONNX files are exported into a fresh cache (``--cache``, default a temporary
 directory), so the export seconds are measured too, then a second construction shows the cached load.
+A second table times fp32 ONNX at each ``--budgets`` value of ``max_batch_tokens`` (padded word pieces per
+onnxruntime call), interleaved, to show what the default budget buys over fixed-row batches.
 """
 from __future__ import annotations
 
@@ -100,6 +103,35 @@ def measure(embedders: dict[str, Any], texts: list[str], threads: list[int], run
     return rows
 
 
+def measure_budgets(embedder: Any, texts: list[str], threads: list[int], runs: int, batch_size: int,
+                    budgets: list[int]) -> list[dict[str, Any]]:
+    """fp32 ONNX at several ``max_batch_tokens`` (padded word pieces per call), interleaved: one row per (threads,
+    budget) with the median sentences/s. A budget >= batch_size x the longest text is plain ``batch_size`` rows."""
+    import torch
+
+    encoder = embedder._model
+    kept, before = encoder.max_batch_tokens, torch.get_num_threads()
+    rows = []
+    try:
+        for count in threads:
+            torch.set_num_threads(count)
+            embedder.encode(texts[:batch_size], batch_size=batch_size)  # the session for this thread count
+            samples: dict[int, list[float]] = {b: [] for b in budgets}
+            for _ in range(runs):
+                for budget in budgets:
+                    encoder.max_batch_tokens = budget
+                    t0 = time.perf_counter()
+                    embedder.encode(texts, batch_size=batch_size)
+                    samples[budget].append(time.perf_counter() - t0)
+            for budget, secs in samples.items():
+                rows.append({"threads": count, "max_batch_tokens": budget, "runs_s": secs,
+                             "sentences_per_s": len(texts) / statistics.median(secs)})
+    finally:
+        encoder.max_batch_tokens = kept
+        torch.set_num_threads(before)
+    return rows
+
+
 def markdown(data: dict[str, Any]) -> str:
     """The results page: setup line, load averages, the table, construction seconds."""
     table = md_table(
@@ -110,6 +142,15 @@ def markdown(data: dict[str, Any]) -> str:
     loads = md_table(["backend", "first construction (s, export incl.)", "second construction (s, cache hit)"],
                      [[b, f"{s['first_construction_s']:.2f}", f"{s['cached_construction_s']:.2f}"]
                       for b, s in data["construction"].items()])
+    budget_lines: list[str] = []
+    if data.get("budget_rows"):
+        budget_lines = [
+            f"fp32 ONNX by `max_batch_tokens` (padded word pieces per onnxruntime call; at most {data['batch_size']} "
+            "rows; the default is `MAX_BATCH_TOKENS` in graph/encoders.py; the largest budget here is plain fixed-row "
+            "batches), same sentences, interleaved:", "",
+            md_table(["threads", "max_batch_tokens", "sentences/s (median)", "runs (s)"],
+                     [[r["threads"], r["max_batch_tokens"], f"{r['sentences_per_s']:.1f}",
+                       ", ".join(f"{x:.2f}" for x in r["runs_s"])] for r in data["budget_rows"]]), ""]
     return "\n".join([
         "# Sentence-encoder backends: torch vs ONNX Runtime fp32 vs int8",
         "",
@@ -124,6 +165,7 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         loads,
         "",
+        *budget_lines,
         "Regenerate: `python benchmarks/bench_encoders.py` (needs onnxruntime and onnx).",
     ])
 
@@ -135,6 +177,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", default="1,2", help="intra-op thread counts")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--budgets", default="256,512,1024,100000",
+                    help="max_batch_tokens values timed for fp32 ONNX (empty: skip that table)")
     ap.add_argument("--graphs", type=Path, default=Path("/tmp/hg-dev"), help="folder of dev graphs")
     ap.add_argument("--cache", type=Path, default=None, help="ONNX cache (default: a fresh temporary one)")
     ap.add_argument("--out", type=Path, default=RESULTS / "encoders.json")
@@ -146,11 +190,14 @@ def main(argv: list[str] | None = None) -> None:
     load_before = load_avg()
     with tempfile.TemporaryDirectory(prefix="hg-onnx-") as tmp:
         embedders, construction = load_backends(args.cache or Path(tmp))
-        rows = measure(embedders, texts, [int(t) for t in args.threads.split(",")], args.runs, args.batch_size)
+        threads = [int(t) for t in args.threads.split(",")]
+        rows = measure(embedders, texts, threads, args.runs, args.batch_size)
+        budgets = [int(b) for b in args.budgets.split(",") if b]
+        budget_rows = measure_budgets(embedders["onnx"], texts, threads, args.runs, args.batch_size, budgets) if budgets else []
     data = {"when": utc_stamp(), "machine": machine_info(), "onnxruntime": onnxruntime.__version__,
             "datasets": datasets, "n_sentences": len(texts), "n_words": sum(len(t.split()) for t in texts),
             "batch_size": args.batch_size, "runs": args.runs, "load_before": load_before, "load_after": load_avg(),
-            "construction": construction, "rows": rows}
+            "construction": construction, "rows": rows, "budget_rows": budget_rows}
     md = markdown(data)
     for path in write_results(args.out, data, md):
         print(f"wrote {path}")

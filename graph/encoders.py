@@ -339,8 +339,8 @@ def _providers(ort: Any, device: str | None) -> list[str]:
 
 
 #: padded word pieces per ONNX Runtime call (rows x longest row). Smaller calls keep a layer's activations in
-#: cache: on this project's 2-core AVX-512 machine 256-512 was 10-20% faster than 64 fixed rows of ~31-piece
-#: sentences (benchmarks/results/build_floor.md), and the cap keeps long texts (a LOOKUP query m_t) in few rows.
+#: cache: on this project's 2-core AVX-512 machine 512 ran 1,000 dev sentences 11% (1 thread) and 17% (2 threads)
+#: faster than fixed 64-row batches, and faster than 256 or 1,024 (benchmarks/results/encoders.md).
 MAX_BATCH_TOKENS = 512
 
 
