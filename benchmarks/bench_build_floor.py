@@ -36,10 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, load_avg, machine_info, machine_line, md_table, utc_stamp, write_results  # noqa: E402
 
 
-#: the manifest's wall-clock stages (``ner``/``embed`` are busy seconds inside ``ner_embed_wall``)
-WALL_STAGES = ("read", "split", "ner_embed_wall", "entities", "link", "write")
-
-
 def sgemm_gflops(m: int, k: int, n: int, threads: int, calls: int = 20) -> float:
     """Best-of-``calls`` GFLOP/s of a float32 ``[m, k] x [k, n]`` matmul with ``threads`` torch threads."""
     import torch
@@ -78,6 +74,7 @@ def read_texts(graph: Path) -> tuple[list[str], list[str], dict]:
 def measure(graphs: Path, datasets: list[str], ner_sample: int) -> dict:
     import torch
 
+    from harness_g.graph.build import build_wall_seconds
     from harness_g.graph.embed import get_embedder
     from harness_g.graph.text.ner import EntityRecognizer
 
@@ -115,8 +112,7 @@ def measure(graphs: Path, datasets: list[str], ner_sample: int) -> dict:
 
         ner_cpu = ner_cpu_per_sentence * len(sentences)
         floor_s = (s_flops + n_flops) / (peak[cores] * 1e9) + ner_cpu / cores
-        stages = manifest.get("seconds", {})
-        measured = sum(stages.get(k, 0.0) for k in WALL_STAGES) if stages else None
+        measured = build_wall_seconds(manifest["seconds"]) if manifest.get("seconds") else None
         rows.append({
             "dataset": name, "tokens": tokens, "sentences": len(sentences), "names": len(names),
             "distinct_names": int(len(n_pieces)), "sentence_pieces": int(s_pieces.sum()), "name_pieces": int(n_pieces.sum()),

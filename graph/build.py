@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -56,6 +56,16 @@ log = logging.getLogger(__name__)
 
 #: bump when the pipeline's output for the same inputs changes
 PIPELINE_VERSION = "4"  # 4: title mentions (BuildConfig.title_mentions)
+#: stages timed as busy seconds of the two concurrent NER / embedding workers: inside ``ner_embed_wall``, not added
+BUSY_STAGES = ("ner", "embed")
+
+
+def build_wall_seconds(seconds: Mapping[str, float]) -> float:
+    """A build's wall time from its stage seconds (``BuildResult.seconds`` / the manifest's ``seconds``): every stage
+    but the workers' busy seconds, which overlap inside ``ner_embed_wall``."""
+    return sum(v for k, v in seconds.items() if k not in BUSY_STAGES)
+
+
 #: embedding batches per chunk of the build's embed stage (the thread count can change between chunks)
 EMBED_CHUNK_BATCHES = 8
 TITLE_LABEL = "TITLE"

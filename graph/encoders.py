@@ -428,10 +428,11 @@ class OnnxEncoder:
         source = np.fromiter((first.setdefault(tuple(x), i) for i, x in enumerate(ids)), dtype=np.int64, count=len(ids))
         unique = np.fromiter(first.values(), dtype=np.int64, count=len(first))
         lengths = np.fromiter((len(ids[i]) for i in unique), dtype=np.int64, count=len(unique))
-        order = unique[np.argsort(lengths, kind="stable")]
+        shortest_first = np.argsort(lengths, kind="stable")
+        order = unique[shortest_first]
         session, pad = self._session(), int(self.tokenizer.pad_token_id or 0)
         out: np.ndarray | None = None
-        batches = token_budget_batches([len(ids[i]) for i in order], batch_size, self.max_batch_tokens)
+        batches = token_budget_batches(lengths[shortest_first].tolist(), batch_size, self.max_batch_tokens)
         for start, stop in tqdm(batches, desc="Batches", disable=not progress, leave=False):
             rows = order[start:stop]  # input positions of first occurrences
             vecs = session.run(None, self._feed([ids[i] for i in rows], pad))[0]

@@ -74,7 +74,7 @@ def _build_config(args: argparse.Namespace):
 
 
 def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
-    from harness_g.graph.build import build_graph
+    from harness_g.graph.build import build_graph, build_wall_seconds
     from harness_g.graph.load import load_graph
 
     progress = not args.quiet
@@ -88,7 +88,7 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
         f"{counts.get('mentions', 0)} mentions, {counts.get('synonyms', 0)} synonym links, {counts.get('questions', 0)} questions"
     )
     if not result.cache_hit and result.corpus_tokens:
-        build_s = sum(v for k, v in result.seconds.items() if k not in ("ner", "embed"))
+        build_s = build_wall_seconds(result.seconds)
         print(f"  build {build_s:.1f}s for {result.corpus_tokens} corpus tokens ({build_s / result.corpus_tokens * 1000:.3f} s/1K tokens)")
         print(_stage_table(result.seconds))
     if args.no_load:

@@ -34,6 +34,23 @@ def test_build_then_cache_hit(tmp_path: Path, capsys) -> None:
     assert not (out / "store").exists()  # --no-load
 
 
+def test_build_with_a_model_that_cannot_load_is_one_line_and_keeps_the_artifact(tmp_path: Path, capsys) -> None:
+    """A bad spaCy or embedding model (they load concurrently in the build) is a one-line error naming it, and the
+    artifact already in --out stays as it was."""
+    out = tmp_path / "g"
+    args = ("build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1", "--no-load", "-q")
+    rc, _, err = run(capsys, *args)
+    assert rc == 0, err
+    manifest = (out / "manifest.json").read_bytes()
+    rc, _, err = run(capsys, *args, "--force", "--spacy-model", "no_such_spacy_model")
+    assert_one_line_error(rc, err, "spaCy model 'no_such_spacy_model' cannot be loaded")
+    missing = tmp_path / "no-such-model"
+    rc, _, err = run(capsys, *args, "--force", "--embedding-model", str(missing))
+    assert_one_line_error(rc, err, "cannot load embedding model", str(missing))
+    assert (out / "manifest.json").read_bytes() == manifest
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".staging")]
+
+
 def test_build_cache_hit_and_loaded_store(hotpot_dir: Path, hotpot_view, capsys) -> None:
     # hotpot_dir guarantees the graph is already loaded, whatever ran before this test; without --store
     # the build uses the store remembered in GRAPH_DIR/store.json (Neo4j for the [neo4j] copy)
