@@ -27,7 +27,9 @@ grows sublinearly. The 1x point of the series is also suffixed (r0) so all point
 
 Also measures, in a subprocess, the embedder's sentences/s at batch sizes 32/64/128 on 1,000 real
 sentences (with the default and with 1 torch thread), entity-name encoding (the link stage's
-input), and spaCy NER sentences/s, to explain the stage costs.
+input), and spaCy NER sentences/s, to explain the stage costs. The batch size is a row cap: the ONNX
+encoders also cap each call at ``MAX_BATCH_TOKENS`` padded word pieces (graph/encoders.py), so for ~30-piece
+sentences 32, 64 and 128 rows run the same calls; ``bench_encoders.py --budgets`` compares the budgets.
 """
 from __future__ import annotations
 
@@ -488,6 +490,10 @@ def markdown(data: dict[str, Any]) -> str:
             f"## Micro-benchmark ({m['sentences']} real HotpotQA sentences, mean {fmt(m['mean_whitespace_tokens'])} "
             f"whitespace tokens; entity names mean {fmt((m.get('names') or {}).get('mean_whitespace_tokens'))} tokens; "
             f"median of {len(next(iter(m['embed'].values()))['per_s_runs'])} runs)",
+            "",
+            "`bsN` is a row cap: the ONNX encoders also cap each call at `MAX_BATCH_TOKENS` padded word pieces "
+            "(graph/encoders.py), so for these ~30-piece sentences bs32/64/128 run the same calls; "
+            "`bench_encoders.py --budgets` (`encoders.md`) compares budgets.",
             "",
             md_table(*micro_table(m)),
             "",
