@@ -7,12 +7,13 @@ state z_t = (C_t, U_t, V_t, turns) (harness-g.tex l.275) and returns the steps o
 ANSWER when the last commit was a SELECT. Turns are counted as the environment counts them: every action is one
 turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a final SELECT needs no ANSWER).
 
-- *Reductions* (as before; they bound the search, so a found trajectory is exact but "not found" is relative to
-  them): when a missing gold unit is visible, committing it (the first in visible order) is the only branch
-  explored -- committing gold is required anyway, and a LOOKUP would replace U_t; non-gold SELECTs are never
-  explored, so only LOOKUPs branch. When every missing unit is visible the episode closes: SELECTs, then one
-  ANSWER_WITH of up to ``answer_with_max`` sentences (the menu's k, harness-g.tex l.291, l.1242), so n missing
-  units take max(1, n - k + 1) turns; a state with fewer turns left than that is pruned.
+- *Reductions* (they bound the search, so a found trajectory is exact but "not found" is relative to them): when
+  a missing gold unit is visible, committing it (the first in visible order) is the only gold-first branch --
+  committing gold is required anyway, and a LOOKUP would replace U_t; otherwise the LOOKUPs branch. Non-gold
+  SELECTs are explored only by the second search (see *Detours*). When every missing unit is visible the episode
+  closes: SELECTs, then one ANSWER_WITH of up to ``answer_with_max`` sentences (the menu's k, harness-g.tex
+  l.291, l.1242), so n missing units take max(1, n - k + 1) turns; a state with fewer turns left than that is
+  pruned.
 - *Iterative deepening* on the total number of turns: bound = the state's lower bound, then +1 up to T. The
   first trajectory found is therefore a shortest one of the search space, and a 2-turn solution is found before
   the search dives into 5-turn subtrees (a plain depth-first search spent its budget there).
@@ -31,6 +32,13 @@ turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a fin
   result must, after the search commits what it shows, leave the rest to one candidate of the next state.
   Otherwise the state is pruned before its menu is built. Within the search space this loses no trajectory.
   (The exploration behind the causes' details below skips it: those are read from the explored states.)
+- *Detours*: committing a sentence that is not gold changes m_t = concat(q, text(C_t)), and so the ranking of
+  every later LOOKUP: a director's biography can rank into the top K_s only once a sentence about the director is
+  committed. When the gold-only search finds no trajectory, a second search (``plan(detours=d)``) also branches
+  on up to d non-gold SELECTs per trajectory: at a state where no missing unit is visible, after its LOOKUPs;
+  at a state where some is, after committing it; each only while at least one LOOKUP still fits after it. Two
+  detours in a row are tried in one order (ascending id). The lookahead pruning counts "a detour, then one
+  LOOKUP" when two LOOKUP turns are left, so it stays exact. ``menu_reachability`` uses :data:`DETOURS`.
 - *Partial plans*: while searching, the best trajectory prefix plus the closing commits of the gold units it
   makes visible (most units, then fewest turns, within T) is kept, for the oracle policy when no full plan is
   found.
@@ -73,8 +81,9 @@ decided by cheap checks in this order, the first that applies wins:
     merged away) of some explored state but never became visible; ``upstream`` -- no explored state
     had it even in a pool (the bridge sentences that lead to it were cut); ``combination`` -- every
     unit was visible in some explored state but no trajectory collects them all.
-    Limits: the search's reductions (gold-first commits, no non-gold SELECTs) and, when the extended
-    search hits its budget, the partial exploration both mean this is "not found", not a proof.
+    Limits: the search's reductions (gold-first commits, at most :data:`DETOURS` non-gold SELECTs; the
+    longer and the diagnostic searches are gold-only) and, when the extended search hits its budget, the
+    partial exploration both mean this is "not found", not a proof.
 
 Cost: the relaxed closure reads entity lists and candidate pools through the view's caches (the
 whole graph at most once per process); the extended search and the exploration run only for
@@ -97,6 +106,9 @@ from harness_g.graph.types import QAItem, paragraph_of
 
 CAUSES: tuple[str, ...] = ("gold_absent", "no_entity_path", "pool_or_rank_cap", "turn_budget", "search_budget")
 _CHUNK = 512  # ids per store round trip in the relaxed closure
+#: non-gold SELECTs ("detours") a trajectory may use when the gold-only search finds none: 1 made 1 / 3 / 6 more
+#: HotpotQA / 2Wiki / MuSiQue dev questions reachable; 2 and 3 found no more, at up to 2.8x the search time
+DETOURS = 1
 
 Unit = frozenset[str] | str
 #: one trajectory step: (SELECT, (sid,)), (LOOKUP, (entity_id,)), (ANSWER_WITH, (sid, ...)) or (ANSWER, ())
@@ -227,6 +239,8 @@ class _State:
     visible: tuple[str, ...]
     visited: tuple[str, ...]
     turns: int
+    detours: int = 0  # non-gold SELECTs on the path to this state (not part of the key: z_t does not hold it)
+    last_detour: str = ""  # the sentence of the step into this state when that step was a non-gold SELECT
 
     @property
     def key(self) -> tuple:
@@ -235,11 +249,16 @@ class _State:
 
     def select(self, sid: str) -> "_State":
         """SELECT(s): C_{t+1} = C_t ∪ {s}, s leaves U_t (harness-g.tex l.289)."""
-        return _State(self.committed + (sid,), tuple(s for s in self.visible if s != sid), self.visited, self.turns + 1)
+        return _State(self.committed + (sid,), tuple(s for s in self.visible if s != sid), self.visited, self.turns + 1,
+                      self.detours)
+
+    def detour(self, sid: str) -> "_State":
+        """SELECT(s) of a sentence that satisfies no missing unit: it only changes m_t for the LOOKUPs after it."""
+        return replace(self.select(sid), detours=self.detours + 1, last_detour=sid)
 
     def lookup(self, eid: str, result: tuple[str, ...]) -> "_State":
         """LOOKUP(e): U_{t+1} = the menu's result for e, e joins V_t (harness-g.tex l.289-293)."""
-        return _State(self.committed, result, self.visited + (eid,), self.turns + 1)
+        return _State(self.committed, result, self.visited + (eid,), self.turns + 1, self.detours)
 
 
 @dataclass
@@ -249,6 +268,7 @@ class _Run:
     budget: int
     max_turns: int
     diagnose: bool
+    detours: int = 0  # non-gold SELECTs a trajectory may use (0: the gold-only search)
     spent: int = 0
     exhausted: bool = False
     stack: list[Step] = field(default_factory=list)  # steps from the plan's start to the current node
@@ -298,7 +318,8 @@ class GoldSearch:
         self.units: list[Unit] = list(units)
         self._shared = _shared or _Shared(view.encode([item.question])[0])
         self.q_vec = self._shared.q_vec
-        self._failed: dict[tuple, int] = {}  # state key -> most turns left proven not to suffice
+        # (state key, non-gold SELECTs still allowed) -> most turns left proven not to suffice
+        self._failed: dict[tuple, int] = {}
         self._pool_hits: dict[str, frozenset[int]] = {}  # entity -> units its uncapped pool C(e) satisfies
         self._result_hits: dict[tuple, frozenset[int]] = {}  # (C_t, entity) -> the units LOOKUP(entity) shows
         self._sentence_hits: dict[str, frozenset[int]] = {}  # sentence -> the units it satisfies
@@ -367,14 +388,14 @@ class GoldSearch:
             return []
         self._consider_partial(run, st, missing)
         left = bound - st.turns
-        key = st.key
+        key = (st.key, run.detours - st.detours, st.last_detour)  # what the subtree may still do depends on both
         if left < self._need(len(missing)) or run.failed.get(key, -1) >= left:
             return None
         if run.spent >= run.budget:
             run.exhausted = True
             return None
-        if run.diagnose and key not in run.noted:
-            run.noted.add(key)
+        if run.diagnose and st.key not in run.noted:
+            run.noted.add(st.key)
             self._note(run, st, missing)
         found = self._expand(run, st, missing, bound)
         if found is None and not run.exhausted:  # a complete failure: never search this state again with <= left turns
@@ -383,23 +404,41 @@ class GoldSearch:
 
     def _expand(self, run: _Run, st: _State, missing: frozenset[int], bound: int) -> list[Step] | None:
         """The branches of ``st``: close (all missing units visible), commit the first visible missing unit
-        (gold-first reduction), or each offered LOOKUP by promise, when the lookahead does not rule them out."""
+        (gold-first reduction), or each offered LOOKUP by promise, when the lookahead does not rule them out; then,
+        when the run allows them, each detour (a non-gold SELECT)."""
         need = self._need(len(missing))
         visible_hits = self.hits(st.visible) & missing
         if visible_hits == missing:  # everything visible: the closing commits take exactly `need` turns
             return self.commit_steps(st.visible, missing, bound - st.turns)[0]
+        lookups_left = bound - st.turns - need
         if visible_hits:
             sid = next(s for s in st.visible if self.hits([s]) & missing)
-            return self._child(run, st.select(sid), (ActionType.SELECT, (sid,)), bound)
-        lookups_left = bound - st.turns - need
-        # the diagnostic exploration visits every state within its bound: the causes are read from explored states
-        if lookups_left < 1 or (not run.diagnose and not self._lookups_can_finish(st, missing, lookups_left)):
-            return None
-        for eid, result in self._lookup_order(run, st, missing):
-            found = self._child(run, st.lookup(eid, result), (ActionType.LOOKUP, (eid,)), bound)
+            found = self._child(run, st.select(sid), (ActionType.SELECT, (sid,)), bound)
             if found is not None or run.exhausted:
                 return found
+        else:
+            # the diagnostic exploration visits every state within its bound: the causes are read from explored states
+            if lookups_left < 1 or (not run.diagnose and not self._lookups_can_finish(run, st, missing, lookups_left)):
+                return None
+            for eid, result in self._lookup_order(run, st, missing):
+                found = self._child(run, st.lookup(eid, result), (ActionType.LOOKUP, (eid,)), bound)
+                if found is not None or run.exhausted:
+                    return found
+        # a detour takes a turn, and a missing unit is not visible: at least one LOOKUP must follow it
+        if lookups_left >= 2:
+            for sid in self._detours(run, st, missing):
+                found = self._child(run, st.detour(sid), (ActionType.SELECT, (sid,)), bound)
+                if found is not None or run.exhausted:
+                    return found
         return None
+
+    def _detours(self, run: _Run, st: _State, missing: frozenset[int]) -> list[str]:
+        """The non-gold SELECTs the search tries at ``st``: every visible sentence that satisfies no missing unit, in
+        visible order, while the run allows another detour; right after a detour only sentences with a greater id,
+        so two detours in a row are tried in one order (a reduction: the other order concatenates m_t differently)."""
+        if st.detours >= run.detours:
+            return []
+        return [sid for sid in st.visible if sid > st.last_detour and not self.hits([sid]) & missing]
 
     def _child(self, run: _Run, child: _State, step: Step, bound: int) -> list[Step] | None:
         run.stack.append(step)
@@ -440,10 +479,15 @@ class GoldSearch:
                 self._pool_hits[e] = self.hits(pools.get(e, ()))
         return {e: self._pool_hits[e] for e in entity_ids}
 
-    def _lookups_can_finish(self, st: _State, missing: frozenset[int], lookups_left: int) -> bool:
+    def _lookups_can_finish(self, run: _Run, st: _State, missing: frozenset[int], lookups_left: int) -> bool:
         """Whether ``lookups_left`` (1 or 2; more: not checked) LOOKUPs could make every missing unit (none visible
-        now) visible, counting every candidate entity of C_t ∪ U_t as offered (the menu keeps at most K_e of them)."""
-        return lookups_left > 2 or self._can_finish(st.committed, st.visible, st.visited, missing, lookups_left)
+        now) visible, counting every candidate entity of C_t ∪ U_t as offered (the menu keeps at most K_e of them).
+        With 2 turns for LOOKUPs and a detour allowed, a detour and one LOOKUP may also do it."""
+        if lookups_left > 2 or self._can_finish(st.committed, st.visible, st.visited, missing, lookups_left):
+            return True
+        return lookups_left == 2 and any(
+            self._can_finish(st.committed + (sid,), tuple(s for s in st.visible if s != sid), st.visited, missing, 1)
+            for sid in self._detours(run, st, missing))
 
     def _can_finish(self, committed: tuple[str, ...], visible: tuple[str, ...], visited: tuple[str, ...],
                     missing: frozenset[int], lookups_left: int) -> bool:
@@ -529,13 +573,14 @@ class GoldSearch:
 
     # -- the entry point -------------------------------------------------------------------------------------
     def plan(self, committed: Sequence[str] = (), visible: Sequence[str] | None = None, visited: Sequence[str] = (),
-             turns: int = 0, *, budget: int = 400, max_turns: int | None = None, diagnose: bool = False) -> GoldPlan:
+             turns: int = 0, *, budget: int = 400, max_turns: int | None = None, diagnose: bool = False,
+             detours: int = 0) -> GoldPlan:
         """A shortest trajectory from the state (C_t = ``committed`` in commit order, U_t = ``visible``, default U_0;
         V_t = ``visited``; ``turns`` used) that commits every unit by turn ``max_turns`` (default T), by iterative
         deepening on the turn bound. ``budget``: new menus this call may build. ``diagnose``: instead, explore every
         state within ``max_turns`` (no lookahead pruning, none of the failures earlier plans proved, no deepening)
         and report the units seen visible / in an uncapped candidate pool (the causes' details)."""
-        run = _Run(budget, self.cfg.max_turns if max_turns is None else max_turns, diagnose)
+        run = _Run(budget, self.cfg.max_turns if max_turns is None else max_turns, diagnose, 0 if diagnose else detours)
         if not diagnose:
             run.failed = self._failed  # shared by every plan of this search
         st = _State(tuple(committed), tuple(self.initial_visible() if visible is None else visible), tuple(visited), turns)
@@ -579,14 +624,16 @@ def shortest_gold_trajectory(view: GraphView, item: QAItem, cfg: EnvConfig | Non
 
 
 def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = None, *, budget: int = 400,
-                      extra_turns: int = 4, answer_with_max: int | None = None) -> Reachability:
+                      extra_turns: int = 4, answer_with_max: int | None = None, detours: int = DETOURS) -> Reachability:
     """Reachability of ``item``'s gold units within ``cfg.max_turns`` and, when not reachable, its cause.
 
     ``budget``: menu expansions per search; ``extra_turns``: how far beyond T the diagnostic search
     looks before a capped miss is called ``pool_or_rank_cap`` rather than ``turn_budget``;
     ``answer_with_max``: how many visible sentences the closing ANSWER_WITH may commit at once (default: the
     environment's ``cfg.answer_with_max``, 0 when ANSWER_WITH is off; another value models
-    ``GoldSearch.env_config``). A 'reachable' verdict's ``path`` is executed as is by ``MenuEnv``.
+    ``GoldSearch.env_config``); ``detours``: the non-gold SELECTs a trajectory may use when the gold-only search
+    finds none (module docstring, "Detours"; 0: gold-only). A 'reachable' verdict's ``path`` is executed as is by
+    ``MenuEnv``.
     """
     cfg = cfg or EnvConfig()
     units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
@@ -606,6 +653,9 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
         return Reachability("unreachable", None, 0, n, init_hits, "turn_budget", "relaxed", lower)
 
     main = search.plan(budget=budget)
+    if main.status == "unreachable" and detours:
+        wider = search.plan(budget=budget, detours=detours)
+        main = replace(wider, expansions=main.expansions + wider.expansions)
     if main.status == "reachable":
         return Reachability("reachable", main.min_turns, main.expansions, n, init_hits, path=main.path)
     if main.status == "unknown":

@@ -3,7 +3,9 @@
 It is an upper reference for the menu, not a baseline a learned policy could match: at every turn it plans, from
 the observation's state z_t = (C_t, U_t, V_t, turn) (harness-g.tex l.275), a shortest trajectory that commits every
 gold evidence unit (:class:`harness_g.agent.reachability.GoldSearch`, the bounded search over the real menus), takes
-its first step and replies with the id of the menu action of that type and targets. It re-plans every turn (the
+its first step and replies with the id of the menu action of that type and targets. When no gold-only plan exists
+it plans with up to :data:`~harness_g.agent.reachability.DETOURS` non-gold SELECTs (a committed sentence changes
+m_t, so the LOOKUPs after it rank differently), as ``menu_reachability`` does. It re-plans every turn (the
 search's menu cache makes that cheap), so it stays correct when the state is not the planned one.
 
 When no full plan exists or none is found within the budget, it follows the plan that commits the most gold
@@ -28,7 +30,7 @@ from harness_g.agent.metrics import gold_units
 from harness_g.agent.observation import Observation
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.policies.heuristic import HeuristicPolicy
-from harness_g.agent.reachability import GoldPlan, GoldSearch, Step, feasible_units
+from harness_g.agent.reachability import DETOURS, GoldPlan, GoldSearch, Step, feasible_units
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 
@@ -124,6 +126,10 @@ class OraclePolicy(Policy):
         search = self._search_for(self._item(observation))
         state: PlanState = (observation.committed_ids, observation.visible_ids, observation.visited, observation.turn)
         plan = search.plan(*state, budget=self.budget)
+        if plan.status == "unreachable":  # no gold-only plan: one that also commits a non-gold sentence (a detour)
+            wider = search.plan(*state, budget=self.budget, detours=DETOURS)
+            if wider.status == "reachable":
+                plan = wider
         path, units = self._choose(observation, plan)
         if plan.status != "reachable":
             path, units = self._subset_plan(search, state, path, units)

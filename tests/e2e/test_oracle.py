@@ -24,6 +24,7 @@ from harness_g.errors import ConfigError
 
 Q_ALL_VISIBLE = "5a7ce50f55429909bec76869"  # both gold sentences in U_0
 Q_ONE_VISIBLE = "5a8268aa55429940e5e1a8aa"  # one of two gold sentences in U_0, the other one LOOKUP away
+Q_HUB = "5a8b1a925542997f31a41c6e"  # with one ranked candidate per LOOKUP, reachable only through a detour
 NO_LOOKUP = EnvConfig(answer_with=False)  # every commit a SELECT: an ANSWER turn closes the episode
 
 
@@ -86,6 +87,19 @@ def test_oracle_commits_all_gold_in_min_turns(hotpot_view, hotpot_questions) -> 
         # the answer is the heuristic's extractive answer from C_T
         assert traj.answer == HeuristicPolicy().answer(item.question, env.committed_texts(), env.observe())
     assert played >= 4
+
+
+def test_oracle_takes_a_detour_when_no_gold_only_plan_exists(hotpot_view, hotpot_questions) -> None:
+    """Where only a trajectory with a non-gold SELECT commits every gold unit (one ranked candidate per LOOKUP cuts the
+    gold sentence unless a committed sentence changes m_t), the oracle plays such a trajectory: all gold committed,
+    plus the detour's sentence."""
+    item = _by_id(hotpot_questions, Q_HUB)
+    cfg = EnvConfig(init_entity_reserve=0, lookup_pool_cap=1)
+    assert menu_reachability(hotpot_view, item, cfg, detours=0).status == "unreachable"
+    traj = run_episode(MenuEnv(hotpot_view, cfg), OraclePolicy(hotpot_view, cfg, [item]), item)
+    assert M.evidence_recall(_units(item), traj.committed) == 1.0 and traj.invalid_turns == 0
+    extra = [s for s in traj.committed if not any(M.unit_satisfied(u, [s]) for u in _units(item))]
+    assert len(extra) == 1
 
 
 def test_oracle_without_answer_with_answers_after_its_last_select(hotpot_view, hotpot_questions) -> None:

@@ -6,10 +6,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import init_retrieve
+from harness_g.agent.env import MenuEnv, init_retrieve
 from harness_g.agent.menu import build_menu, dedup_by_text, lookup_result
-from harness_g.agent.metrics import gold_units
+from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.agent.reachability import CAUSES, menu_reachability, relaxed_depths
 
 Q_ALL_VISIBLE = "5a7ce50f55429909bec76869"  # both gold sentences in U_0
@@ -103,8 +104,30 @@ def test_pool_or_rank_cap(hotpot_view, hotpot_questions) -> None:
     item = _by_id(hotpot_questions, Q_HUB)
     base = EnvConfig(init_entity_reserve=0)  # U_0 without question-entity slots (they show both gold sentences here)
     assert menu_reachability(hotpot_view, item, base).status == "reachable"
-    r = menu_reachability(hotpot_view, item, replace(base, lookup_pool_cap=1))
+    # gold-only search: with a detour this question is reachable again (test_a_detour_reaches_a_cut_gold_sentence)
+    r = menu_reachability(hotpot_view, item, replace(base, lookup_pool_cap=1), detours=0)
     assert r.status == "unreachable" and r.cause == "pool_or_rank_cap" and r.detail == "gold_cut"
+
+
+def test_a_detour_reaches_a_cut_gold_sentence(hotpot_view, hotpot_questions) -> None:
+    """Committing a non-gold sentence changes m_t and so the next LOOKUP's ranking: where the gold-only search finds
+    nothing (the gold sentence is cut by the one-candidate cap), the search with a detour finds a trajectory that
+    commits a sentence satisfying no gold unit, and MenuEnv, executing it, commits every gold unit."""
+    item = _by_id(hotpot_questions, Q_HUB)
+    cfg = EnvConfig(init_entity_reserve=0, lookup_pool_cap=1)
+    r = menu_reachability(hotpot_view, item, cfg)
+    assert r.status == "reachable" and r.cause is None
+    units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
+    selects = [t[0] for kind, t in r.path if kind is ActionType.SELECT]
+    detours = [s for s in selects if not any(unit_satisfied(u, [s]) for u in units)]
+    assert len(detours) == 1  # DETOURS = 1
+    env = MenuEnv(hotpot_view, cfg)
+    env.reset(item)
+    for kind, targets in r.path:
+        offered = [a.id for a in env.menu.actions if a.type is kind and a.targets == tuple(targets)]
+        assert len(offered) == 1 and env.step(offered[0]).valid
+    assert env.done and all(unit_satisfied(u, env.state.committed) for u in units)
+    assert env.state.turn == r.min_turns <= cfg.max_turns
 
 
 def test_every_cause_is_named_and_relaxed_depths_bound_min_turns(hotpot_view, hotpot_questions) -> None:
