@@ -318,7 +318,7 @@ class GoldSearch:
         self.units: list[Unit] = list(units)
         self._shared = _shared or _Shared(view.encode([item.question])[0])
         self.q_vec = self._shared.q_vec
-        # (state key, non-gold SELECTs still allowed) -> most turns left proven not to suffice
+        # (state key, non-gold SELECTs still allowed, last detour) -> most turns left proven not to suffice
         self._failed: dict[tuple, int] = {}
         self._pool_hits: dict[str, frozenset[int]] = {}  # entity -> units its uncapped pool C(e) satisfies
         self._result_hits: dict[tuple, frozenset[int]] = {}  # (C_t, entity) -> the units LOOKUP(entity) shows
