@@ -7,6 +7,10 @@ socket paths are limited to ~107 bytes and a GRAPH_DIR path can be longer than t
 The server always listens on that socket; with ``port`` it also listens on ``127.0.0.1:port``.
 If a server already serves ``data_dir`` (its socket answers PING and its pid is alive), it is
 reused and left running on :meth:`EmbeddedFalkorDB.stop` so several processes can share one graph.
+When the process that started it stops while others are still connected (the ranks of a multi-process
+training run, an eval beside a training run), it hands the server over (``falkordb.handover`` holds the
+server's pid) and the last of the reusing processes to stop saves and shuts it down: no server outlives
+every process that used it. Start, stop and hand-over decisions hold the data directory's lock.
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ import socket
 import subprocess
 import time
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import redis
 
@@ -31,9 +36,11 @@ RDB_FILE = "graph.rdb"
 PID_FILE = "falkordb.pid"
 LOG_FILE = "falkordb.log"
 LOCK_FILE = ".falkordb.lock"
+HANDOVER_FILE = "falkordb.handover"  # the pid of a server its starter left to the processes still using it
 HOST = "127.0.0.1"
 
 _owned_servers: "weakref.WeakSet[EmbeddedFalkorDB]" = weakref.WeakSet()
+_reused_servers: "weakref.WeakSet[EmbeddedFalkorDB]" = weakref.WeakSet()  # stopped at exit if handed over
 
 
 def socket_path_for(data_dir: Path) -> Path:
@@ -123,18 +130,32 @@ class EmbeddedFalkorDB:
         self.owned = False  # True when this object started the process (and so stops it)
         self.pid: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._owner_pid = 0  # the process that spawned the server; a forked child never stops it
+        self._owner_pid = 0  # the process that spawned or adopted the server; a forked child never stops it
         self._start_timeout_s = start_timeout_s
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(self.data_dir / LOCK_FILE, "w") as lock:
-            # one starter at a time per data dir, so two processes never both spawn a server
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._dir_lock():  # one starter at a time per data dir, so two processes never both spawn a server
+            if self._try_reuse():
+                self._owner_pid = os.getpid()
+                _reused_servers.add(self)
+            else:
+                self._spawn()
+
+    @contextmanager
+    def _dir_lock(self) -> Iterator[None]:
+        """The data directory's lock (flock, released by the kernel if the holder dies); none when the directory is
+        gone (deleted while its server ran: nothing left to serialise with)."""
+        try:
+            fh = open(self.data_dir / LOCK_FILE, "w")
+        except FileNotFoundError:
+            yield
+            return
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
             try:
-                if not self._try_reuse():
-                    self._spawn()
+                yield
             finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     # -- addressing --------------------------------------------------------------------------
     @property
@@ -314,18 +335,33 @@ class EmbeddedFalkorDB:
             pass
 
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Save and shut down the server if this object started it; a reused server keeps running."""
-        if not self.owned or os.getpid() != self._owner_pid:
+        """Save and shut down the server if this object started it and no other process uses it; hand it over when
+        one does. A reused server keeps running, unless its starter handed it over and this was its last user."""
+        if os.getpid() != self._owner_pid:
             return
-        if self._other_clients() > 0:
-            # another process (an eval beside a training run, say) still uses this graph: hand the server over
-            # instead of pulling it from under them; the next process to open the graph reuses it
-            self.owned = False
-            _owned_servers.discard(self)
-            self.save_quietly()
-            return
-        self.owned = False
-        _owned_servers.discard(self)
+        with self._dir_lock():  # a process attaching now waits, then finds the server running or starts its own
+            if self.owned:
+                self.owned = False
+                _owned_servers.discard(self)
+                if self._other_clients() > 0:
+                    # another process (an eval beside a training run, say) still uses this graph: hand the server over
+                    # instead of pulling it from under them; the last of them to stop shuts it down
+                    self.save_quietly()
+                    try:
+                        (self.data_dir / HANDOVER_FILE).write_text(f"{self.pid}\n")
+                    except OSError:  # the data directory is gone: its server serves nothing anyone can reopen
+                        pass
+                    return
+            elif self not in _reused_servers:
+                return
+            else:
+                _reused_servers.discard(self)
+                if _read_pid(self.data_dir / HANDOVER_FILE) != self.pid or self._other_clients() > 0:
+                    return
+            self._shutdown(timeout_s)
+
+    def _shutdown(self, timeout_s: float) -> None:
+        """Save and stop the server process, then remove its pid file, socket and hand-over mark."""
         if self.alive() and self.pid is not None:
             # SIGTERM, not the SHUTDOWN command: the server was started with shutdown-on-sigterm=save,
             # which saves just the same, and SHUTDOWN from a client lingers ~4 s in FalkorDB 4.16
@@ -336,6 +372,8 @@ class EmbeddedFalkorDB:
         self._reap()
         if _read_pid(self.data_dir / PID_FILE) == self.pid:
             (self.data_dir / PID_FILE).unlink(missing_ok=True)
+        if _read_pid(self.data_dir / HANDOVER_FILE) == self.pid:
+            (self.data_dir / HANDOVER_FILE).unlink(missing_ok=True)
         self.socket_path.unlink(missing_ok=True)
 
     def _wait_exit(self, timeout_s: float) -> None:
@@ -371,8 +409,9 @@ class EmbeddedFalkorDB:
 
 @atexit.register
 def _stop_owned_servers() -> None:
-    """A process that started a server and forgot to stop it still saves and stops it on exit."""
-    for server in list(_owned_servers):
+    """A process that started a server and forgot to stop it still saves and stops it on exit (or hands it over);
+    one that reused a handed-over server and was its last user stops it too."""
+    for server in [*_owned_servers, *_reused_servers]:
         try:
             server.stop()
         except Exception:  # noqa: BLE001 - best effort at interpreter exit

@@ -22,7 +22,7 @@ from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import GraphStore
 from harness_g.graph.stores import connect_store
-from harness_g.graph.stores.falkordb_server import PID_FILE, EmbeddedFalkorDB, socket_path_for
+from harness_g.graph.stores.falkordb_server import HANDOVER_FILE, PID_FILE, EmbeddedFalkorDB, socket_path_for
 from harness_g.graph.stores.falkordb_store import FalkorDBStore
 from harness_g.graph.artifact import write_embeddings
 from harness_g.graph.stores.queries import list_queries, load_query, split_statements
@@ -234,6 +234,27 @@ def test_second_store_reuses_running_server(tmp_path: Path) -> None:
     finally:
         first.close()
     assert not first.server.alive()
+
+
+def test_a_handed_over_server_stops_with_its_last_user(tiny_artifact: Artifact, tmp_path: Path) -> None:
+    """The starter stops while another store still uses the server (rank 0 of a two-process training run finishing
+    first): the server keeps serving, and when that last user closes it saves and stops -- before, it ran on with
+    no process left (each multi-process run leaked one redis-server)."""
+    data_dir = tmp_path / "store"
+    first = FalkorDBStore.from_embedded(data_dir)
+    second = FalkorDBStore.from_embedded(data_dir)
+    assert first.server is not None and second.server is not None and not second.server.owned
+    pid = first.server.pid
+    first.load(tiny_artifact, progress=False)
+    first.close()  # hands over: the second store is still connected
+    assert second.server.alive() and (data_dir / HANDOVER_FILE).read_text().split() == [str(pid)]
+    assert second.loaded_hash() == tiny_artifact.content_hash
+    before = counts_of(second)
+    second.close()
+    assert not second.server.alive() and not socket_path_for(data_dir).exists()
+    assert not (data_dir / HANDOVER_FILE).exists() and not (data_dir / PID_FILE).exists()
+    with FalkorDBStore.from_embedded(data_dir) as again:  # the shutdown saved the snapshot
+        assert again.server is not None and again.server.pid != pid and counts_of(again) == before
 
 
 def test_a_server_whose_directory_was_deleted_is_replaced_not_adopted(tmp_path: Path) -> None:
