@@ -352,12 +352,12 @@ class EmbeddedFalkorDB:
                     except OSError:  # the data directory is gone: its server serves nothing anyone can reopen
                         pass
                     return
-            elif self not in _reused_servers:
-                return
-            else:
+            elif self in _reused_servers:
                 _reused_servers.discard(self)
                 if _read_pid(self.data_dir / HANDOVER_FILE) != self.pid or self._other_clients() > 0:
                     return
+            else:  # already stopped or handed over by this object
+                return
             self._shutdown(timeout_s)
 
     def _shutdown(self, timeout_s: float) -> None:

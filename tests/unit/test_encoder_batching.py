@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_g.graph.encoders import token_budget_batches
+from harness_g.errors import ConfigError
+from harness_g.graph.encoders import OnnxEncoder, token_budget_batches
 
 
 def _check(lengths: list[int], max_rows: int, max_tokens: int) -> list[tuple[int, int]]:
@@ -39,3 +40,8 @@ def test_property_holds_for_mixed_lengths(lengths: list[int]) -> None:
     for rows in (1, 3, 64):
         for budget in (1, 64, 512):
             _check(lengths, rows, budget)
+
+
+def test_a_non_positive_budget_is_refused_before_any_model_loads() -> None:
+    with pytest.raises(ConfigError, match="max_batch_tokens must be >= 1, got 0"):
+        OnnxEncoder("no-such-model", max_batch_tokens=0)
