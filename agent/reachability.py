@@ -8,12 +8,19 @@ ANSWER when the last commit was a SELECT. Turns are counted as the environment c
 turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a final SELECT needs no ANSWER).
 
 - *Reductions* (they bound the search, so a found trajectory is exact but "not found" is relative to them): when
-  a missing gold unit is visible, committing it (the first in visible order) is the only gold-first branch --
-  committing gold is required anyway, and a LOOKUP would replace U_t; otherwise the LOOKUPs branch. Non-gold
+  a missing gold unit is visible, the search first commits it (the first in visible order), then tries the
+  LOOKUPs *without* committing it (see *Deferred commits*); when none is visible, the LOOKUPs branch. Of several
+  visible gold units it commits a prefix in visible order (never a later one before an earlier one). Non-gold
   SELECTs are explored only by the second search (see *Detours*). When every missing unit is visible the episode
   closes: SELECTs, then one ANSWER_WITH of up to ``answer_with_max`` sentences (the menu's k, harness-g.tex
   l.291, l.1242), so n missing units take max(1, n - k + 1) turns; a state with fewer turns left than that is
   pruned.
+- *Deferred commits*: a LOOKUP while a gold sentence is visible replaces U_t, so that sentence is lost unless a
+  later LOOKUP shows it again -- which it often does: a bridge sentence names the bridge entity, so it sits in
+  C(bridge) and ranks high by m_t. Then LOOKUP(bridge) followed by ANSWER_WITH(bridge sentence, answer sentence)
+  commits both units in 2 turns where "SELECT, LOOKUP, ANSWER_WITH" takes 3 (the closing ANSWER_WITH commits up
+  to k visible sentences in one turn, harness-g.tex l.1242). Committing later also keeps that sentence out of m_t
+  for the LOOKUPs in between. ``plan(defer=False)`` is the commit-first search (the ablation).
 - *Iterative deepening* on the total number of turns: bound = the state's lower bound, then +1 up to T. The
   first trajectory found is therefore a shortest one of the search space, and a 2-turn solution is found before
   the search dives into 5-turn subtrees (a plain depth-first search spent its budget there).
@@ -29,7 +36,8 @@ turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a fin
   drops C_t; the menu merely decides whether e is offered), so the search computes and caches it per (C_t, e)
   without building menus. When the bound leaves exactly one more LOOKUP, some candidate entity of C_t ∪ U_t
   (every one, not only the K_e the menu keeps) must show every missing unit; when it leaves two, some candidate's
-  result must, after the search commits what it shows, leave the rest to one candidate of the next state.
+  result must, after the search commits what it shows (or, deferring, commits nothing), leave the rest to one
+  candidate of the next state.
   Otherwise the state is pruned before its menu is built. Within the search space this loses no trajectory.
   (The exploration behind the causes' details below skips it: those are read from the explored states.)
 - *Detours*: committing a sentence that is not gold changes m_t = concat(q, text(C_t)), and so the ranking of
@@ -269,6 +277,7 @@ class _Run:
     max_turns: int
     diagnose: bool
     detours: int = 0  # non-gold SELECTs a trajectory may use (0: the gold-only search)
+    defer: bool = True  # LOOKUPs while a missing gold unit is visible (module docstring, "Deferred commits")
     spent: int = 0
     exhausted: bool = False
     stack: list[Step] = field(default_factory=list)  # steps from the plan's start to the current node
@@ -388,7 +397,8 @@ class GoldSearch:
             return []
         self._consider_partial(run, st, missing)
         left = bound - st.turns
-        key = (st.key, run.detours - st.detours, st.last_detour)  # what the subtree may still do depends on both
+        # what the subtree may still do depends on the detours left, the last detour and whether commits may wait
+        key = (st.key, run.detours - st.detours, st.last_detour, run.defer)
         if left < self._need(len(missing)) or run.failed.get(key, -1) >= left:
             return None
         if run.spent >= run.budget:
@@ -403,9 +413,9 @@ class GoldSearch:
         return found
 
     def _expand(self, run: _Run, st: _State, missing: frozenset[int], bound: int) -> list[Step] | None:
-        """The branches of ``st``: close (all missing units visible), commit the first visible missing unit
-        (gold-first reduction), or each offered LOOKUP by promise, when the lookahead does not rule them out; then,
-        when the run allows them, each detour (a non-gold SELECT)."""
+        """The branches of ``st``: close (all missing units visible); commit the first visible missing unit; each
+        offered LOOKUP by promise (while a missing unit is visible only when the run defers commits), when the
+        lookahead does not rule them out; then, when the run allows them, each detour (a non-gold SELECT)."""
         need = self._need(len(missing))
         visible_hits = self.hits(st.visible) & missing
         if visible_hits == missing:  # everything visible: the closing commits take exactly `need` turns
@@ -416,11 +426,12 @@ class GoldSearch:
             found = self._child(run, st.select(sid), (ActionType.SELECT, (sid,)), bound)
             if found is not None or run.exhausted:
                 return found
-        else:
+        if not visible_hits or run.defer:
             # the diagnostic exploration visits every state within its bound: the causes are read from explored states
-            if lookups_left < 1 or (not run.diagnose and not self._lookups_can_finish(run, st, missing, lookups_left)):
-                return None
-            for eid, result in self._lookup_order(run, st, missing):
+            feasible = lookups_left >= 1 and (run.diagnose or self._lookups_can_finish(run, st, missing, lookups_left))
+            if not feasible and not visible_hits:
+                return None  # no detour can help either: it needs a LOOKUP after it
+            for eid, result in self._lookup_order(run, st, missing) if feasible else ():
                 found = self._child(run, st.lookup(eid, result), (ActionType.LOOKUP, (eid,)), bound)
                 if found is not None or run.exhausted:
                     return found
@@ -483,16 +494,18 @@ class GoldSearch:
         """Whether ``lookups_left`` (1 or 2; more: not checked) LOOKUPs could make every missing unit (none visible
         now) visible, counting every candidate entity of C_t ∪ U_t as offered (the menu keeps at most K_e of them).
         With 2 turns for LOOKUPs and a detour allowed, a detour and one LOOKUP may also do it."""
-        if lookups_left > 2 or self._can_finish(st.committed, st.visible, st.visited, missing, lookups_left):
+        if lookups_left > 2 or self._can_finish(st.committed, st.visible, st.visited, missing, lookups_left, run.defer):
             return True
         return lookups_left == 2 and any(
-            self._can_finish(st.committed + (sid,), tuple(s for s in st.visible if s != sid), st.visited, missing, 1)
+            self._can_finish(st.committed + (sid,), tuple(s for s in st.visible if s != sid), st.visited, missing, 1,
+                             run.defer)
             for sid in self._detours(run, st, missing))
 
     def _can_finish(self, committed: tuple[str, ...], visible: tuple[str, ...], visited: tuple[str, ...],
-                    missing: frozenset[int], lookups_left: int) -> bool:
+                    missing: frozenset[int], lookups_left: int, defer: bool) -> bool:
         """Some candidate's exact result (which depends on C_t only: :meth:`_result`) shows every missing unit, or
-        shows some, which the search commits (gold-first, visible order), and ``lookups_left - 1`` more do the rest."""
+        shows some, which the search commits (gold-first, visible order) -- or, with ``defer``, leaves visible --
+        and ``lookups_left - 1`` more do the rest."""
         for eid in self._candidates_of(committed, visible, visited):
             result, result_hits = self._result(committed, eid)
             got = result_hits & missing
@@ -501,7 +514,10 @@ class GoldSearch:
             if lookups_left > 1:
                 picks = self._visible_picks(result, got)
                 rest = tuple(s for s in result if s not in picks)
-                if self._can_finish(committed + picks, rest, visited + (eid,), missing - got, lookups_left - 1):
+                if self._can_finish(committed + picks, rest, visited + (eid,), missing - got, lookups_left - 1, defer):
+                    return True
+                if defer and got and self._can_finish(committed, result, visited + (eid,), missing, lookups_left - 1,
+                                                      defer):
                     return True
         return False
 
@@ -574,13 +590,15 @@ class GoldSearch:
     # -- the entry point -------------------------------------------------------------------------------------
     def plan(self, committed: Sequence[str] = (), visible: Sequence[str] | None = None, visited: Sequence[str] = (),
              turns: int = 0, *, budget: int = 400, max_turns: int | None = None, diagnose: bool = False,
-             detours: int = 0) -> GoldPlan:
+             detours: int = 0, defer: bool = True) -> GoldPlan:
         """A shortest trajectory from the state (C_t = ``committed`` in commit order, U_t = ``visible``, default U_0;
         V_t = ``visited``; ``turns`` used) that commits every unit by turn ``max_turns`` (default T), by iterative
         deepening on the turn bound. ``budget``: new menus this call may build. ``diagnose``: instead, explore every
         state within ``max_turns`` (no lookahead pruning, none of the failures earlier plans proved, no deepening)
-        and report the units seen visible / in an uncapped candidate pool (the causes' details)."""
-        run = _Run(budget, self.cfg.max_turns if max_turns is None else max_turns, diagnose, 0 if diagnose else detours)
+        and report the units seen visible / in an uncapped candidate pool (the causes' details). ``detours``: non-gold
+        SELECTs a trajectory may use; ``defer``: LOOKUPs while a missing gold unit is visible (module docstring)."""
+        run = _Run(budget, self.cfg.max_turns if max_turns is None else max_turns, diagnose, 0 if diagnose else detours,
+                   defer)
         if not diagnose:
             run.failed = self._failed  # shared by every plan of this search
         st = _State(tuple(committed), tuple(self.initial_visible() if visible is None else visible), tuple(visited), turns)
@@ -624,7 +642,8 @@ def shortest_gold_trajectory(view: GraphView, item: QAItem, cfg: EnvConfig | Non
 
 
 def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = None, *, budget: int = 400,
-                      extra_turns: int = 4, answer_with_max: int | None = None, detours: int = DETOURS) -> Reachability:
+                      extra_turns: int = 4, answer_with_max: int | None = None, detours: int = DETOURS,
+                      defer: bool = True) -> Reachability:
     """Reachability of ``item``'s gold units within ``cfg.max_turns`` and, when not reachable, its cause.
 
     ``budget``: menu expansions per search; ``extra_turns``: how far beyond T the diagnostic search
@@ -632,8 +651,9 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     ``answer_with_max``: how many visible sentences the closing ANSWER_WITH may commit at once (default: the
     environment's ``cfg.answer_with_max``, 0 when ANSWER_WITH is off; another value models
     ``GoldSearch.env_config``); ``detours``: the non-gold SELECTs a trajectory may use when the gold-only search
-    finds none (module docstring, "Detours"; 0: gold-only). A 'reachable' verdict's ``path`` is executed as is by
-    ``MenuEnv``.
+    finds none (module docstring, "Detours"; 0: gold-only); ``defer``: whether the searches may LOOKUP while a
+    missing gold unit is visible and commit it when a later LOOKUP shows it again ("Deferred commits"; False: the
+    commit-first search). A 'reachable' verdict's ``path`` is executed as is by ``MenuEnv``.
     """
     cfg = cfg or EnvConfig()
     units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
@@ -652,18 +672,18 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     if lower > cfg.max_turns:
         return Reachability("unreachable", None, 0, n, init_hits, "turn_budget", "relaxed", lower)
 
-    main = search.plan(budget=budget)
+    main = search.plan(budget=budget, defer=defer)
     if main.status == "unreachable" and detours:
-        wider = search.plan(budget=budget, detours=detours)
+        wider = search.plan(budget=budget, detours=detours, defer=defer)
         main = replace(wider, expansions=main.expansions + wider.expansions)
     if main.status == "reachable":
         return Reachability("reachable", main.min_turns, main.expansions, n, init_hits, path=main.path)
     if main.status == "unknown":
         return Reachability("unknown", None, main.expansions, n, init_hits, "search_budget")
-    longer = search.plan(budget=budget, max_turns=cfg.max_turns + extra_turns)
+    longer = search.plan(budget=budget, max_turns=cfg.max_turns + extra_turns, defer=defer)
     if longer.status == "reachable":
         return Reachability("unreachable", None, main.expansions, n, init_hits, "turn_budget", "capped", longer.min_turns)
-    diag = search.plan(budget=budget, max_turns=cfg.max_turns + extra_turns, diagnose=True)
+    diag = search.plan(budget=budget, max_turns=cfg.max_turns + extra_turns, diagnose=True, defer=defer)
     never_visible = [k for k in range(n) if k not in diag.visible_units]
     if not never_visible:
         detail = "combination"

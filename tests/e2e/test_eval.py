@@ -143,18 +143,20 @@ def test_resume_computes_only_missing_questions(hotpot_view, hotpot_questions, t
     out = tmp_path / "run"
     policy = make_policy("heuristic")
     first = Counter()
-    summary = run_eval(hotpot_view, policy, hotpot_questions, out, env_config=SHORT, config=EvalConfig(limit=2, reachability=True),
-                       progress=False, on_record=first)
+    one_turn = EnvConfig(max_turns=1)
+    summary = run_eval(hotpot_view, policy, hotpot_questions, out, env_config=one_turn,
+                       config=EvalConfig(limit=2, reachability=True), progress=False, on_record=first)
     assert len(first.records) == 2 and summary["questions"] == 2
-    # with T=2 only the question whose two gold sentences are both in U_0 is reachable
+    # with T=1 only the question whose two gold sentences are both in U_0 is reachable (one ANSWER_WITH of both);
+    # the other needs a LOOKUP first
     assert summary["reachability"] == {"reachable": 1, "unreachable": 1} and summary["reachable_rate"] == 50.0
     assert [r["reachability"]["status"] for r in first.records] == ["reachable", "unreachable"]
     before = _lines(out / RECORDS)
     assert len(before) == 2
 
     second = Counter()
-    summary = run_eval(hotpot_view, policy, hotpot_questions, out, env_config=SHORT, config=EvalConfig(limit=4), progress=False,
-                       on_record=second)
+    summary = run_eval(hotpot_view, policy, hotpot_questions, out, env_config=one_turn, config=EvalConfig(limit=4),
+                       progress=False, on_record=second)
     assert [r["id"] for r in second.records] == [q.id for q in hotpot_questions[2:4]]
     after = _lines(out / RECORDS)
     assert len(after) == 4 and after[:2] == before
@@ -162,7 +164,8 @@ def test_resume_computes_only_missing_questions(hotpot_view, hotpot_questions, t
 
     # nothing left to do: a third run computes nothing and keeps the file
     third = Counter()
-    run_eval(hotpot_view, policy, hotpot_questions, out, env_config=SHORT, config=EvalConfig(limit=4), progress=False, on_record=third)
+    run_eval(hotpot_view, policy, hotpot_questions, out, env_config=one_turn, config=EvalConfig(limit=4), progress=False,
+             on_record=third)
     assert third.records == [] and _lines(out / RECORDS) == after
 
 

@@ -132,8 +132,15 @@ def test_plan_from_a_later_state(hotpot_view, hotpot_questions) -> None:
     assert later.status == "reachable" and later.min_turns == r.min_turns and later.turns == len(r.path) - 1
     _replay(env, later.path)
     assert env.done and M.evidence_recall(_units(item), env.state.committed) == 1.0
-    # too few turns left from that state: no full plan, and the partial plan commits what it can
-    partial = GoldSearch(hotpot_view, item, replace(cfg, max_turns=turn + 1)).plan(*state)
+    # after the commit-first search's first step (SELECT the visible gold sentence) with one turn left: no full plan
+    # (a LOOKUP and a commit remain), and the partial plan keeps what is committed and answers now
+    first = menu_reachability(hotpot_view, item, cfg, defer=False)
+    assert first.path[0][0] is ActionType.SELECT
+    env = MenuEnv(hotpot_view, cfg)
+    env.reset(item)
+    _replay(env, first.path[:1])
+    state = (tuple(env.state.committed), tuple(env.state.visible), tuple(env.state.visited), env.state.turn)
+    partial = GoldSearch(hotpot_view, item, replace(cfg, max_turns=env.state.turn + 1)).plan(*state)
     assert partial.status == "unreachable" and partial.min_turns is None and partial.committed_units == 1
     assert partial.path == ((ActionType.ANSWER, ()),)  # nothing more fits: answer now
 

@@ -45,7 +45,8 @@ def test_min_turns_bounded_by_budget(hotpot_view, hotpot_questions) -> None:
     item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
     r = menu_reachability(hotpot_view, item)
     assert r.status == "reachable" and r.initially_visible == 1
-    assert r.min_turns is not None and r.min_turns >= 3  # one commit, >= 1 LOOKUP, one commit
+    # >= 1 LOOKUP, then a closing commit (the visible gold sentence may wait for it: a deferred commit)
+    assert r.min_turns is not None and r.min_turns >= 2
     exact = menu_reachability(hotpot_view, item, EnvConfig(max_turns=r.min_turns))
     assert exact.status == "reachable" and exact.min_turns == r.min_turns
     short = menu_reachability(hotpot_view, item, EnvConfig(max_turns=r.min_turns - 1))

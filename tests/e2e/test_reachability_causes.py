@@ -22,6 +22,16 @@ def _by_id(questions, qid):
     return next(q for q in questions if q.id == qid)
 
 
+def _execute(view, cfg: EnvConfig, item, path) -> MenuEnv:
+    """Run a search's trajectory step by step in MenuEnv; each step must be offered exactly once and be valid."""
+    env = MenuEnv(view, cfg)
+    env.reset(item)
+    for kind, targets in path:
+        offered = [a.id for a in env.menu.actions if a.type is kind and a.targets == tuple(targets)]
+        assert len(offered) == 1 and env.step(offered[0]).valid
+    return env
+
+
 def test_reachable_and_no_gold_have_no_cause(hotpot_view, hotpot_questions) -> None:
     r = menu_reachability(hotpot_view, _by_id(hotpot_questions, Q_ALL_VISIBLE))
     assert r.status == "reachable" and r.cause is None and r.detail == "" and r.needed_turns is None
@@ -85,10 +95,26 @@ def test_multi_sentence_answer_with(hotpot_view, hotpot_questions) -> None:
     multi = menu_reachability(hotpot_view, item, one, answer_with_max=2)
     assert multi.status == "reachable" and multi.min_turns == 1
     assert menu_reachability(hotpot_view, item, EnvConfig(max_turns=1)).min_turns == 1  # k = 2 is the default
-    # gold that needs a LOOKUP still needs its turns: commit, look up, answer
-    two = _by_id(hotpot_questions, Q_ONE_VISIBLE)
-    single = menu_reachability(hotpot_view, two, EnvConfig(answer_with_max=1))
-    assert menu_reachability(hotpot_view, two, answer_with_max=2).min_turns == single.min_turns
+
+
+def test_a_deferred_commit_closes_two_units_in_one_answer_with(hotpot_view, hotpot_questions) -> None:
+    """U_0 shows the bridge sentence, the other gold sentence is one LOOKUP away, and that LOOKUP shows the bridge
+    sentence again: LOOKUP, then ANSWER_WITH(both) takes 2 turns where the commit-first search needs 3 (SELECT,
+    LOOKUP, ANSWER_WITH). With k = 1 the deferral saves nothing."""
+    item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
+    units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
+    cfg = EnvConfig()
+    r = menu_reachability(hotpot_view, item, cfg)
+    assert r.status == "reachable" and r.min_turns == 2
+    assert [kind for kind, _ in r.path] == [ActionType.LOOKUP, ActionType.ANSWER_WITH] and len(r.path[1][1]) == 2
+    visible0 = init_retrieve(hotpot_view, item.question, hotpot_view.encode([item.question])[0], cfg)
+    assert any(s in visible0 for s in r.path[1][1])  # the deferred one: visible at U_0, shown again by the LOOKUP
+    env = _execute(hotpot_view, cfg, item, r.path)
+    assert env.done and env.state.turn == 2 and all(unit_satisfied(u, env.state.committed) for u in units)
+    first = menu_reachability(hotpot_view, item, cfg, defer=False)
+    assert first.status == "reachable" and first.min_turns == 3 and first.path[0][0] is ActionType.SELECT
+    single = menu_reachability(hotpot_view, item, EnvConfig(answer_with_max=1))
+    assert single.min_turns == 3
 
 
 def test_search_budget(hotpot_view, hotpot_questions) -> None:
@@ -121,11 +147,7 @@ def test_a_detour_reaches_a_cut_gold_sentence(hotpot_view, hotpot_questions) -> 
     selects = [t[0] for kind, t in r.path if kind is ActionType.SELECT]
     detours = [s for s in selects if not any(unit_satisfied(u, [s]) for u in units)]
     assert len(detours) == 1  # DETOURS = 1
-    env = MenuEnv(hotpot_view, cfg)
-    env.reset(item)
-    for kind, targets in r.path:
-        offered = [a.id for a in env.menu.actions if a.type is kind and a.targets == tuple(targets)]
-        assert len(offered) == 1 and env.step(offered[0]).valid
+    env = _execute(hotpot_view, cfg, item, r.path)
     assert env.done and all(unit_satisfied(u, env.state.committed) for u in units)
     assert env.state.turn == r.min_turns <= cfg.max_turns
 
