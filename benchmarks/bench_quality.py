@@ -417,8 +417,9 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
     ccols, crows = cause_rows(results, meta.get("reach_before"))
     if crows:
         L += ["## Why unreachable (T = 6, K_s = 6, K_e = 8)", "",
-              f"A question is reachable when the search (gold commits and LOOKUPs, then also up to {DETOURS} non-gold "
-              "SELECT, which changes m_t) finds a trajectory within T. "
+              f"A question is reachable when the search (gold commits and LOOKUPs, a visible gold sentence committed now or "
+              f"after LOOKUPs that show it again, then also up to {DETOURS} non-gold SELECT, which changes m_t) finds a "
+              "trajectory within T. "
               "Every question that is not reachable gets one cause (`agent/reachability.py` defines each exactly): "
               "*gold_absent* = a gold unit no sentence of the graph satisfies; *no_entity_path* = the relaxed closure from U_0 "
               "(every lookup-able entity's full candidate pool, no caps, no turn limit) never reaches a gold unit: no policy "
