@@ -8,13 +8,13 @@ ANSWER when the last commit was a SELECT. Turns are counted as the environment c
 turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a final SELECT needs no ANSWER).
 
 - *Reductions* (they bound the search, so a found trajectory is exact but "not found" is relative to them): when
-  a missing gold unit is visible, the search first commits it (the first in visible order), then tries the
-  LOOKUPs *without* committing it (see *Deferred commits*); when none is visible, the LOOKUPs branch. Of several
-  visible gold units it commits a prefix in visible order (never a later one before an earlier one). Non-gold
-  SELECTs are explored only by the second search (see *Detours*). When every missing unit is visible the episode
-  closes: SELECTs, then one ANSWER_WITH of up to ``answer_with_max`` sentences (the menu's k, harness-g.tex
-  l.291, l.1242), so n missing units take max(1, n - k + 1) turns; a state with fewer turns left than that is
-  pruned.
+  a missing gold unit is visible, the search first commits it -- each visible sentence that satisfies a missing
+  unit, in visible order, is a branch (C_t's commit order and which sentence of a gold paragraph is committed both
+  change m_t) -- then tries the LOOKUPs *without* committing (see *Deferred commits*); when none is visible, the
+  LOOKUPs branch. Non-gold SELECTs are explored only by the second search (see *Detours*). When every missing
+  unit is visible the episode closes: SELECTs, then one ANSWER_WITH of up to ``answer_with_max`` sentences (the
+  menu's k, harness-g.tex l.291, l.1242), so n missing units take max(1, n - k + 1) turns; a state with fewer
+  turns left than that is pruned.
 - *Deferred commits*: a LOOKUP while a gold sentence is visible replaces U_t, so that sentence is lost unless a
   later LOOKUP shows it again -- which it often does: a bridge sentence names the bridge entity, so it sits in
   C(bridge) and ranks high by m_t. Then LOOKUP(bridge) followed by ANSWER_WITH(bridge sentence, answer sentence)
@@ -36,9 +36,10 @@ turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a fin
   drops C_t; the menu merely decides whether e is offered), so the search computes and caches it per (C_t, e)
   without building menus. When the bound leaves exactly one more LOOKUP, some candidate entity of C_t ∪ U_t
   (every one, not only the K_e the menu keeps) must show every missing unit; when it leaves two, some candidate's
-  result must, after the search commits what it shows (or, deferring, commits nothing), leave the rest to one
-  candidate of the next state.
-  Otherwise the state is pruned before its menu is built. Within the search space this loses no trajectory.
+  result must, after the search commits what it shows (in visible order) or, deferring, commits nothing, leave the
+  rest to one candidate of the next state. Otherwise the state is pruned before its menu is built. This loses no
+  trajectory of the search space except those that, between their last two LOOKUPs, commit only part of what the
+  first shows or commit it in another order (each such order would need its own m_t encoded; a reduction).
   (The exploration behind the causes' details below skips it: those are read from the explored states.)
 - *Detours*: committing a sentence that is not gold changes m_t = concat(q, text(C_t)), and so the ranking of
   every later LOOKUP: a director's biography can rank into the top K_s only once a sentence about the director is
@@ -89,7 +90,7 @@ decided by cheap checks in this order, the first that applies wins:
     merged away) of some explored state but never became visible; ``upstream`` -- no explored state
     had it even in a pool (the bridge sentences that lead to it were cut); ``combination`` -- every
     unit was visible in some explored state but no trajectory collects them all.
-    Limits: the search's reductions (gold-first commits, at most :data:`DETOURS` non-gold SELECTs; the
+    Limits: the search's reductions (see *Reductions*; at most :data:`DETOURS` non-gold SELECTs; the
     longer and the diagnostic searches are gold-only) and, when the extended search hits its budget, the
     partial exploration both mean this is "not found", not a proof.
 
@@ -413,16 +414,16 @@ class GoldSearch:
         return found
 
     def _expand(self, run: _Run, st: _State, missing: frozenset[int], bound: int) -> list[Step] | None:
-        """The branches of ``st``: close (all missing units visible); commit the first visible missing unit; each
-        offered LOOKUP by promise (while a missing unit is visible only when the run defers commits), when the
-        lookahead does not rule them out; then, when the run allows them, each detour (a non-gold SELECT)."""
+        """The branches of ``st``: close (all missing units visible); commit a visible sentence of a missing unit
+        (each, in visible order); each offered LOOKUP by promise (while a missing unit is visible only when the run
+        defers commits), when the lookahead does not rule them out; then, when the run allows them, each detour (a
+        non-gold SELECT)."""
         need = self._need(len(missing))
         visible_hits = self.hits(st.visible) & missing
         if visible_hits == missing:  # everything visible: the closing commits take exactly `need` turns
             return self.commit_steps(st.visible, missing, bound - st.turns)[0]
         lookups_left = bound - st.turns - need
-        if visible_hits:
-            sid = next(s for s in st.visible if self.hits([s]) & missing)
+        for sid in [s for s in st.visible if self.hits([s]) & missing]:  # empty when no missing unit is visible
             found = self._child(run, st.select(sid), (ActionType.SELECT, (sid,)), bound)
             if found is not None or run.exhausted:
                 return found

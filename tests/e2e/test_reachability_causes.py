@@ -8,8 +8,8 @@ import numpy as np
 
 from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import MenuEnv, init_retrieve
-from harness_g.agent.menu import build_menu, dedup_by_text, lookup_result
+from harness_g.agent.env import MenuEnv, committed_query, init_retrieve
+from harness_g.agent.menu import build_menu, dedup_by_text, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.agent.reachability import CAUSES, menu_reachability, relaxed_depths
 
@@ -116,6 +116,39 @@ def test_a_deferred_commit_closes_two_units_in_one_answer_with(hotpot_view, hotp
     single = menu_reachability(hotpot_view, item, EnvConfig(answer_with_max=1))
     assert single.min_turns == 3
 
+
+def _lookup_results(view, question: str, committed: tuple[str, ...], visible, cfg: EnvConfig) -> dict[str, tuple[str, ...]]:
+    """LOOKUP(e)'s U_{t+1} for every lookup-able entity of C_t ∪ U_t (V_t empty), from the environment's own parts."""
+    m_text, texts = committed_query(view, question, committed, cfg.query_max_words)
+    m_vec = view.encode([m_text])[0]
+    keys = {text_key(t) for t in texts}
+    sids = [*committed, *visible]
+    entities = sorted({e.id for es in view.entities_of(sids).values() for e in es if e.lookupable})
+    pools = view.lookup_pools(entities)
+    return {e: lookup_result(view, pools.get(e, ()), m_vec, set(committed), keys, cfg) for e in entities}
+
+
+def test_a_later_visible_gold_sentence_may_be_committed_first(hotpot_view, hotpot_questions) -> None:
+    """m_t concatenates C_t in commit order, so which visible gold sentence is committed first changes every later
+    LOOKUP. Gold {a, b, g} with T = 3: a and b visible in U_0 (a first), g shown only by a LOOKUP. Committing a
+    first leaves no LOOKUP that shows both b and g, and no LOOKUP from U_0 shows all three, so the search must
+    commit b first: SELECT b, LOOKUP, ANSWER_WITH(a, g)."""
+    item = _by_id(hotpot_questions, Q_ALL_VISIBLE)
+    cfg = EnvConfig(max_turns=3)
+    a, b, g = "p_83a04ee7359eb91a:0", "p_e6d66dff4e73eed0:0", "p_e6d66dff4e73eed0:3"
+    u0 = tuple(init_retrieve(hotpot_view, item.question, hotpot_view.encode([item.question])[0], cfg))
+    assert u0.index(a) < u0.index(b) and g not in u0
+    # the premises: the only 3-turn shapes are SELECT x, LOOKUP, ANSWER_WITH(y, g) and LOOKUP, SELECT, ANSWER_WITH
+    after_a = _lookup_results(hotpot_view, item.question, (a,), [s for s in u0 if s != a], cfg)
+    assert not any({b, g} <= set(res) for res in after_a.values())
+    assert not any({a, b, g} <= set(res) for res in _lookup_results(hotpot_view, item.question, (), u0, cfg).values())
+    gold = replace(item, id="order", gold_sentence_ids=(a, b, g), gold_paragraph_ids=())
+    r = menu_reachability(hotpot_view, gold, cfg)
+    assert r.status == "reachable" and r.min_turns == 3
+    assert r.path[0] == (ActionType.SELECT, (b,)) and r.path[1][0] is ActionType.LOOKUP
+    assert r.path[2][0] is ActionType.ANSWER_WITH and set(r.path[2][1]) == {a, g}
+    env = _execute(hotpot_view, cfg, gold, r.path)
+    assert env.done and set(env.state.committed) == {a, b, g}
 
 def test_search_budget(hotpot_view, hotpot_questions) -> None:
     item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
