@@ -492,9 +492,10 @@ class GoldSearch:
         return {e: self._pool_hits[e] for e in entity_ids}
 
     def _lookups_can_finish(self, run: _Run, st: _State, missing: frozenset[int], lookups_left: int) -> bool:
-        """Whether ``lookups_left`` (1 or 2; more: not checked) LOOKUPs could make every missing unit (none visible
-        now) visible, counting every candidate entity of C_t ∪ U_t as offered (the menu keeps at most K_e of them).
-        With 2 turns for LOOKUPs and a detour allowed, a detour and one LOOKUP may also do it."""
+        """Whether ``lookups_left`` (1 or 2; more: not checked) LOOKUPs could make every missing unit visible (one
+        visible now included: the first LOOKUP replaces U_t, so a deferred unit must be shown again), counting every
+        candidate entity of C_t ∪ U_t as offered (the menu keeps at most K_e of them). With 2 turns for LOOKUPs and a
+        detour allowed, a detour and one LOOKUP may also do it."""
         if lookups_left > 2 or self._can_finish(st.committed, st.visible, st.visited, missing, lookups_left, run.defer):
             return True
         return lookups_left == 2 and any(
