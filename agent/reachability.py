@@ -508,7 +508,12 @@ class GoldSearch:
         """Some candidate's exact result (which depends on C_t only: :meth:`_result`) shows every missing unit, or
         shows some, which the search commits (gold-first, visible order) -- or, with ``defer``, leaves visible --
         and ``lookups_left - 1`` more do the rest."""
-        for eid in self._candidates_of(committed, visible, visited):
+        candidates = self._candidates_of(committed, visible, visited)
+        if lookups_left == 1:  # the result is part of the pool C(e): a pool without every missing unit cannot do it,
+            # and skipping it skips encoding this C_t's m_t (each detour's state has a new one)
+            pool_hits = self._pool_hits_of(candidates)
+            candidates = [e for e in candidates if missing <= pool_hits[e]]
+        for eid in candidates:
             result, result_hits = self._result(committed, eid)
             got = result_hits & missing
             if got == missing:
