@@ -3,7 +3,9 @@
 It is an upper reference for the menu, not a baseline a learned policy could match: at every turn it plans, from
 the observation's state z_t = (C_t, U_t, V_t, turn) (harness-g.tex l.275), a shortest trajectory that commits every
 gold evidence unit (:class:`harness_g.agent.reachability.GoldSearch`, the bounded search over the real menus), takes
-its first step and replies with the id of the menu action of that type and targets. When no gold-only plan exists
+its first step and replies with the id of the menu action of that type and targets. A plan may LOOKUP while a gold
+sentence is visible when that LOOKUP shows it again, so the closing ANSWER_WITH commits it with the last one (a
+deferred commit: LOOKUP, ANSWER_WITH in 2 turns instead of SELECT, LOOKUP, ANSWER_WITH). When no gold-only plan exists
 it plans with up to :data:`~harness_g.agent.reachability.DETOURS` non-gold SELECTs (a committed sentence changes
 m_t, so the LOOKUPs after it rank differently), as ``menu_reachability`` does. It re-plans every turn (the
 search's menu cache makes that cheap), so it stays correct when the state is not the planned one.
