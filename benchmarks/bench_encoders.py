@@ -1,7 +1,7 @@
 """Sentence-encoder backends on real sentences: torch (sentence-transformers) vs ONNX Runtime fp32 vs int8.
 
     python benchmarks/bench_encoders.py [--datasets hotpotqa,2wiki] [-n 1000] [--threads 1,2] [--runs 3]
-                                        [--budgets 256,512,1024,100000] [--graphs /tmp/hg-dev]
+                                        [--budgets 256,512,1024,100000] [--names 4000] [--graphs /tmp/hg-dev]
                                         [--out benchmarks/results/encoders.json]
 
 Sentences: the first ``n / len(datasets)`` rows of each dev graph's ``sentences.parquet`` (column ``text``),
@@ -12,7 +12,9 @@ hits them alike; the table gives the median run as sentences/s and as seconds pe
 row against torch. The ONNX files are exported into a fresh cache (``--cache``, default a temporary
 directory), so the export seconds are measured too, then a second construction shows the cached load.
 A second table times fp32 ONNX at each ``--budgets`` value of ``max_batch_tokens`` (padded word pieces per
-onnxruntime call), interleaved, to show what the default budget buys over fixed-row batches.
+onnxruntime call), interleaved, to show what the default budget buys over fixed-row batches. A third runs fp32 ONNX
+at the largest ``--threads`` count as one call vs two concurrent lanes (``encode(..., lanes=2)``), on the sentences
+and on ``--names`` lookup-able entity names, and checks the vectors are bitwise equal.
 """
 from __future__ import annotations
 
@@ -132,6 +134,50 @@ def measure_budgets(embedder: Any, texts: list[str], threads: list[int], runs: i
     return rows
 
 
+def read_names(graphs: Path, datasets: list[str], n: int) -> list[str]:
+    """``n`` lookup-able entity surfaces (what the build's link stage encodes), split evenly over the dev graphs."""
+    import pyarrow.parquet as pq
+
+    per = -(-n // len(datasets))
+    names: list[str] = []
+    for name in datasets:
+        table = pq.read_table(graphs / name / "entities.parquet", columns=["surface", "lookupable"]).to_pydict()
+        names += [s for s, ok in zip(table["surface"], table["lookupable"]) if ok][:per]
+    return names[:n]
+
+
+def measure_lanes(embedder: Any, corpora: dict[str, list[str]], threads: int, runs: int,
+                  batch_size: int) -> list[dict[str, Any]]:
+    """fp32 ONNX with ``threads`` torch threads as one call (``lanes=1``) vs two concurrent lanes of half the threads
+    each (``lanes=2``, what the build uses once NER is done), interleaved; one row per (texts, lanes) with the median
+    items/s and whether the vectors equal the one-lane ones bit for bit."""
+    import torch
+
+    before = torch.get_num_threads()
+    rows = []
+    try:
+        torch.set_num_threads(threads)
+        for kind, texts in corpora.items():
+            for lanes in (1, 2):
+                embedder.encode(texts[:4 * batch_size], batch_size=batch_size, lanes=lanes)  # sessions started
+            samples: dict[int, list[float]] = {1: [], 2: []}
+            outs: dict[int, np.ndarray] = {}
+            for _ in range(runs):
+                for lanes in (1, 2):
+                    t0 = time.perf_counter()
+                    outs[lanes] = embedder.encode(texts, batch_size=batch_size, lanes=lanes)
+                    samples[lanes].append(time.perf_counter() - t0)
+            base = statistics.median(samples[1])
+            for lanes, secs in samples.items():
+                rows.append({"texts": kind, "n": len(texts), "threads": threads, "lanes": lanes, "runs_s": secs,
+                             "items_per_s": len(texts) / statistics.median(secs),
+                             "speedup_vs_one_lane": base / statistics.median(secs),
+                             "bitwise_equal_to_one_lane": bool(np.array_equal(outs[lanes], outs[1]))})
+    finally:
+        torch.set_num_threads(before)
+    return rows
+
+
 def markdown(data: dict[str, Any]) -> str:
     """The results page: setup line, load averages, the table, construction seconds."""
     table = md_table(
@@ -151,6 +197,16 @@ def markdown(data: dict[str, Any]) -> str:
             md_table(["threads", "max_batch_tokens", "sentences/s (median)", "runs (s)"],
                      [[r["threads"], r["max_batch_tokens"], f"{r['sentences_per_s']:.1f}",
                        ", ".join(f"{x:.2f}" for x in r["runs_s"])] for r in data["budget_rows"]]), ""]
+    lane_lines: list[str] = []
+    if data.get("lane_rows"):
+        lane_lines = [
+            f"fp32 ONNX with {data['lane_rows'][0]['threads']} torch threads: one call (1 lane) vs two concurrent "
+            "lanes of half the threads each (`encode(..., lanes=2)`, the build's embed stage once NER is done and its "
+            "link stage), same batches, interleaved; *names* = lookup-able entity surfaces (the link stage's texts):", "",
+            md_table(["texts", "n", "lanes", "items/s (median)", "speed-up vs 1 lane", "bitwise equal", "runs (s)"],
+                     [[r["texts"], r["n"], r["lanes"], f"{r['items_per_s']:.1f}", f"{r['speedup_vs_one_lane']:.2f}x",
+                       "yes" if r["bitwise_equal_to_one_lane"] else "NO", ", ".join(f"{x:.2f}" for x in r["runs_s"])]
+                      for r in data["lane_rows"]]), ""]
     return "\n".join([
         "# Sentence-encoder backends: torch vs ONNX Runtime fp32 vs int8",
         "",
@@ -166,6 +222,7 @@ def markdown(data: dict[str, Any]) -> str:
         loads,
         "",
         *budget_lines,
+        *lane_lines,
         "Regenerate: `python benchmarks/bench_encoders.py` (needs onnxruntime and onnx).",
     ])
 
@@ -179,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--budgets", default="256,512,1024,100000",
                     help="max_batch_tokens values timed for fp32 ONNX (empty: skip that table)")
+    ap.add_argument("--names", type=int, default=4000, help="entity names for the lanes table")
     ap.add_argument("--graphs", type=Path, default=Path("/tmp/hg-dev"), help="folder of dev graphs")
     ap.add_argument("--cache", type=Path, default=None, help="ONNX cache (default: a fresh temporary one)")
     ap.add_argument("--out", type=Path, default=RESULTS / "encoders.json")
@@ -194,10 +252,12 @@ def main(argv: list[str] | None = None) -> None:
         rows = measure(embedders, texts, threads, args.runs, args.batch_size)
         budgets = [int(b) for b in args.budgets.split(",") if b]
         budget_rows = measure_budgets(embedders["onnx"], texts, threads, args.runs, args.batch_size, budgets) if budgets else []
+        lane_rows = (measure_lanes(embedders["onnx"], {"sentences": texts, "names": read_names(args.graphs, datasets, args.names)},
+                                   max(threads), args.runs, args.batch_size) if max(threads) >= 2 else [])
     data = {"when": utc_stamp(), "machine": machine_info(), "onnxruntime": onnxruntime.__version__,
             "datasets": datasets, "n_sentences": len(texts), "n_words": sum(len(t.split()) for t in texts),
             "batch_size": args.batch_size, "runs": args.runs, "load_before": load_before, "load_after": load_avg(),
-            "construction": construction, "rows": rows, "budget_rows": budget_rows}
+            "construction": construction, "rows": rows, "budget_rows": budget_rows, "lane_rows": lane_rows}
     md = markdown(data)
     for path in write_results(args.out, data, md):
         print(f"wrote {path}")

@@ -60,6 +60,15 @@ PIPELINE_VERSION = "4"  # 4: title mentions (BuildConfig.title_mentions)
 BUSY_STAGES = ("ner", "embed")
 
 
+def encode_lanes(threads: int) -> int:
+    """Concurrent encoder calls for ``threads`` cores once the encoder has them to itself: 2 (each with half the
+    threads) from 2 cores on. On 2 cores two 1-thread ONNX lanes encoded dev sentences 1.17x and entity names 1.24x
+    faster than one 2-thread call, whose intra-op barriers wait on the other thread (benchmarks/results/encoders.md),
+    with bitwise the same vectors; the HotpotQA dev build took 0.90x the wall time (build_lanes.md). Backends without
+    concurrent calls (torch) ignore it."""
+    return 2 if threads >= 2 else 1
+
+
 def build_wall_seconds(seconds: Mapping[str, float]) -> float:
     """A build's wall time from its stage seconds (``BuildResult.seconds`` / the manifest's ``seconds``): every stage
     but the workers' busy seconds, which overlap inside ``ner_embed_wall``."""
@@ -169,7 +178,8 @@ def _ner_and_embed(
         # loaded here, so the encoder's start-up overlaps spaCy's model load in the calling thread
         embedder = get_embedder(config.embedding_model, config.device, config.embedding_backend)
         # longest texts last across the whole corpus (little padding), in chunks: once NER is done the remaining
-        # chunks get every core (torch and the ONNX sessions read torch's thread count at each call)
+        # chunks get every core (torch and the ONNX sessions read torch's thread count at each call), on ONNX as
+        # two lanes (encode_lanes)
         order = np.argsort(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)), kind="stable")
         out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
         chunk = config.embed_batch_size * EMBED_CHUNK_BATCHES
@@ -179,7 +189,8 @@ def _ner_and_embed(
             if ner_done.is_set() and torch.get_num_threads() != full:
                 torch.set_num_threads(full)
             rows = order[start:start + chunk]
-            out[rows] = embedder.encode([texts[i] for i in rows], batch_size=config.embed_batch_size)
+            out[rows] = embedder.encode([texts[i] for i in rows], batch_size=config.embed_batch_size,
+                                        lanes=encode_lanes(full) if ner_done.is_set() else 1)
         return out, time.perf_counter() - t0, embedder.dim
 
     # spaCy takes one core; give the encoder the rest until NER is done, so the two stages do not oversubscribe the
@@ -442,7 +453,8 @@ def _build_locked(
     names = [r.surface for r, ok in zip(ent.records, ent.lookupable) if ok]
     name_vecs = np.zeros((len(ent.records), dim), dtype=np.float32)
     if names:
-        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device, config.embedding_backend).encode(names, batch_size=config.embed_batch_size)
+        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device, config.embedding_backend).encode(
+            names, batch_size=config.embed_batch_size, lanes=encode_lanes(torch.get_num_threads()))
     edges = link_entities(
         ent.records,
         title_ids=ent.title_ids,

@@ -7,6 +7,7 @@ is a config value for users with a hub. The encoder backends live in ``graph/enc
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from functools import lru_cache
 from typing import Any, Sequence
@@ -41,7 +42,8 @@ class Embedder:
     """Encodes text to L2-normalised float32 vectors with one encoder backend (``graph/encoders.py``).
 
     ``encode(texts)`` returns an array of shape ``[len(texts), dim]``; cosine similarity is
-    then a dot product. Thread-safe for concurrent ``encode`` calls (a lock serialises them).
+    then a dot product. Thread-safe: concurrent ``encode`` calls run in parallel on the ONNX backends (each
+    with its calling thread's torch thread count) and are serialised by a lock on torch.
     ``backend``: "torch" (sentence-transformers), "onnx" (fp32 ONNX Runtime, same vectors to
     cosine >= 0.9999) or "onnx-int8" (faster, cosine about 0.99: an opt-in).
     """
@@ -66,12 +68,19 @@ class Embedder:
         """Word pieces the model reads per text (special tokens included); longer texts are truncated."""
         return self._model.max_seq_length
 
-    def encode(self, texts: Sequence[str], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
-        """Texts -> float32 ``[len(texts), dim]``, rows L2-normalised, in input order."""
+    @property
+    def concurrent_calls(self) -> bool:
+        """Whether concurrent ``encode`` calls run in parallel and ``lanes`` is honoured (ONNX backends)."""
+        return bool(getattr(self._model, "concurrent_calls", False))
+
+    def encode(self, texts: Sequence[str], *, batch_size: int | None = None, progress: bool = False,
+               lanes: int = 1) -> np.ndarray:
+        """Texts -> float32 ``[len(texts), dim]``, rows L2-normalised, in input order. ``lanes``: threads that share
+        the calling thread's torch threads and run the batches (ONNX backends; the vectors do not depend on it)."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            out = self._model.encode(list(texts), batch_size or self.batch_size, progress)
+        with contextlib.nullcontext() if self.concurrent_calls else self._lock:
+            out = self._model.encode(list(texts), batch_size or self.batch_size, progress, lanes)
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def encode_one(self, text: str) -> np.ndarray:

@@ -48,9 +48,13 @@ class Encoder(Protocol):
     dim: int  #: vector width
     max_seq_length: int  #: word pieces read per text (special tokens included); the rest is truncated
     tokenizer: Any  #: the model's Hugging Face tokenizer (callers count tokens with it)
+    #: True when ``encode`` may run in several threads at once and honours ``lanes`` (else calls are serialised)
+    concurrent_calls: bool
 
-    def encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
-        """``texts`` -> float32 ``[len(texts), dim]``, rows L2-normalised, in input order."""
+    def encode(self, texts: list[str], batch_size: int, progress: bool, lanes: int = 1) -> np.ndarray:
+        """``texts`` -> float32 ``[len(texts), dim]``, rows L2-normalised, in input order. ``lanes`` > 1: run the
+        batches in that many threads, splitting the calling thread's torch thread count between them (backends
+        with ``concurrent_calls``; others ignore it). The vectors do not depend on ``lanes``."""
         ...
 
 
@@ -59,6 +63,8 @@ class Encoder(Protocol):
 
 class TorchEncoder:
     """sentence-transformers on torch (cpu or cuda)."""
+
+    concurrent_calls = False  # one module shared by every caller: calls are serialised, ``lanes`` is ignored
 
     def __init__(self, source: str, *, device: str | None = None, name: str | None = None):
         """``source``: a sentence-transformers id or model directory; ``name`` is used in error messages."""
@@ -76,7 +82,7 @@ class TorchEncoder:
         self.max_seq_length = int(self._model.max_seq_length)
         self.tokenizer = self._model.tokenizer
 
-    def encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int, progress: bool, lanes: int = 1) -> np.ndarray:
         out = self._model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=progress)
         return np.ascontiguousarray(out, dtype=np.float32)
@@ -339,8 +345,8 @@ def _providers(ort: Any, device: str | None) -> list[str]:
 
 
 #: padded word pieces per ONNX Runtime call (rows x longest row). Smaller calls keep a layer's activations in
-#: cache: on this project's 2-core AVX-512 machine 512 ran 1,000 dev sentences 11% (1 thread) and 17% (2 threads)
-#: faster than fixed 64-row batches, and faster than 256 or 1,024 (benchmarks/results/encoders.md).
+#: cache: 512 ran 1,000 dev sentences 11% / 17% (1 / 2 threads) faster than fixed 64-row batches on a 2-core Intel
+#: Xeon and 18% / 21% on a 2-core AMD EPYC, and at least as fast as 256 or 1,024 (benchmarks/results/encoders.md).
 MAX_BATCH_TOKENS = 512
 
 
@@ -358,8 +364,27 @@ def token_budget_batches(lengths: Sequence[int], max_rows: int, max_tokens: int)
     return out
 
 
+class _Inline:
+    """``ThreadPoolExecutor``'s ``map`` in the calling thread (one lane: no thread, no hand-over)."""
+
+    def __enter__(self) -> "_Inline":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    @staticmethod
+    def map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Any:
+        return map(fn, items)
+
+
 class OnnxEncoder:
-    """The sentence model exported to ONNX, run by onnxruntime with texts sorted by token length."""
+    """The sentence model exported to ONNX, run by onnxruntime with texts sorted by token length.
+
+    ``concurrent_calls``: onnxruntime sessions take concurrent ``run`` calls, and the shared tokenizer is used under
+    a lock, so several threads may encode at once (the build's lanes, ``encode(..., lanes=2)``)."""
+
+    concurrent_calls = True
 
     def __init__(self, source: str, *, variant: str = "fp32", device: str | None = None, name: str | None = None,
                  threads: int | None = None, cache_dir: str | Path | None = None,
@@ -388,13 +413,21 @@ class OnnxEncoder:
         self.path = ensure_onnx(self.layout, variant, self._inputs, Path(cache_dir) if cache_dir else None)
         self._sessions: dict[int, Any] = {}
         self._session_guard = threading.Lock()
+        # one Rust tokenizer for all threads: a call that sets truncation while another thread is inside it fails with
+        # "Already borrowed", so calls take turns (tokenising is a small part of a call)
+        self._tokenizer_guard = threading.Lock()
         self.dim = int(self.encode([""], 1, False).shape[1])
 
-    def _session(self) -> Any:
-        """One session per intra-op thread count (onnxruntime fixes its thread pool when a session starts)."""
+    def _threads(self) -> int:
+        """Intra-op threads of a one-lane call: ``threads`` or the calling thread's torch thread count."""
         import torch
 
-        threads = self.threads or torch.get_num_threads()
+        return self.threads or torch.get_num_threads()
+
+    def _session(self, lanes: int = 1) -> Any:
+        """One session per intra-op thread count (onnxruntime fixes its thread pool when a session starts): the
+        calling thread's torch thread count (or ``threads``) split between ``lanes`` concurrent callers."""
+        threads = max(1, self._threads() // max(1, lanes))
         with self._session_guard:
             if threads not in self._sessions:
                 opts = self._ort.SessionOptions()
@@ -412,13 +445,20 @@ class OnnxEncoder:
         """Word-piece ids per text, special tokens included, truncated at ``max_seq_length``."""
         if self.layout.do_lower_case:
             texts = [t.lower() for t in texts]
-        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_seq_length, padding=False,
-                             return_attention_mask=False, return_token_type_ids=False)
+        with self._tokenizer_guard:
+            enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_seq_length, padding=False,
+                                 return_attention_mask=False, return_token_type_ids=False)
         return enc["input_ids"]
 
-    def encode(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int, progress: bool, lanes: int = 1) -> np.ndarray:
         """Encode each distinct word-piece sequence once, shortest first, in batches of at most ``batch_size`` rows
-        and ``max_batch_tokens`` padded word pieces; rows come back in input order (duplicates share a vector)."""
+        and ``max_batch_tokens`` padded word pieces; rows come back in input order (duplicates share a vector).
+        ``lanes`` > 1: the same batches run in that many threads (one session call each at a time, the calling
+        thread's torch threads split between them): on 2 cores two 1-thread lanes lose no time to intra-op
+        barriers, which one 2-thread call does (benchmarks/results/encoders.md). Every batch is the same as
+        with one lane, and a batch's vectors do not depend on the thread count, so the output is identical."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from tqdm.auto import tqdm
 
         ids = self.token_ids(texts)
@@ -430,15 +470,21 @@ class OnnxEncoder:
         lengths = np.fromiter((len(ids[i]) for i in unique), dtype=np.int64, count=len(unique))
         shortest_first = np.argsort(lengths, kind="stable")
         order = unique[shortest_first]
-        session, pad = self._session(), int(self.tokenizer.pad_token_id or 0)
-        out: np.ndarray | None = None
         batches = token_budget_batches(lengths[shortest_first].tolist(), batch_size, self.max_batch_tokens)
-        for start, stop in tqdm(batches, desc="Batches", disable=not progress, leave=False):
-            rows = order[start:stop]  # input positions of first occurrences
-            vecs = session.run(None, self._feed([ids[i] for i in rows], pad))[0]
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
-            out[rows] = vecs
+        lanes = max(1, min(lanes, len(batches), self._threads()))  # never more threads than the caller has
+        session, pad = self._session(lanes), int(self.tokenizer.pad_token_id or 0)
+
+        def run(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+            rows = order[span[0]:span[1]]  # input positions of first occurrences
+            return rows, session.run(None, self._feed([ids[i] for i in rows], pad))[0]
+
+        out: np.ndarray | None = None
+        with ThreadPoolExecutor(max_workers=lanes) if lanes > 1 else _Inline() as pool:
+            for rows, vecs in tqdm(pool.map(run, batches), total=len(batches), desc="Batches", disable=not progress,
+                                   leave=False):
+                if out is None:
+                    out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+                out[rows] = vecs
         if out is None:
             return np.zeros((0, self.dim), dtype=np.float32)
         return out[source] if len(first) < len(texts) else out

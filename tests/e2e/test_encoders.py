@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from helpers.paths import TEST_DATA
 
 from harness_g.errors import ConfigError
@@ -91,7 +94,7 @@ def test_equal_inputs_are_encoded_once_and_share_a_vector(texts, onnx_fp32, monk
             rows_run.append(len(feed["input_ids"]))
             return real_run(names, feed)
 
-    monkeypatch.setattr(onnx_fp32._model, "_session", lambda: Counting())
+    monkeypatch.setattr(onnx_fp32._model, "_session", lambda lanes=1: Counting())
     out = onnx_fp32.encode(subset)
     assert sum(rows_run) == 4  # paris, texts[0], texts[1], lyon
     assert np.array_equal(out[0], out[2]) and np.array_equal(out[0], out[3]) and np.array_equal(out[1], out[5])
@@ -114,7 +117,7 @@ def test_token_budget_caps_padded_pieces_per_call(texts, onnx_fp32, monkeypatch)
             shapes.append(feed["input_ids"].shape)
             return real_run(names, feed)
 
-    monkeypatch.setattr(encoder, "_session", lambda: Recording())
+    monkeypatch.setattr(encoder, "_session", lambda lanes=1: Recording())
     monkeypatch.setattr(encoder, "max_batch_tokens", 128)
     out = onnx_fp32.encode(subset, batch_size=64)
     assert sum(rows for rows, _ in shapes) == len(set(subset))
@@ -122,6 +125,58 @@ def test_token_budget_caps_padded_pieces_per_call(texts, onnx_fp32, monkeypatch)
     assert any(rows > 1 for rows, _ in shapes) and any(width > 128 for _, width in shapes)
     monkeypatch.undo()
     assert np.allclose(out, onnx_fp32.encode(subset, batch_size=1), atol=1e-5)
+
+
+def test_two_lanes_run_batches_concurrently_with_bitwise_equal_vectors(texts, onnx_fp32, monkeypatch) -> None:
+    """encode(lanes=2) runs the one-lane batches in two threads at once, each on half the caller's torch threads,
+    and returns exactly the one-lane vectors; with one torch thread it stays one lane (no oversubscription)."""
+    encoder = onnx_fp32._model
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        one = onnx_fp32.encode(texts, batch_size=8, lanes=1)
+        real = encoder._session(2)
+        assert real.get_session_options().intra_op_num_threads == 1
+        # each lane's first call waits here for the other: one lane alone would time out (BrokenBarrierError)
+        both_inside = threading.Barrier(2, timeout=10)
+        callers: set[int] = set()
+        guard = threading.Lock()
+        asked: list[int] = []
+
+        class Meeting:
+            def run(self, names, feed):
+                with guard:
+                    first = threading.get_ident() not in callers
+                    callers.add(threading.get_ident())
+                if first:
+                    both_inside.wait()
+                return real.run(names, feed)
+
+        def session(lanes=1):
+            asked.append(lanes)
+            return Meeting()
+
+        monkeypatch.setattr(encoder, "_session", session)
+        two = onnx_fp32.encode(texts, batch_size=8, lanes=2)
+        assert asked == [2] and len(callers) == 2 and not both_inside.broken
+        assert np.array_equal(two, one)
+        torch.set_num_threads(1)
+        asked.clear()
+        callers.clear()
+        monkeypatch.setattr(encoder, "_session", lambda lanes=1: asked.append(lanes) or real)
+        assert np.array_equal(onnx_fp32.encode(texts, batch_size=8, lanes=2), one) and asked == [1]
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_concurrent_encode_calls_agree_with_sequential_ones(texts, onnx_fp32) -> None:
+    """The ONNX embedder takes calls from several threads at once (the tokenizer is shared under a lock)."""
+    assert onnx_fp32.concurrent_calls and not Embedder(backend="torch").concurrent_calls
+    slices = [texts[i::6] for i in range(6)]
+    alone = [onnx_fp32.encode(part, batch_size=16) for part in slices]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(lambda part: onnx_fp32.encode(part, batch_size=16), slices))
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together))
 
 
 def _entry(path: Path) -> CacheEntry:
