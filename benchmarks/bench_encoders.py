@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -178,6 +178,16 @@ def measure_lanes(embedder: Any, corpora: dict[str, list[str]], threads: int, ru
     return rows
 
 
+def _runs(row: dict[str, Any]) -> str:
+    return ", ".join(f"{x:.2f}" for x in row["runs_s"])
+
+
+def _section(rows: list[dict[str, Any]] | None, intro: str, headers: list[str],
+             cells: Callable[[dict[str, Any]], list[Any]]) -> list[str]:
+    """Markdown lines: ``intro``, a table with a ``cells(row)`` line per row, a blank line; none without rows."""
+    return [intro, "", md_table(headers, [cells(r) for r in rows]), ""] if rows else []
+
+
 def markdown(data: dict[str, Any]) -> str:
     """The results page: setup line, load averages, the table, construction seconds."""
     table = md_table(
@@ -188,25 +198,22 @@ def markdown(data: dict[str, Any]) -> str:
     loads = md_table(["backend", "first construction (s, export incl.)", "second construction (s, cache hit)"],
                      [[b, f"{s['first_construction_s']:.2f}", f"{s['cached_construction_s']:.2f}"]
                       for b, s in data["construction"].items()])
-    budget_lines: list[str] = []
-    if data.get("budget_rows"):
-        budget_lines = [
-            f"fp32 ONNX by `max_batch_tokens` (padded word pieces per onnxruntime call; at most {data['batch_size']} "
-            "rows; the default is `MAX_BATCH_TOKENS` in graph/encoders.py; the largest budget here is plain fixed-row "
-            "batches), same sentences, interleaved:", "",
-            md_table(["threads", "max_batch_tokens", "sentences/s (median)", "runs (s)"],
-                     [[r["threads"], r["max_batch_tokens"], f"{r['sentences_per_s']:.1f}",
-                       ", ".join(f"{x:.2f}" for x in r["runs_s"])] for r in data["budget_rows"]]), ""]
-    lane_lines: list[str] = []
-    if data.get("lane_rows"):
-        lane_lines = [
-            f"fp32 ONNX with {data['lane_rows'][0]['threads']} torch threads: one call (1 lane) vs two concurrent "
-            "lanes of half the threads each (`encode(..., lanes=2)`, the build's embed stage once NER is done and its "
-            "link stage), same batches, interleaved; *names* = lookup-able entity surfaces (the link stage's texts):", "",
-            md_table(["texts", "n", "lanes", "items/s (median)", "speed-up vs 1 lane", "bitwise equal", "runs (s)"],
-                     [[r["texts"], r["n"], r["lanes"], f"{r['items_per_s']:.1f}", f"{r['speedup_vs_one_lane']:.2f}x",
-                       "yes" if r["bitwise_equal_to_one_lane"] else "NO", ", ".join(f"{x:.2f}" for x in r["runs_s"])]
-                      for r in data["lane_rows"]]), ""]
+    budget_lines = _section(
+        data.get("budget_rows"),
+        f"fp32 ONNX by `max_batch_tokens` (padded word pieces per onnxruntime call; at most {data['batch_size']} "
+        "rows; the default is `MAX_BATCH_TOKENS` in graph/encoders.py; the largest budget here is plain fixed-row "
+        "batches), same sentences, interleaved:",
+        ["threads", "max_batch_tokens", "sentences/s (median)", "runs (s)"],
+        lambda r: [r["threads"], r["max_batch_tokens"], f"{r['sentences_per_s']:.1f}", _runs(r)])
+    lane_rows = data.get("lane_rows") or []
+    lane_lines = _section(
+        lane_rows,
+        f"fp32 ONNX with {lane_rows[0]['threads'] if lane_rows else '?'} torch threads: one call (1 lane) vs two "
+        "concurrent lanes of half the threads each (`encode(..., lanes=2)`, the build's embed stage once NER is done "
+        "and its link stage), same batches, interleaved; *names* = lookup-able entity surfaces (the link stage's texts):",
+        ["texts", "n", "lanes", "items/s (median)", "speed-up vs 1 lane", "bitwise equal", "runs (s)"],
+        lambda r: [r["texts"], r["n"], r["lanes"], f"{r['items_per_s']:.1f}", f"{r['speedup_vs_one_lane']:.2f}x",
+                   "yes" if r["bitwise_equal_to_one_lane"] else "NO", _runs(r)])
     return "\n".join([
         "# Sentence-encoder backends: torch vs ONNX Runtime fp32 vs int8",
         "",
