@@ -71,7 +71,7 @@ class Embedder:
     @property
     def concurrent_calls(self) -> bool:
         """Whether concurrent ``encode`` calls run in parallel and ``lanes`` is honoured (ONNX backends)."""
-        return bool(getattr(self._model, "concurrent_calls", False))
+        return self._model.concurrent_calls
 
     def encode(self, texts: Sequence[str], *, batch_size: int | None = None, progress: bool = False,
                lanes: int = 1) -> np.ndarray:

@@ -15,6 +15,7 @@ exported again. A directory lock (``graph/locks.py``) makes concurrent exporters
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -364,20 +365,6 @@ def token_budget_batches(lengths: Sequence[int], max_rows: int, max_tokens: int)
     return out
 
 
-class _Inline:
-    """``ThreadPoolExecutor``'s ``map`` in the calling thread (one lane: no thread, no hand-over)."""
-
-    def __enter__(self) -> "_Inline":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    @staticmethod
-    def map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Any:
-        return map(fn, items)
-
-
 class OnnxEncoder:
     """The sentence model exported to ONNX, run by onnxruntime with texts sorted by token length.
 
@@ -480,9 +467,10 @@ class OnnxEncoder:
             return rows, session.run(None, self._feed([ids[i] for i in rows], pad))[0]
 
         out: np.ndarray | None = None
-        with ThreadPoolExecutor(max_workers=lanes) if lanes > 1 else _Inline() as pool:
-            for rows, vecs in tqdm(pool.map(run, batches), total=len(batches), desc="Batches", disable=not progress,
-                                   leave=False):
+        # one lane runs in the calling thread: no pool, no hand-over
+        with ThreadPoolExecutor(max_workers=lanes) if lanes > 1 else contextlib.nullcontext() as pool:
+            results = pool.map(run, batches) if pool else map(run, batches)
+            for rows, vecs in tqdm(results, total=len(batches), desc="Batches", disable=not progress, leave=False):
                 if out is None:
                     out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
                 out[rows] = vecs
