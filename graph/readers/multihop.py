@@ -11,6 +11,16 @@ dataset indices remain valid), and ``text`` is the non-empty stripped sentences 
 one space. The same rule for both formats means the same paragraph gets the same id
 however its sentences were spaced. These paragraphs are never chunked: the gold ids point
 at sentence positions.
+
+Split repair (:func:`join_continuations`): both datasets' splitters break after a "!" or "?"
+inside a title ("Hello Caesar!" / "is a 1927 German silent comedy film directed by ..."), after
+an abbreviation ("Mid." / "ii."), inside parentheses ("A Day of Roses in August (German: Ein Tag
+der" / "Rosen" / "im August) is a 1927 German silent film ...") or after a colon in a lead ("Thought
+Crimes:" / "The Case of the Cannibal Cop is a 2015 ..."). Such a fragment (:func:`continues`)
+is joined onto the sentence before it (its own position becomes ``""``) and a gold
+index on it points at the joined sentence: the unit is the whole statement, whose title and
+predicate would otherwise be two sentences that neither states the fact alone. The paragraph's
+``text`` (and so its id) is unchanged.
 """
 from __future__ import annotations
 
@@ -68,15 +78,15 @@ def _question(
 
     # title -> (paragraph id, sentence count); the first paragraph of a title wins
     # (2Wiki repeats a few titles inside one context, always with identical text).
-    by_title: dict[str, tuple[str, int]] = {}
+    by_title: dict[str, tuple[str, tuple[int, ...]]] = {}
     for k, item in enumerate(rec.require("context", list)):
         title, sentences = _context_item(rec, k, item)
-        stripped = tuple(s.strip() for s in sentences)
+        stripped, owner = join_continuations(tuple(s.strip() for s in sentences))
         text = " ".join(s for s in stripped if s)
         if not text:  # nothing to index; a supporting fact on it is counted as skipped
             continue
         pid = pool.add(title, text, sentences=stripped, source=title, error=rec.error)
-        by_title.setdefault(title, (pid, len(stripped)))
+        by_title.setdefault(title, (pid, owner))
 
     gold_sents: list[str] = []
     gold_paras: list[str] = []
@@ -86,13 +96,13 @@ def _question(
         if title not in by_title:
             skipped += 1
             continue
-        pid, n_sent = by_title[title]
+        pid, owner = by_title[title]
         if pid not in gold_paras:
             gold_paras.append(pid)
-        if not 0 <= sent < n_sent:
+        if not 0 <= sent < len(owner):
             skipped += 1  # the paragraph is still gold; the sentence index is not usable
             continue
-        sid = sentence_id(pid, sent)
+        sid = sentence_id(pid, owner[sent])
         if sid not in gold_sents:
             gold_sents.append(sid)
 
@@ -107,6 +117,54 @@ def _question(
         gold_paragraph_ids=tuple(gold_paras),
         meta=meta,
     )
+
+
+#: how many following sentences may close a parenthesis a sentence leaves open; a paren the dataset never closes
+#: ('Adventure" (1964, the sequel to ...') must not glue the rest of the paragraph into one sentence
+PAREN_LOOKAHEAD = 2
+
+
+def continues(sentences: tuple[str, ...], head: int, i: int, joined_head: str) -> bool:
+    """True when the splitter should not have ended sentence ``head`` (now ``joined_head``) before sentence ``i``.
+
+    ``sentences`` are stripped; ``sentences[i]`` is non-empty and ``head`` is the last non-empty position before
+    it. A continuation starts in lower case ("is a 1927 German silent film ...") or with "(" (a lead's dates after
+    the name), follows a paragraph's first sentence that ends with ":" (a title "Thought Crimes:"), or lies inside
+    a parenthesis ``joined_head`` left open that closes within :data:`PAREN_LOOKAHEAD` non-empty sentences ("A Day of Roses
+    in August (German: Ein Tag der" / "Rosen" / "im August) is a 1927 German silent film ...").
+    """
+    s = sentences[i]
+    if s[0].islower() or s[0] == "(" or (head == 0 and joined_head.endswith(":")):
+        return True
+    depth = joined_head.count("(") - joined_head.count(")")
+    for later in [t for t in sentences[i:] if t][:PAREN_LOOKAHEAD]:
+        depth += later.count("(") - later.count(")")
+        if depth <= 0:
+            break
+    return joined_head.count("(") > joined_head.count(")") and depth <= 0
+
+
+def join_continuations(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Join each sentence that :func:`continues` the non-empty sentence before it onto that sentence.
+
+    ``sentences`` are stripped. Returns ``(joined, owner)``, both of ``len(sentences)``: ``joined[i]``
+    is ``""`` where sentence ``i`` was joined onto an earlier one, and ``owner[i]`` is the position
+    whose sentence now holds sentence ``i``'s text (``i`` itself when it was not joined). Joining with
+    one space keeps ``" ".join(non-empty)`` identical, so the paragraph text does not change.
+    """
+    joined = list(sentences)
+    owner = list(range(len(sentences)))
+    head = -1  # position of the last non-empty sentence
+    for i, s in enumerate(sentences):
+        if not s:
+            continue
+        if head >= 0 and continues(sentences, head, i, joined[head]):
+            joined[head] = f"{joined[head]} {s}"
+            joined[i] = ""
+            owner[i] = head
+        else:
+            head = i
+    return tuple(joined), tuple(owner)
 
 
 def _context_item(rec: Record, k: int, item: Any) -> tuple[str, list[str]]:

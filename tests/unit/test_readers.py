@@ -21,6 +21,7 @@ from harness_g.graph.readers import (
     load_questions,
     read_dataset,
 )
+from harness_g.graph.readers.multihop import join_continuations
 from harness_g.graph.types import Dataset, paragraph_id, sentence_id
 
 SHARED = REPO.parent / "shared" / "data"
@@ -85,6 +86,22 @@ def test_slice_counts_after_dedup(fmt: str, n_questions: int, n_paragraphs: int)
     assert all(g in ids for q in ds.questions for g in q.gold_paragraph_ids)
 
 
+def resolved_gold(q, raw: dict, by_id: dict) -> tuple[str, ...]:
+    """The gold sentence ids ``raw``'s supporting facts should give: each fact resolves to the sentence holding it,
+    itself or the sentence a split fragment was joined onto (join_continuations); facts joined into one sentence
+    are one gold unit. Asserts the joined sentence holds the fact's text and starts with its own raw sentence."""
+    context = {title: sentences for title, sentences in raw["context"]}
+    resolved = []
+    for title, k in raw["supporting_facts"]:
+        (pid,) = [p for p in q.gold_paragraph_ids if by_id[p].title == title]
+        sentences = by_id[pid].sentences
+        pos = max(j for j in range(k + 1) if sentences[j])
+        assert context[title][k].strip() in sentences[pos]
+        assert sentences[pos].startswith(context[title][pos].strip())
+        resolved.append(f"{pid}:{pos}")
+    return tuple(dict.fromkeys(resolved))
+
+
 @pytest.mark.parametrize("fmt", ["hotpotqa", "2wiki"])
 def test_multihop_gold_sentences_resolve(fmt: str) -> None:
     ds = read_dataset(fmt, DATA / FILES[fmt])
@@ -93,18 +110,54 @@ def test_multihop_gold_sentences_resolve(fmt: str) -> None:
     for q, raw in zip(ds.questions, raw_records(fmt)):
         assert q.id == raw["_id"]
         assert q.answers == (raw["answer"],)
-        assert len(q.gold_sentence_ids) == len(raw["supporting_facts"])
         assert set(q.gold_sentence_ids) <= sents
         assert q.meta["skipped_supporting_facts"] == 0
-        context = {title: sentences for title, sentences in raw["context"]}
-        for sid, (title, k) in zip(q.gold_sentence_ids, raw["supporting_facts"]):
-            pid, pos = sid.rsplit(":", 1)
-            assert by_id[pid].title == title and int(pos) == k
-            assert by_id[pid].sentences[k] == context[title][k].strip()
+        assert q.gold_sentence_ids == resolved_gold(q, raw, by_id)
         assert {by_id[p].title for p in q.gold_paragraph_ids} == {t for t, _ in raw["supporting_facts"]}
     if fmt == "2wiki":
         assert ds.questions[0].meta["evidences"] == raw_records(fmt)[0]["evidences"]
         assert ds.questions[0].meta["type"] == "compositional"
+
+
+@pytest.mark.parametrize(
+    ("raw", "joined", "owner"),
+    [
+        # a title ending in "!" split from its predicate (2Wiki "Hello Caesar!")
+        (("Hello Caesar!", "is a 1927 German silent comedy film.", "It was a hit."),
+         ("Hello Caesar! is a 1927 German silent comedy film.", "", "It was a hit."), (0, 0, 2)),
+        # inside a parenthesis that closes two sentences later; the empty position in between is skipped
+        (("A Day of Roses in August (German: Ein Tag der", "Rosen", "", "im August) is a 1927 film.", "Next."),
+         ("A Day of Roses in August (German: Ein Tag der Rosen im August) is a 1927 film.", "", "", "", "Next."),
+         (0, 0, 2, 0, 4)),
+        # dates after a name; a lead's colon
+        (("Carl August Hugo Froelich", "( 5 September 1875 – 1953) was a director."),
+         ("Carl August Hugo Froelich ( 5 September 1875 – 1953) was a director.", ""), (0, 0)),
+        (("Thought Crimes:", "The Case of the Cannibal Cop is a 2015 film."),
+         ("Thought Crimes: The Case of the Cannibal Cop is a 2015 film.", ""), (0, 0)),
+        # not joined: a colon after the lead, a parenthesis the text never closes
+        (("A lead.", "The couple had eight children:", "The Earl refurbished the house."),
+         ("A lead.", "The couple had eight children:", "The Earl refurbished the house."), (0, 1, 2)),
+        (("Flipper's New Adventure (1964, the sequel.", "When the film was made into a series.", "Craft died."),
+         ("Flipper's New Adventure (1964, the sequel.", "When the film was made into a series.", "Craft died."),
+         (0, 1, 2)),
+    ],
+)
+def test_split_fragments_are_joined_onto_the_sentence_they_continue(raw, joined, owner) -> None:
+    assert join_continuations(raw) == (joined, owner)
+    # the paragraph text (and so its id) does not change
+    assert " ".join(s for s in joined if s) == " ".join(s for s in raw if s)
+
+
+def test_a_gold_fact_on_a_joined_fragment_is_the_joined_sentence(tmp_path: Path) -> None:
+    rec = {"_id": "q1", "question": "Who directed Hello Caesar!?", "answer": "Reinhold Schünzel",
+           "context": [["Hello Caesar!", ["Hello Caesar!", "is a 1927 film directed by Reinhold Schünzel.", "It was lost."]]],
+           "supporting_facts": [["Hello Caesar!", 0], ["Hello Caesar!", 1], ["Hello Caesar!", 2]]}
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps([rec]))
+    ds = read_dataset("2wiki", path)
+    (para,) = ds.paragraphs
+    assert para.sentences == ("Hello Caesar! is a 1927 film directed by Reinhold Schünzel.", "", "It was lost.")
+    assert ds.questions[0].gold_sentence_ids == (sentence_id(para.id, 0), sentence_id(para.id, 2))
 
 
 def test_hotpotqa_text_and_sentences_convention() -> None:
@@ -474,9 +527,10 @@ def test_full_dev_sets(fmt: str, n_questions: int) -> None:
     if fmt in ("hotpotqa", "2wiki"):
         sents = all_sentence_ids(ds)
         raws = raw_records(fmt, SHARED)
+        by_id = {p.id: p for p in ds.paragraphs}
         for q, raw in zip(ds.questions, raws):
             assert q.meta["skipped_supporting_facts"] == 0
-            assert len(q.gold_sentence_ids) == len({(t, k) for t, k in raw["supporting_facts"]})
+            assert q.gold_sentence_ids == resolved_gold(q, raw, by_id)
             assert set(q.gold_sentence_ids) <= sents
     if fmt in ("musique", "nq", "popqa"):
         assert all(q.gold_paragraph_ids for q in ds.questions)
