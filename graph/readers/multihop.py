@@ -15,12 +15,13 @@ at sentence positions.
 Split repair (:func:`join_continuations`): both datasets' splitters break after a "!" or "?"
 inside a title ("Hello Caesar!" / "is a 1927 German silent comedy film directed by ..."), after
 an abbreviation ("Mid." / "ii."), inside parentheses ("A Day of Roses in August (German: Ein Tag
-der" / "Rosen" / "im August) is a 1927 German silent film ...") or after a colon in a lead ("Thought
-Crimes:" / "The Case of the Cannibal Cop is a 2015 ..."). Such a fragment (:func:`continues`)
-is joined onto the sentence before it (its own position becomes ``""``) and a gold
-index on it points at the joined sentence: the unit is the whole statement, whose title and
-predicate would otherwise be two sentences that neither states the fact alone. The paragraph's
-``text`` (and so its id) is unchanged.
+der" / "Rosen" / "im August) is a 1927 German silent film ...") or after a colon in a lead
+("Thought Crimes:" / "The Case of the Cannibal Cop is a 2015 ..."): breaks that the paper's
+"abbreviation- and initial-safe rules" (harness-g.tex l.983) would not make. Such a fragment
+(:func:`continues`) is joined onto the sentence before it (its own position becomes ``""``) and
+a gold index on it points at the joined sentence: the unit is the whole statement, whose title
+and predicate would otherwise be two sentences neither of which states the fact alone. The
+paragraph's ``text`` (and so its id) is unchanged.
 """
 from __future__ import annotations
 
