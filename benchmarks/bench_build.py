@@ -547,13 +547,16 @@ def notes(data: dict[str, Any]) -> list[str]:
         s2, s1 = e.get(f"bs64_threads{thr}"), e.get("bs64_threads1")
         n2, n1 = nm.get(f"bs64_threads{thr}"), nm.get("bs64_threads1")
         if thr > 1 and s2 and s1 and n2 and n1:
+            faster = s2["per_s_median"] > s1["per_s_median"] and n2["per_s_median"] > n1["per_s_median"]
             out.append(
-                f"- Torch threads: with {thr} intra-op threads (the default) the embedder is slower than with 1 on this "
-                f"shared machine: sentences {fmt(s2['per_s_median'])} vs {fmt(s1['per_s_median'])}/s, entity names "
-                f"{fmt(n2['per_s_median'])} vs {fmt(n1['per_s_median'])}/s (x{fmt(n1['per_s_median'] / n2['per_s_median'])}). "
-                "When the cores are oversubscribed, each intra-op barrier waits for a descheduled thread; short inputs "
-                "(names, ~2 tokens) are dominated by those barriers. The build pins torch to cores-1 threads during "
-                "ner+embed (spaCy takes the other core), but `link` encodes the names with the default thread count; "
+                f"- Torch threads: with {thr} intra-op threads (the default) the embedder is "
+                f"{'faster' if faster else 'not faster'} than with 1 here: sentences {fmt(s2['per_s_median'])} vs "
+                f"{fmt(s1['per_s_median'])}/s, entity names {fmt(n2['per_s_median'])} vs {fmt(n1['per_s_median'])}/s "
+                f"(x{fmt(n2['per_s_median'] / n1['per_s_median'])} for names). "
+                + ("" if faster else "When the cores are oversubscribed, each intra-op barrier waits for a descheduled "
+                   "thread, and short inputs (names, ~2 tokens) are dominated by those barriers. ")
+                + "The build pins the encoder to cores-1 threads while spaCy runs; once NER is done, and in `link`, the "
+                "ONNX encoder runs as two 1-thread lanes (`graph.build.encode_lanes`, `build_lanes.md`); "
                 "`build_threads.md` runs the build itself with 1 vs 2 torch threads, interleaved."
             )
     cores = data["machine"]["cores"] or 1
