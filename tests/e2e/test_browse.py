@@ -288,7 +288,10 @@ def test_serve_serves_the_page_until_interrupted(falkordb_hotpot_view, hotpot_gr
     out = tmp_path / "served.html"
     cmd = [sys.executable, "-m", "harness_g", "browse", str(hotpot_graph_dir), "--cypher",
            "MATCH (p:Paragraph {title: $t}) RETURN p", "--param", "t=Giotto", "--out", str(out), "--serve", "--port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a command started in the background of a non-interactive shell (`.ci/run &`, nohup) inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: give the server the default disposition a terminal gives it
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         lines = [proc.stdout.readline() for _ in range(2)]  # "browse: PATH (...)", "serving http://127.0.0.1:PORT/ ..."
         match = re.match(r"serving (http://127\.0\.0\.1:\d+/)  \(Ctrl-C stops\)", lines[1])
