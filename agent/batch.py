@@ -76,7 +76,7 @@ class BatchedMenuEnv:
             entities = self.view.entities_of(ids)
             lookupable = [e.id for found in entities.values() for e in found if e.lookupable]
             if lookupable:
-                self.view.lookup_pools(list(dict.fromkeys(lookupable)))
+                self.view.lookup_pools(list(dict.fromkeys(lookupable)), articles=self.config.article_pool)
 
     def step(self, replies: Sequence[str | None]) -> list[StepResult | None]:
         """Step every unfinished environment with its reply; finished ones (or a None reply) give None."""

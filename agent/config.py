@@ -41,6 +41,13 @@ class EnvConfig(Config):
         400, "how many of a LOOKUP's candidates, after ranking the whole pool by cosine to m_t, the text "
              "de-duplication reads (bounds work on hub entities; no channel is cut before ranking)", ge=1)
     question_ngram_max: int = config_field(6, "longest question n-gram matched against entity names", ge=1)
+    article_pool: bool = config_field(
+        True, "a LOOKUP's candidate pool also holds every sentence of the article e titles (through its title anchor, "
+              "harness-g.tex l.987, or a 'title' synonym of one), after the paper's three channels: an article names "
+              "its subject in the lead and then says 'He' or 'The film', so 'He died in London.' is otherwise in "
+              "C(director) only beside a sentence that names him. Ranking by m_t, K_s, K_e and InitRetrieve are "
+              "unchanged. false: the paper's C(e) = S(e) + S(Syn(e)) + N_SS(S(e)) exactly (harness-g.tex l.287-291); "
+              "benchmarks/results/quality.md measures both")
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,7 @@ class GraphView:
         self._sentences = _LRU(cache_size)
         self._entities_of = _LRU(cache_size)
         self._pools = _LRU(cache_size)
+        self._article_pools = _LRU(cache_size)  # lookup_pools(articles=True)
         self._names = _LRU(cache_size)
         self._mentions_of = _LRU(cache_size)
         self._lookup_results = _LRU(cache_size)  # (C_t key, entity id) -> a LOOKUP's U_{t+1}; see lookup_result_cache
@@ -251,17 +252,20 @@ class GraphView:
         environment on this view: a GRPO group revisiting a state ranks each candidate pool once."""
         return self._lookup_results
 
-    def lookup_pools(self, entity_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order."""
+    def lookup_pools(self, entity_ids: Sequence[str], *, articles: bool = False) -> dict[str, tuple[str, ...]]:
+        """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order.
+
+        ``articles`` (``EnvConfig.article_pool``): then, by id, the sentences of the article(s) e titles that C(e)
+        does not hold (the query's ``article`` channel; one round trip either way, each kind of pool cached apart)."""
 
         def fetch(missing: list[str]) -> dict[str, tuple[str, ...]]:
-            rows = self._query("lookup_candidates_multi", {"entity_ids": missing})
+            rows = self._query("lookup_candidates_multi", {"entity_ids": missing, "articles": articles})
             grouped: dict[str, list[str]] = {}
             for r in rows:
                 grouped.setdefault(r["entity_id"], []).append(r["id"])
             return {k: tuple(v) for k, v in grouped.items()}
 
-        return self._cached_many(self._pools, entity_ids, fetch)
+        return self._cached_many(self._article_pools if articles else self._pools, entity_ids, fetch)
 
     # -- vectors --------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -400,6 +404,7 @@ class GraphView:
         return ([s for s in out if s not in excl] if excl else out)[:k]
 
     def cache_stats(self) -> dict[str, Any]:
-        caches = {"sentences": self._sentences, "entities_of": self._entities_of, "pools": self._pools, "names": self._names,
+        caches = {"sentences": self._sentences, "entities_of": self._entities_of, "pools": self._pools,
+                  "article_pools": self._article_pools, "names": self._names,
                   "vectors": self._vectors, "topk": self._topk}
         return {name: {"hits": c.hits, "misses": c.misses} for name, c in caches.items()} | {"timings": dict(self.timings), "calls": dict(self.calls)}

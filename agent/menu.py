@@ -144,7 +144,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     results: dict[str, tuple[str, ...]] = {}
     current_set = frozenset(current)
     seen_results = {current_set}
-    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap) if m_text is not None else None
+    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool) if m_text is not None else None
     cache = view.lookup_result_cache
     known: dict[str, tuple[str, ...]] = {}
     if state is not None:
@@ -153,7 +153,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             if hit is not None:
                 known[e.id] = hit
     todo = [e for e in candidates if e.id not in known]
-    pools = view.lookup_pools([e.id for e in todo]) if todo else {}
+    pools = view.lookup_pools([e.id for e in todo], articles=cfg.article_pool) if todo else {}
     # rank the pools of the likely-kept candidates first and fetch the texts their de-duplication reads in one round trip
     chunk = max(2 * cfg.visible_cap, 8)
     ranked: dict[str, list[str]] = {}

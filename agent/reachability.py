@@ -63,7 +63,8 @@ decided by cheap checks in this order, the first that applies wins:
     some gold unit is satisfied by no sentence of the graph (e.g. a gold id the corpus lacks). Exact.
 ``no_entity_path``
     the *relaxed closure* never reaches some gold unit. The relaxed closure starts from U_0 and
-    repeatedly adds the full, uncapped candidate pool C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) of every
+    repeatedly adds the full, uncapped candidate pool C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) (with
+    ``EnvConfig.article_pool``, plus the sentences of the article e titles, as the menu's pools) of every
     lookup-able entity mentioned by any sentence reached so far: no lookup_pool_cap, no K_s, no K_e,
     no turn limit, and visible sets accumulate instead of being replaced. Every real trajectory
     stays inside it, so this is a proof that no sequence of LOOKUPs, under any caps and any T, ever
@@ -196,10 +197,11 @@ def _commit_turns(n_units: int, answer_with_max: int = 1) -> int:
 
 
 def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str], *,
-                   visited: Iterable[str] = ()) -> list[int | None]:
+                   visited: Iterable[str] = (), articles: bool = False) -> list[int | None]:
     """Per gold unit, the fewest LOOKUP rounds after which the relaxed closure (module docstring) holds a
     sentence satisfying it: 0 when ``start`` (U_0, or C_t ∪ U_t) does, None when the closure never does.
-    ``visited``: entities never looked up again (V_t), so the closure from a later state stays an over-approximation."""
+    ``visited``: entities never looked up again (V_t), so the closure from a later state stays an over-approximation.
+    ``articles``: the pools hold titled articles too (``EnvConfig.article_pool``), as the menu's do."""
     depth: list[int | None] = [0 if any(_satisfies(s, u) for s in start) else None for u in units]
     reached = set(start)
     frontier = list(dict.fromkeys(start))
@@ -218,7 +220,7 @@ def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str],
         level += 1
         frontier = []
         for i in range(0, len(new_entities), _CHUNK):
-            pools = view.lookup_pools(new_entities[i : i + _CHUNK])
+            pools = view.lookup_pools(new_entities[i : i + _CHUNK], articles=articles)
             for eid in new_entities[i : i + _CHUNK]:
                 for sid in pools.get(eid, ()):
                     if sid not in reached:
@@ -230,13 +232,13 @@ def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str],
     return depth
 
 
-def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str]) -> list[Unit]:
+def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, articles: bool = False) -> list[Unit]:
     """The units some trajectory from ``start`` (U_0) could commit: in the graph and inside the relaxed closure;
     no trajectory ever commits the others (``gold_absent`` / ``no_entity_path``)."""
     present = [u for u in units if _in_graph(view, u)]
     if not present:
         return []
-    return [u for u, d in zip(present, relaxed_depths(view, present, start)) if d is not None]
+    return [u for u, d in zip(present, relaxed_depths(view, present, start, articles=articles)) if d is not None]
 
 
 # -- the search ---------------------------------------------------------------------------------------------------
@@ -486,7 +488,7 @@ class GoldSearch:
         """Per entity, the units its uncapped candidate pool C(e) satisfies (cached)."""
         todo = [e for e in entity_ids if e not in self._pool_hits]
         if todo:
-            pools = self.view.lookup_pools(todo)
+            pools = self.view.lookup_pools(todo, articles=self.cfg.article_pool)
             for e in todo:
                 self._pool_hits[e] = self.hits(pools.get(e, ()))
         return {e: self._pool_hits[e] for e in entity_ids}
@@ -547,7 +549,7 @@ class GoldSearch:
         result = self._shared.results.get(key)
         if result is None:
             m_vec, keys = self._query(committed)
-            pool = self.view.lookup_pools([entity_id]).get(entity_id, ())
+            pool = self.view.lookup_pools([entity_id], articles=self.cfg.article_pool).get(entity_id, ())
             result = self._shared.results[key] = lookup_result(self.view, pool, m_vec, set(committed), keys, self.cfg)
         found = self._result_hits.get(key)
         if found is None:
@@ -672,7 +674,7 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     n = len(units)
     if not all(_in_graph(view, u) for u in units):  # a gold unit absent from the graph: no menu reaches it
         return Reachability("unreachable", None, 0, n, init_hits, "gold_absent")
-    depths = relaxed_depths(view, units, visible0) if init_hits < n else [0] * n
+    depths = relaxed_depths(view, units, visible0, articles=cfg.article_pool) if init_hits < n else [0] * n
     if any(d is None for d in depths):
         return Reachability("unreachable", None, 0, n, init_hits, "no_entity_path")
     lower = max(d for d in depths if d is not None) + search._need(n)

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_env.py [--root /tmp/hg-dev] [--datasets 2wiki,hotpotqa] [--questions 30]
                                    [--batch-questions 8] [--group 8] [--profile auto|always|never]
+                                   [--backends torch,onnx] [--env-variants "default;paper:article_pool=false"]
 
 Per dataset (graphs from benchmarks/build_dev_graphs.py):
 
@@ -222,11 +223,12 @@ def _snap(view) -> tuple[float, float, int, int]:
     return view.timings["store_s"], view.timings["encode_s"], view.calls["store"], view.calls["encode"]
 
 
-def run_single(view, items, *, seed: int, free: FreeQuery | None) -> dict[str, Any]:
-    """One pass of (a): every question once, returns per-step times and the store/encode/python split."""
+def run_single(view, items, *, seed: int, free: FreeQuery | None, config=None) -> dict[str, Any]:
+    """One pass of (a): every question once, returns per-step times and the store/encode/python split.
+    ``config``: the EnvConfig (default: EnvConfig's defaults)."""
     from harness_g.agent.env import MenuEnv
 
-    env = MenuEnv(view)
+    env = MenuEnv(view, config)
     step_s: list[float] = []
     reset_s: list[float] = []
     split = {"store_s": 0.0, "encode_s": 0.0, "store_calls": 0, "encode_calls": 0, "step_total_s": 0.0}
@@ -268,11 +270,11 @@ def run_single(view, items, *, seed: int, free: FreeQuery | None) -> dict[str, A
             "_step_s": step_s}
 
 
-def run_batched(view, items, *, group: int, seed: int, free: "FreeQuery | None" = None) -> dict[str, Any]:
+def run_batched(view, items, *, group: int, seed: int, free: "FreeQuery | None" = None, config=None) -> dict[str, Any]:
     """(b): a BatchedMenuEnv of ``group`` environments per question; steps/s over all questions."""
     from harness_g.agent.batch import BatchedMenuEnv
 
-    benv = BatchedMenuEnv(view, group)
+    benv = BatchedMenuEnv(view, group, config)
     steps = 0
     step_wall = 0.0
     reset_wall = 0.0
@@ -299,13 +301,13 @@ def run_batched(view, items, *, group: int, seed: int, free: "FreeQuery | None" 
             "batch_step_call": summary_ms(batch_calls), "questions": len(items), "group": group}
 
 
-def profile_workload(store, artifact, items, *, seed: int, top: int = 25) -> dict[str, Any]:
+def profile_workload(store, artifact, items, *, seed: int, top: int = 25, config=None) -> dict[str, Any]:
     """cProfile a cold + warm pass of (a) (no free-query steps inside)."""
     view = new_view(store, artifact, instrument=False)
     prof = cProfile.Profile()
     prof.enable()
-    run_single(view, items, seed=seed, free=None)
-    run_single(view, items, seed=seed, free=None)
+    run_single(view, items, seed=seed, free=None, config=config)
+    run_single(view, items, seed=seed, free=None, config=config)
     prof.disable()
     out = {}
     for key in ("tottime", "cumulative"):
@@ -324,9 +326,22 @@ def profile_workload(store, artifact, items, *, seed: int, top: int = 25) -> dic
             "text": out}
 
 
+def env_variant(spec: str):
+    """``LABEL:key=value,key=value`` (or ``default``) -> (label, EnvConfig); values parsed by the field's type."""
+    from harness_g import config_loader
+    from harness_g.agent.config import EnvConfig
+
+    label, _, sets = spec.partition(":")
+    overrides = dict(config_loader.parse_set(x) for x in sets.split(",") if x.strip())
+    return label.strip(), config_loader.load(EnvConfig, overrides=overrides)
+
+
 def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, group: int, seed: int, profile: str,
-                  backend: str | None = None) -> dict[str, Any]:
-    """One dataset with one query-encoder backend; the free-query comparator encodes with the same embedder."""
+                  backend: str | None = None, variant: str | None = None, config=None) -> dict[str, Any]:
+    """One dataset with one query-encoder backend and one EnvConfig (``variant`` labels it); the free-query
+    comparator encodes with the same embedder."""
+    from harness_g.agent.config import EnvConfig
+    from harness_g.config_loader import to_dict
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph
 
@@ -334,7 +349,9 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
     artifact = Artifact.open(gdir)
     store, _ = load_graph(gdir, None, progress=False)
     items = questions_of(artifact, name)[:n_questions]
-    res: dict[str, Any] = {"dataset": name + (f" ({backend})" if backend else ""), "backend": backend or artifact.embedding_backend,
+    label = name + (f" ({backend})" if backend else "") + (f" [{variant}]" if variant else "")
+    res: dict[str, Any] = {"dataset": label, "backend": backend or artifact.embedding_backend,
+                           "env_config": to_dict(config or EnvConfig()),
                            "graph_dir": str(gdir), "questions": len(items), "sentences": artifact.counts.get("sentences"),
                            "loadavg_start": load_avg()}
     with store:
@@ -347,9 +364,9 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
         free.step("warm up")  # same for the free-query path
         free.times.clear()
         free.parts = dict.fromkeys(free.parts, 0.0)
-        cold = run_single(view, items, seed=seed, free=free)
+        cold = run_single(view, items, seed=seed, free=free, config=config)
         n1 = len(free.times)
-        warm = run_single(view, items, seed=seed, free=free)
+        warm = run_single(view, items, seed=seed, free=free, config=config)
         res["cache_stats_after_warm"] = view.cache_stats()
         res["instrumentation_cold_plus_warm"] = _instrumentation(view)
         res["single"] = {"cold": {k: v for k, v in cold.items() if not k.startswith("_")},
@@ -371,7 +388,7 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
         bview._vectors.clear()
         bfree = FreeQuery(bview, seed=seed + 1)
         pieces0 = bview.embedder.pieces()
-        batched["cold"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
+        batched["cold"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree, config=config)
         # encoding work per step: with exact menus every new (q, C_t) needs m_t encoded once, so if encoding were all
         # of both steps, env/free steps/s could be at most (free pieces per query) / (env pieces per step)
         env_pieces = (bview.embedder.pieces() - pieces0) / max(1, batched["cold"]["env_steps"])
@@ -379,7 +396,7 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
         batched["cold"]["encoded_pieces_per_step"] = round(env_pieces, 2)
         batched["free_pieces_per_query"] = round(free_pieces, 2)
         batched["encode_bound_env_over_free"] = round(free_pieces / max(1e-9, env_pieces), 2)
-        batched["warm"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree)
+        batched["warm"] = run_batched(bview, bitems, group=group, seed=seed, free=bfree, config=config)
         batched["cache_stats_after_warm"] = bview.cache_stats()
         batched["free_query_batched"] = {"queries": bfree.batch_queries, "wall_s": round(bfree.batch_wall, 3),
                                          "queries_per_s": round(bfree.batch_queries / max(1e-9, bfree.batch_wall), 2)}
@@ -391,7 +408,7 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
         slower = cold["step"]["p50_ms"] > fq50 or warm["step"]["p50_ms"] > fq50
         res["env_slower_than_free_query"] = {"cold": cold["step"]["p50_ms"] > fq50, "warm": warm["step"]["p50_ms"] > fq50}
         if profile == "always" or (profile == "auto" and slower):
-            res["profile"] = profile_workload(store, artifact, items[: max(5, n_questions // 2)], seed=seed)
+            res["profile"] = profile_workload(store, artifact, items[: max(5, n_questions // 2)], seed=seed, config=config)
     res["loadavg_end"] = load_avg()
     return res
 
@@ -498,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default="",
                     help="comma list of query-encoder backends (torch, onnx, onnx-int8) run one after the other per "
                          "dataset (default: the graph's); the free-query comparator uses the same backend")
+    ap.add_argument("--env-variants", default="",
+                    help="semicolon list of environment settings run one after the other per dataset and backend, each "
+                         "LABEL or LABEL:key=value,... of EnvConfig fields (e.g. 'default;paper:article_pool=false'); "
+                         "default: EnvConfig's defaults, unlabelled")
     ap.add_argument("--merge", action="store_true", help="keep other datasets' results from an existing env.json")
     ap.add_argument("--note", action="append", default=[], help="a finding to append to env.md (repeatable)")
     ap.add_argument("--notes-file", help="markdown file: one finding per line, appended under Findings")
@@ -526,14 +547,17 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads((RESULTS / "env.json").read_text())
         prev = {d["dataset"]: d for d in old["datasets"]}
         meta["merged_from"] = old["meta"]
+    variants = [env_variant(v) for v in args.env_variants.split(";") if v.strip()] or [(None, None)]
     results = [v for k, v in prev.items() if k not in args.datasets.split(",")]
     if prev:
         meta["merged_datasets"] = [r["dataset"] for r in results]
     for name in args.datasets.split(","):
         for backend in [b for b in args.backends.split(",") if b] or [None]:
-            print(f"[{time.strftime('%H:%M:%S')}] {name} {backend or ''} (load {load_avg()})", flush=True)
-            results.append(bench_dataset(name, args.root, n_questions=args.questions, n_batch=args.batch_questions,
-                                         group=args.group, seed=args.seed, profile=args.profile, backend=backend))
+            for label, config in variants:
+                print(f"[{time.strftime('%H:%M:%S')}] {name} {backend or ''} {label or ''} (load {load_avg()})", flush=True)
+                results.append(bench_dataset(name, args.root, n_questions=args.questions, n_batch=args.batch_questions,
+                                             group=args.group, seed=args.seed, profile=args.profile, backend=backend,
+                                             variant=label, config=config))
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         meta["loadavg_end"] = load_avg()
         write_report(results, meta)  # after every dataset, so a crash keeps what finished

@@ -41,12 +41,15 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEV_SETS, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
+
+if TYPE_CHECKING:
+    from harness_g.agent.config import EnvConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -127,14 +130,14 @@ def reach_summary(reach: list[dict[str, Any]], n_questions: int) -> dict[str, An
 
 
 def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
-                    answer_with_max: int | None = None) -> dict[str, Any]:
-    """Reachability (verdict + cause) of every question, without the policy and dense runs; ``answer_with_max``:
-    the environment's ANSWER_WITH k (None: EnvConfig's default)."""
+                    cfg: EnvConfig | None = None) -> dict[str, Any]:
+    """Reachability (verdict + cause) of every question, without the policy and dense runs; ``cfg``: the
+    environment (None: EnvConfig's defaults)."""
     from harness_g.agent.config import EnvConfig
     from harness_g.agent.reachability import menu_reachability
     from harness_g.agent.session import open_view
 
-    cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
+    cfg = cfg or EnvConfig()
     t_start = time.perf_counter()
     records: list[dict[str, Any]] = []
     with open_view(graph_dir(root, name)) as view:
@@ -236,7 +239,7 @@ def policy_summary(records: list[dict[str, Any]], reach: list[dict[str, Any] | N
 
 def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int, keep_records: bool,
                  policies: tuple[str, ...] = DEFAULT_POLICIES,
-                 answer_with_max: int | None = None) -> dict[str, Any]:
+                 cfg: EnvConfig | None = None) -> dict[str, Any]:
     """Reachability, every policy of ``policies`` (each with its own dense@same-k) and dense at a fixed k, on the
     first ``limit`` questions. The legacy ``heuristic``/``dense_same_k``/``dense_fixed_k`` keys describe the heuristic
     (when it ran); ``policies`` holds every policy's summary."""
@@ -245,7 +248,7 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
     from harness_g.agent.reachability import menu_reachability
     from harness_g.agent.session import open_view
 
-    cfg = EnvConfig() if answer_with_max is None else EnvConfig(answer_with_max=answer_with_max)
+    cfg = cfg or EnvConfig()
     t_start = time.perf_counter()
     with open_view(graph_dir(root, name)) as view:
         items, n_all = _dataset_questions(view, name, limit)
@@ -378,8 +381,10 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
                         for r in results if r.get("reachability"))
     L = ["# Menu quality on the six dev sets", "",
          f"Generated {meta['finished']} ({meta['machine']['cores']} shared CPUs, load average at start {meta['machine']['load_avg']}, "
-         f"at end {meta['loadavg_end']}). Default EnvConfig (T = 6, K_s = 6, K_e = 8, ANSWER_WITH k = "
-         f"{meta.get('answer_with_max', 1)}); policies {', '.join(meta.get('policies') or ['heuristic'])} (the heuristic "
+         f"at end {meta['loadavg_end']}). EnvConfig (T = 6, K_s = 6, K_e = 8, ANSWER_WITH k = "
+         f"{meta.get('answer_with_max', 1)}"
+         + "".join(f", {k} = {v}" for k, v in (meta.get("env_set") or {}).items() if k != "answer_with_max")
+         + f"; every other field its default); policies {', '.join(meta.get('policies') or ['heuristic'])} (the heuristic "
          f"commits at most 2; all answer extractively from C_T); reachability search budget {meta['reach_budget']} menu expansions/question. "
          + "Questions each figure rests on (first n of the dev file / all): reachability: " + reach_n
          + "; heuristic and dense columns: " + (heur_n or "none") + ". "
@@ -472,6 +477,7 @@ def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness_g import config_loader
     from harness_g.agent.config import EnvConfig
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -492,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before-note", default="", help="one line saying what the --before run was")
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for quality.json/md (default benchmarks/results)")
     ap.add_argument("--records", action="store_true", help="keep per-question records in quality.json")
+    ap.add_argument("--env-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an EnvConfig field for every run, as `harness-g eval --set` takes it (repeatable; e.g. "
+                         "article_pool=false for the paper's C(e)); quality.md's header lists the fields set")
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--discussion", help="markdown file whose paragraphs are appended under 'What the numbers show'")
     ap.add_argument("--merge", action="store_true", help="keep other datasets' rows from an existing quality.json")
@@ -511,9 +520,11 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.torch_threads)
         threadpool_limits(args.torch_threads)
+    env_set = [config_loader.parse_set(x) for x in args.env_set] + [("answer_with_max", str(args.answer_with_max))]
+    cfg = config_loader.load(EnvConfig, overrides=dict(env_set))
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
             "reach_budget": args.reach_budget, "torch_threads": args.torch_threads,
-            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max,
+            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max, "env_set": dict(env_set),
             "policies": None if args.reach_only else args.policies.split(",")}
     if args.discussion:
         meta["discussion"] = Path(args.discussion).read_text(encoding="utf-8").strip().split("\n")
@@ -535,10 +546,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"[{time.strftime('%H:%M:%S')}] {d.name} (load {load_avg()})", flush=True)
         if args.reach_only:
-            res = eval_reach_only(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records, answer_with_max=args.answer_with_max)
+            res = eval_reach_only(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records, cfg=cfg)
         else:
             res = eval_dataset(d.name, args.root, limit=args.limit, reach_budget=args.reach_budget, keep_records=args.records, policies=tuple(filter(None, args.policies.split(","))),
-                               answer_with_max=args.answer_with_max)
+                               cfg=cfg)
         print(f"   {res['questions']} q in {res['seconds']}", flush=True)
         results.append(_merge_reach(res, prev.get(d.name)) if args.reach_only else res)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")

@@ -255,7 +255,7 @@ PARAMS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "sentences_by_ids": lambda a: {"ids": a},
     "entities_of_sentences": lambda a: {"ids": a, "lookupable_only": True},
     "lookup_candidates": lambda a: {"entity_id": a},
-    "lookup_candidates_multi": lambda a: {"entity_ids": a},
+    "lookup_candidates_multi": lambda a: {"entity_ids": a, "articles": False},  # the paper's C(e), as the dict bound
     "paragraph_sentences": lambda a: {"paragraph_ids": a},
     "entities_by_names": lambda a: {"names": a},
 }

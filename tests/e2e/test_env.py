@@ -397,7 +397,7 @@ def test_lookup_query_is_question_plus_committed_only(hotpot_view, hotpot_questi
     q_vec = hotpot_view.encode([lookup_query(item.question, [])])[0]
     committed = set(env.state.committed)
     committed_keys = {text_key(t) for t in committed_texts}
-    pools = hotpot_view.lookup_pools([e.id for e in env.menu.entities])
+    pools = hotpot_view.lookup_pools([e.id for e in env.menu.entities], articles=env.config.article_pool)
     changed = 0
     for e in env.menu.entities:
         # the menu's lookup result is exactly the pool ranked by m_t = concat(q, C_t)

@@ -49,9 +49,11 @@ def test_gold_absent(hotpot_view, hotpot_questions) -> None:
 
 
 def test_no_entity_path_for_a_sentence_no_pool_contains(hotpot_view, hotpot_questions) -> None:
-    """A sentence that neither mentions a lookup-able entity nor neighbours one that does is in no candidate pool:
-    outside U_0 nothing reaches it, under any caps."""
+    """A sentence that neither mentions a lookup-able entity nor neighbours one that does is in no candidate pool of
+    the paper's C(e) (``article_pool=False``): outside U_0 nothing reaches it, under any caps. With the default
+    article channel the same sentence is in its article's pool (every test-graph sentence is in some pool then)."""
     view = hotpot_view
+    paper = EnvConfig(article_pool=False)
     ents = view.entities_of(view.sentence_ids)
 
     def neighbours(sid: str) -> list[str]:
@@ -63,15 +65,19 @@ def test_no_entity_path_for_a_sentence_no_pool_contains(hotpot_view, hotpot_ques
     all_entities = sorted({e.id for es in ents.values() for e in es})
     pooled = {s for pool in view.lookup_pools(all_entities).values() for s in pool}
     item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
-    u0 = init_retrieve(view, item.question, view.encode([item.question])[0], EnvConfig())
+    u0 = init_retrieve(view, item.question, view.encode([item.question])[0], paper)
     target = next(s for s in isolated if s not in u0)
     assert target not in pooled  # the premise, checked on the raw pools
     ghost = replace(item, gold_sentence_ids=(item.gold_sentence_ids[0], target))
-    r = menu_reachability(view, ghost)
+    r = menu_reachability(view, ghost, paper)
     assert (r.status, r.cause, r.expansions) == ("unreachable", "no_entity_path", 0)
     # with large caps and many turns it stays unreachable: the cause is not the caps
-    wide = EnvConfig(max_turns=12, visible_cap=30, lookup_cap=40)
+    wide = replace(paper, max_turns=12, visible_cap=30, lookup_cap=40)
     assert menu_reachability(view, ghost, wide).cause == "no_entity_path"
+    # the article channel pools it (its article's title is a lookup-able entity), so the proof no longer applies
+    assert EnvConfig().article_pool
+    assert target in {s for pool in view.lookup_pools(all_entities, articles=True).values() for s in pool}
+    assert menu_reachability(view, ghost).cause != "no_entity_path"
 
 
 def test_turn_budget(hotpot_view, hotpot_questions) -> None:
@@ -124,7 +130,7 @@ def _lookup_results(view, question: str, committed: tuple[str, ...], visible, cf
     keys = {text_key(t) for t in texts}
     sids = [*committed, *visible]
     entities = sorted({e.id for es in view.entities_of(sids).values() for e in es if e.lookupable})
-    pools = view.lookup_pools(entities)
+    pools = view.lookup_pools(entities, articles=cfg.article_pool)
     return {e: lookup_result(view, pools.get(e, ()), m_vec, set(committed), keys, cfg) for e in entities}
 
 
@@ -132,9 +138,10 @@ def test_a_later_visible_gold_sentence_may_be_committed_first(hotpot_view, hotpo
     """m_t concatenates C_t in commit order, so which visible gold sentence is committed first changes every later
     LOOKUP. Gold {a, b, g} with T = 3: a and b visible in U_0 (a first), g shown only by a LOOKUP. Committing a
     first leaves no LOOKUP that shows both b and g, and no LOOKUP from U_0 shows all three, so the search must
-    commit b first: SELECT b, LOOKUP, ANSWER_WITH(a, g)."""
+    commit b first: SELECT b, LOOKUP, ANSWER_WITH(a, g). The scenario is built on the paper's C(e) (the article
+    channel's wider pools change which LOOKUP shows what, so ``article_pool=False``)."""
     item = _by_id(hotpot_questions, Q_ALL_VISIBLE)
-    cfg = EnvConfig(max_turns=3)
+    cfg = EnvConfig(max_turns=3, article_pool=False)
     a, b, g = "p_83a04ee7359eb91a:0", "p_e6d66dff4e73eed0:0", "p_e6d66dff4e73eed0:3"
     u0 = tuple(init_retrieve(hotpot_view, item.question, hotpot_view.encode([item.question])[0], cfg))
     assert u0.index(a) < u0.index(b) and g not in u0
