@@ -93,7 +93,9 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
             break
     local = [sid for sid, _ in view.rank(q_vec, view.paragraph_sentences(paragraphs))]
     q_entities = view.question_entities(question, cfg.question_ngram_max)
-    mention_pool = view.lookup_pools([e.id for e in q_entities]) if q_entities else {}
+    # the paper's C(e) even with EnvConfig.article_pool: ranking the question entities' whole articles here lost
+    # 2Wiki questions (190 -> 188 reachable, benchmarks/results/quality.md)
+    mention_pool = view.lookup_pools([e.id for e in q_entities], articles=False) if q_entities else {}
     mention_ids = [sid for e in q_entities for sid in mention_pool.get(e.id, ())]
     entity_channel = [sid for sid, _ in view.rank(q_vec, mention_ids)][: cfg.init_entity_k]
     fused = [sid for sid, _ in rrf([global_hits, local, entity_channel], cfg.rrf_k)]

@@ -252,11 +252,12 @@ class GraphView:
         environment on this view: a GRPO group revisiting a state ranks each candidate pool once."""
         return self._lookup_results
 
-    def lookup_pools(self, entity_ids: Sequence[str], *, articles: bool = False) -> dict[str, tuple[str, ...]]:
+    def lookup_pools(self, entity_ids: Sequence[str], *, articles: bool) -> dict[str, tuple[str, ...]]:
         """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order.
 
-        ``articles`` (``EnvConfig.article_pool``): then, by id, the sentences of the article(s) e titles that C(e)
-        does not hold (the query's ``article`` channel; one round trip either way, each kind of pool cached apart)."""
+        ``articles`` (``EnvConfig.article_pool``; no default, so every caller says which pool it ranks): then, by id,
+        the sentences of the article(s) e titles that C(e) does not hold (the query's ``article`` channel; one round
+        trip either way, each kind of pool cached apart)."""
 
         def fetch(missing: list[str]) -> dict[str, tuple[str, ...]]:
             rows = self._query("lookup_candidates_multi", {"entity_ids": missing, "articles": articles})

@@ -197,7 +197,7 @@ def _commit_turns(n_units: int, answer_with_max: int = 1) -> int:
 
 
 def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str], *,
-                   visited: Iterable[str] = (), articles: bool = False) -> list[int | None]:
+                   articles: bool, visited: Iterable[str] = ()) -> list[int | None]:
     """Per gold unit, the fewest LOOKUP rounds after which the relaxed closure (module docstring) holds a
     sentence satisfying it: 0 when ``start`` (U_0, or C_t ∪ U_t) does, None when the closure never does.
     ``visited``: entities never looked up again (V_t), so the closure from a later state stays an over-approximation.
@@ -232,7 +232,7 @@ def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str],
     return depth
 
 
-def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, articles: bool = False) -> list[Unit]:
+def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, articles: bool) -> list[Unit]:
     """The units some trajectory from ``start`` (U_0) could commit: in the graph and inside the relaxed closure;
     no trajectory ever commits the others (``gold_absent`` / ``no_entity_path``)."""
     present = [u for u in units if _in_graph(view, u)]

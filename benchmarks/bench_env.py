@@ -547,7 +547,12 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads((RESULTS / "env.json").read_text())
         prev = {d["dataset"]: d for d in old["datasets"]}
         meta["merged_from"] = old["meta"]
-    variants = [env_variant(v) for v in args.env_variants.split(";") if v.strip()] or [(None, None)]
+    from harness_g.errors import ConfigError
+
+    try:
+        variants = [env_variant(v) for v in args.env_variants.split(";") if v.strip()] or [(None, None)]
+    except ConfigError as exc:
+        ap.error(f"--env-variants: {exc}")
     results = [v for k, v in prev.items() if k not in args.datasets.split(",")]
     if prev:
         meta["merged_datasets"] = [r["dataset"] for r in results]

@@ -479,6 +479,7 @@ def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, A
 def main(argv: list[str] | None = None) -> int:
     from harness_g import config_loader
     from harness_g.agent.config import EnvConfig
+    from harness_g.errors import ConfigError
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default="/tmp/hg-dev", type=Path)
@@ -520,8 +521,14 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.torch_threads)
         threadpool_limits(args.torch_threads)
-    env_set = [config_loader.parse_set(x) for x in args.env_set] + [("answer_with_max", str(args.answer_with_max))]
-    cfg = config_loader.load(EnvConfig, overrides=dict(env_set))
+    env_set = [config_loader.parse_set(x) for x in args.env_set]
+    if any(key == "answer_with_max" for key, _ in env_set):
+        ap.error("set ANSWER_WITH k with --answer-with-max, not --env-set answer_with_max=...")
+    env_set.append(("answer_with_max", str(args.answer_with_max)))
+    try:
+        cfg = config_loader.load(EnvConfig, overrides=dict(env_set))
+    except ConfigError as exc:
+        ap.error(f"--env-set: {exc}")
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
             "reach_budget": args.reach_budget, "torch_threads": args.torch_threads,
             "reach_only": args.reach_only, "answer_with_max": args.answer_with_max, "env_set": dict(env_set),

@@ -25,6 +25,7 @@ paragraph's ``text`` (and so its id) is unchanged.
 """
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -137,12 +138,14 @@ def continues(sentences: tuple[str, ...], head: int, i: int, joined_head: str) -
     s = sentences[i]
     if s[0].islower() or s[0] == "(" or (head == 0 and joined_head.endswith(":")):
         return True
-    depth = joined_head.count("(") - joined_head.count(")")
-    for later in [t for t in sentences[i:] if t][:PAREN_LOOKAHEAD]:
+    depth = joined_head.count("(") - joined_head.count(")")  # parentheses the head leaves open
+    if depth <= 0:
+        return False
+    for later in islice((t for t in sentences[i:] if t), PAREN_LOOKAHEAD):
         depth += later.count("(") - later.count(")")
         if depth <= 0:
-            break
-    return joined_head.count("(") > joined_head.count(")") and depth <= 0
+            return True
+    return False
 
 
 def join_continuations(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:

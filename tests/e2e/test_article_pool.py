@@ -40,7 +40,7 @@ def test_the_article_channel_adds_the_articles_an_entity_titles(hotpot_view) -> 
     expected = _expected_articles(hotpot_view)
     assert len(expected) >= 10, "the test graph should title some articles"
     ids = hotpot_view.artifact.table("entities", columns=["id"]).column("id").to_pylist()
-    paper = hotpot_view.lookup_pools(ids)
+    paper = hotpot_view.lookup_pools(ids, articles=False)
     wider = hotpot_view.lookup_pools(ids, articles=True)
     grown = 0
     for e in ids:

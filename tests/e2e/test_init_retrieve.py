@@ -25,12 +25,12 @@ def _maximal_entities(view, question: str, cfg: EnvConfig):
 
 
 def _covered(view, visible: list[str], ents) -> set[str]:
-    pools = view.lookup_pools([e.id for e in ents])
+    pools = view.lookup_pools([e.id for e in ents], articles=False)
     return {e.name for e in ents if set(visible) & set(pools.get(e.id, ()))}
 
 
 def _named(view, question: str, ents) -> set[str]:
-    pools = view.lookup_pools([e.id for e in ents])
+    pools = view.lookup_pools([e.id for e in ents], articles=False)
     return {e.name for e in ents if pools.get(e.id) and _named_in_question(question, e.name)}
 
 

@@ -63,7 +63,7 @@ def test_no_entity_path_for_a_sentence_no_pool_contains(hotpot_view, hotpot_ques
     isolated = sorted(s for s in view.sentence_ids if not ents.get(s) and not any(ents.get(n) for n in neighbours(s)))
     assert isolated, "the test graph has sentences without lookup-able entities around them"
     all_entities = sorted({e.id for es in ents.values() for e in es})
-    pooled = {s for pool in view.lookup_pools(all_entities).values() for s in pool}
+    pooled = {s for pool in view.lookup_pools(all_entities, articles=False).values() for s in pool}
     item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
     u0 = init_retrieve(view, item.question, view.encode([item.question])[0], paper)
     target = next(s for s in isolated if s not in u0)
@@ -200,7 +200,8 @@ def test_every_cause_is_named_and_relaxed_depths_bound_min_turns(hotpot_view, ho
         assert r.cause is None or r.cause in CAUSES
         units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
         q_vec = hotpot_view.encode([item.question])[0]
-        depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg))
+        depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg),
+                                articles=cfg.article_pool)
         if r.status == "reachable":  # the relaxation is a lower bound of every real trajectory
             assert all(d is not None for d in depths)
             commits = max(1, len(units) - cfg.answer_with_max + 1)  # the closing ANSWER_WITH commits up to k at once
@@ -236,7 +237,7 @@ def test_lookup_ranks_the_whole_pool_before_the_cap(hotpot_view, hotpot_question
     cfg = EnvConfig(lookup_pool_cap=cap)
     ents = view.entities_of(view.sentence_ids)
     entity_ids = sorted({e.id for es in ents.values() for e in es})
-    pools = view.lookup_pools(entity_ids)
+    pools = view.lookup_pools(entity_ids, articles=cfg.article_pool)
     big = [e for e in entity_ids if len(pools.get(e, ())) > cap]
     assert big
     beyond = 0
