@@ -15,7 +15,7 @@ import re
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from helpers.sample_menu import MENU
@@ -82,7 +82,9 @@ def assert_consistent(reply: str, got: ParseResult) -> None:
     assert got.action is want.action, (reply[:80], got, want)
     if got.action is not None:  # the rule itself, independently of the reference
         assert got.error is None and "||" not in reply and len(reply.strip()) <= MAX_REPLY_CHARS
-        assert {i.upper() for i in re.findall(r"\bA\d+\b", reply, re.I)} == {got.action.id}
+        # the grammar lets the id touch an "action" prefix ("actionA0"), where \b sees no boundary
+        unprefixed = re.sub("action", " ", reply, flags=re.I)
+        assert {i.upper() for i in re.findall(r"\bA\d+\b", unprefixed, re.I)} == {got.action.id}
         return
     assert got.error is not None
     if want.error == "reply too long":
@@ -161,6 +163,7 @@ replies = st.lists(piece, max_size=8).map("".join).filter(lambda r: len(r) <= 20
 
 @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(replies)
+@example("actionA0")  # found by this test on a random draw: the id touching the prefix is accepted, as the old parser did
 def test_any_reply_parses_in_bounded_time_and_strictly(reply: str) -> None:
     result, seconds = timed_parse(reply)
     assert seconds < BOUND_S, f"parse took {seconds:.3f}s on a {len(reply)}-character reply"
