@@ -45,9 +45,19 @@ class EnvConfig(Config):
         True, "a LOOKUP's candidate pool also holds every sentence of the article e titles (through its title anchor, "
               "harness-g.tex l.987, or a 'title' synonym of one), after the paper's three channels: an article names "
               "its subject in the lead and then says 'He' or 'The film', so 'He died in London.' is otherwise in "
-              "C(director) only beside a sentence that names him. Ranking by m_t, K_s, K_e and InitRetrieve are "
-              "unchanged. false: the paper's C(e) = S(e) + S(Syn(e)) + N_SS(S(e)) exactly (harness-g.tex l.287-291); "
+              "C(director) only beside a sentence that names him. And U_{t+1} always shows that article's title "
+              "anchor (its first sentence, l.987: dates, nationality, occupation): when the top K_s by m_t leave it "
+              "out, it takes the last slot. K_s, K_e and InitRetrieve are unchanged. false: the paper's LOOKUP "
+              "exactly, the top K_s of C(e) = S(e) + S(Syn(e)) + N_SS(S(e)) by m_t (harness-g.tex l.287-291); "
               "benchmarks/results/quality.md measures both")
+    question_lookups: bool = config_field(
+        True, "the entities the question names (maximal, written as names: those InitRetrieve reserves U_0 slots "
+              "for) stay LOOKUP targets until looked up, after those of C_t and before those of U_t: the question is "
+              "part of z_t and of m_t (harness-g.tex l.273, l.287) and its entities are the first bridges. Without "
+              "it, a comparison question's second film is a target only while a sentence naming it is visible, so "
+              "'LOOKUP the first director, commit, then LOOKUP the second film' cannot happen. K_e and the merge "
+              "rules are unchanged. false: targets come from C_t and U_t only; benchmarks/results/quality.md "
+              "measures both")
 
 
 @dataclass(frozen=True)

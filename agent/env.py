@@ -15,7 +15,7 @@ import numpy as np
 
 from harness_g.agent.actions import Action, ActionType, parse_action
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.graph_view import GraphView, question_words
+from harness_g.agent.graph_view import EntityInfo, GraphView, question_words
 from harness_g.agent.menu import Menu, build_menu, dedup_by_text
 from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
                                          VisibleSentence, next_episode_id)
@@ -68,6 +68,7 @@ class EnvState:
     visited: list[str] = field(default_factory=list)
     observed: list[str] = field(default_factory=list)  # scorer-only context O_t, first-seen order
     producer: dict[str, int] = field(default_factory=dict)  # sentence/entity id -> latest producing step
+    question_targets: list[EntityInfo] = field(default_factory=list)  # the question's LOOKUP targets (question_targets)
     turn: int = 0
     done: bool = False
     terminated_by: str = ""
@@ -81,8 +82,10 @@ def committed_query(view: GraphView, question: str, committed: Sequence[str], ma
     return lookup_query(question, texts, max_words), texts
 
 
-def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvConfig) -> list[str]:
-    """U_0: RRF of the global-sentence, paragraph-local and entity-mention channels, text-deduped, top K_s."""
+def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvConfig,
+                  q_entities: list[EntityInfo] | None = None) -> list[str]:
+    """U_0: RRF of the global-sentence, paragraph-local and entity-mention channels, text-deduped, top K_s.
+    ``q_entities``: ``view.question_entities(question, cfg.question_ngram_max)`` when the caller has it."""
     global_hits = [sid for sid, _ in view.vector_top_k(question, q_vec, cfg.init_global_k)]
     paragraphs: list[str] = []
     for sid in global_hits:
@@ -92,7 +95,8 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
         if len(paragraphs) == cfg.init_paragraphs:
             break
     local = [sid for sid, _ in view.rank(q_vec, view.paragraph_sentences(paragraphs))]
-    q_entities = view.question_entities(question, cfg.question_ngram_max)
+    if q_entities is None:
+        q_entities = view.question_entities(question, cfg.question_ngram_max)
     # the paper's C(e) even with EnvConfig.article_pool: ranking the question entities' whole articles here lost
     # 2Wiki questions (190 -> 188 reachable, benchmarks/results/quality.md)
     mention_pool = view.lookup_pools([e.id for e in q_entities], articles=False) if q_entities else {}
@@ -116,6 +120,24 @@ def _named_in_question(question: str, name: str) -> bool:
     return any(w in cased for w in name.split())
 
 
+def _maximal(q_entities: Sequence[EntityInfo]) -> list[EntityInfo]:
+    """The question entities whose name no other question entity's name contains ("malibu express", not "malibu")."""
+    names = {e.name for e in q_entities}
+    return [e for e in q_entities if not any(n != e.name and f" {e.name} " in f" {n} " for n in names)]
+
+
+def question_targets(view: GraphView, question: str, cfg: EnvConfig,
+                     q_entities: list[EntityInfo] | None = None) -> list[EntityInfo]:
+    """The entities the question names, as LOOKUP targets (``EnvConfig.question_lookups``; [] when off): the
+    lookup-able question entities with a maximal name that the question writes as a name (the names InitRetrieve
+    reserves U_0 slots for), ordered by id. ``q_entities``: ``view.question_entities(...)`` when the caller has it."""
+    if not cfg.question_lookups:
+        return []
+    if q_entities is None:
+        q_entities = view.question_entities(question, cfg.question_ngram_max)
+    return [e for e in _maximal(q_entities) if _named_in_question(question, e.name)]
+
+
 def _reserve_entity_slots(view: GraphView, visible: list[str], q_entities: list, pools: dict[str, tuple[str, ...]],
                           q_vec: np.ndarray, cfg: EnvConfig, question: str) -> list[str]:
     """Give each question entity that U_0 does not touch its best sentence, in place of U_0's lowest-ranked sentence
@@ -131,11 +153,9 @@ def _reserve_entity_slots(view: GraphView, visible: list[str], q_entities: list,
     entity (before, a junk ORG "younger" pushed out the second person of "Who is younger, X or Y?").
     Still the paper's entity-mention channel (harness-g.tex l.285), fused by slot reservation instead of RRF.
     """
-    names = {e.name for e in q_entities}
     pool_of: dict[str, set[str]] = {}  # maximal name -> the union of its entities' pools
-    for e in q_entities:
-        if not any(n != e.name and f" {e.name} " in f" {n} " for n in names):
-            pool_of.setdefault(e.name, set()).update(pools.get(e.id, ()))
+    for e in _maximal(q_entities):
+        pool_of.setdefault(e.name, set()).update(pools.get(e.id, ()))
     out = list(visible)
 
     def covered(sentences: Sequence[str]) -> set[str]:
@@ -207,7 +227,9 @@ class MenuEnv:
         self._event, self._error = "start", None
         q_vec = self.view.encode([question.question])[0]
         state = EnvState(question=question, question_vec=q_vec)
-        state.visible = init_retrieve(self.view, question.question, q_vec, self.config)
+        q_entities = self.view.question_entities(question.question, self.config.question_ngram_max)
+        state.visible = init_retrieve(self.view, question.question, q_vec, self.config, q_entities)
+        state.question_targets = question_targets(self.view, question.question, self.config, q_entities)
         self._produce(state, state.visible, INIT_STEP)
         state.observed = list(state.visible)
         self.state = state
@@ -241,7 +263,7 @@ class MenuEnv:
         self._m_text = m_text
         self.menu = build_menu(
             self.view, question_vec=st.question_vec, m_vec=self._m_vec, committed=st.committed, visible=st.visible,
-            visited=st.visited, cfg=self.config, m_text=m_text,
+            visited=st.visited, cfg=self.config, m_text=m_text, question_targets=st.question_targets,
         )
         # the menu may merge duplicate-text sentences: visible is what the menu shows
         st.visible = [s.id for s in self.menu.sentences]

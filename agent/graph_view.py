@@ -148,6 +148,7 @@ class GraphView:
         self._pools = _LRU(cache_size)
         self._article_pools = _LRU(cache_size)  # lookup_pools(articles=True)
         self._names = _LRU(cache_size)
+        self._question_grams = _LRU(10_000)  # (question, max_n) -> its canonical n-grams (every reset of a GRPO group)
         self._mentions_of = _LRU(cache_size)
         self._lookup_results = _LRU(cache_size)  # (C_t key, entity id) -> a LOOKUP's U_{t+1}; see lookup_result_cache
         self._vectors = _LRU(50_000)
@@ -243,7 +244,12 @@ class GraphView:
     def question_entities(self, question: str, max_n: int = 6) -> list[EntityInfo]:
         """Lookup-able entities named in the question, found by matching its word n-grams (n <= max_n)
         against canonical entity names. Works on lower-cased questions where NER fails (NQ)."""
-        return [e for e in self.entities_by_names(question_grams(question, max_n)) if e.lookupable]
+        key = (question, max_n)
+        grams = self._question_grams.get(key)
+        if grams is None:
+            grams = question_grams(question, max_n)
+            self._question_grams.put(key, grams)
+        return [e for e in self.entities_by_names(grams) if e.lookupable]
 
     @property
     def lookup_result_cache(self) -> _LRU:
@@ -259,12 +265,26 @@ class GraphView:
         the sentences of the article(s) e titles that C(e) does not hold (the query's ``article`` channel; one round
         trip either way, each kind of pool cached apart)."""
 
-        def fetch(missing: list[str]) -> dict[str, tuple[str, ...]]:
+        return {e: pool for e, (pool, _) in self._pool_entries(entity_ids, articles).items()}
+
+    def title_anchors(self, entity_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Per entity, the title anchors (first sentences, harness-g.tex l.987) of the article(s) it titles, directly
+        or through a 'title' synonym (empty when it titles none): what ``EnvConfig.article_pool``'s LOOKUP always
+        shows. Served from the same rows and cache as ``lookup_pools(..., articles=True)``."""
+        return {e: anchors for e, (_, anchors) in self._pool_entries(entity_ids, True).items()}
+
+    def _pool_entries(self, entity_ids: Sequence[str],
+                      articles: bool) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+        """Per entity, (its pool in channel order, its title anchors), from one cached ``lookup_candidates_multi``."""
+        def fetch(missing: list[str]) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
             rows = self._query("lookup_candidates_multi", {"entity_ids": missing, "articles": articles})
             grouped: dict[str, list[str]] = {}
+            anchors: dict[str, set[str]] = {}
             for r in rows:
                 grouped.setdefault(r["entity_id"], []).append(r["id"])
-            return {k: tuple(v) for k, v in grouped.items()}
+                if r["anchor"]:
+                    anchors.setdefault(r["entity_id"], set()).add(r["id"])
+            return {k: (tuple(grouped.get(k, ())), frozenset(anchors.get(k, ()))) for k in missing}  # unknown: empty
 
         return self._cached_many(self._article_pools if articles else self._pools, entity_ids, fetch)
 

@@ -1,8 +1,9 @@
 """Menu proposal and filtering: M_t = Filter(Propose(z_t, G), H_t).
 
 Propose: SELECT for each visible sentence, ANSWER_WITH for each set of 1..k visible sentences
-(k = ``EnvConfig.answer_with_max``), LOOKUP for bridge entities (in
-committed evidence) and frontier entities (in visible sentences), ANSWER.
+(k = ``EnvConfig.answer_with_max``), LOOKUP for bridge entities (in committed evidence), question entities
+(named in the question, ``EnvConfig.question_lookups``) and frontier entities (in visible sentences), in that
+order, at most K_e, ANSWER.
 Filter: committed sentences and visited entities are never offered, invalid targets (the
 build's junk filter) never reach the menu, a LOOKUP whose result adds nothing new or repeats
 a higher-ranked LOOKUP's result is merged away, one name is offered once (a target whose
@@ -80,13 +81,18 @@ def dedup_by_text(ids: Sequence[str], texts: dict[str, SentenceInfo], exclude_ke
 
 
 def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, committed: set[str], committed_keys: set[str],
-                  cfg: "EnvConfig", *, ranked: Sequence[str] | None = None) -> tuple[str, ...]:
+                  cfg: "EnvConfig", *, ranked: Sequence[str] | None = None,
+                  anchors: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """U_{t+1} for a LOOKUP: the whole pool minus committed sentences, ranked by cosine to m_t (ties by id),
     cut to the best ``lookup_pool_cap``, text-deduped, top K_s.
 
     Ranking comes before any cap, so no channel (mention, synonym, neighbour) of a large entity's pool is
     lost to the pool's storage order; the cap only bounds how many ranked sentences the de-duplication reads.
-    ``ranked``: that ranking when the caller already has it.
+    ``ranked``: that ranking when the caller already has it. ``anchors``: the title anchors of the article(s) e
+    titles (``GraphView.title_anchors``, with ``EnvConfig.article_pool``): when none of them made the top K_s, the
+    best of them by the same cosine takes the last slot -- LOOKUP(Charles Lamont) shows the first sentence of
+    Charles Lamont's article ("Charles Lamont (May 5, 1895 - September 12, 1993) was a prolific filmmaker"), not
+    only six sentences about films he directed that resemble the question more.
     """
     if ranked is None:
         ranked = _ranked_pool(view, pool, m_vec, committed, cfg)
@@ -99,8 +105,27 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
         for sid in _distinct(part, view.sentences(part), seen):
             out.append(sid)
             if len(out) == cfg.visible_cap:
-                return tuple(out)
+                break
+        if len(out) == cfg.visible_cap:
+            break
+    if anchors and not anchors.intersection(out):
+        out = _show_title_anchor(view, out, anchors, m_vec, committed, seen, cfg)
     return tuple(out)
+
+
+def _show_title_anchor(view: GraphView, out: list[str], anchors: frozenset[str], m_vec: np.ndarray, committed: set[str],
+                       shown_keys: set[str], cfg: "EnvConfig") -> list[str]:
+    """``out`` with its last slot (or a free one) given to the best of ``anchors`` by cosine to m_t whose text is
+    neither committed nor already shown; ``out`` unchanged when there is none."""
+    ranked = view.rank_top(m_vec, sorted(anchors), len(anchors), exclude=committed)
+    best = next(iter(_distinct(ranked, view.sentences(ranked), set(shown_keys))), None)
+    if best is None:
+        return out
+    return (out if len(out) < cfg.visible_cap else out[:-1]) + [best]
+
+
+#: LOOKUP candidates' tiers, best first: entities of C_t, entities the question names, entities of U_t
+_ROLE_RANK = {"bridge": 0, "question": 1, "frontier": 2}
 
 
 def _ranked_pool(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, committed: set[str], cfg: "EnvConfig") -> list[str]:
@@ -108,33 +133,40 @@ def _ranked_pool(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commit
 
 
 def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, committed: Sequence[str], visible: Sequence[str],
-               visited: Sequence[str], cfg: "EnvConfig", m_text: str | None = None) -> Menu:
+               visited: Sequence[str], cfg: "EnvConfig", m_text: str | None = None,
+               question_targets: Sequence[EntityInfo] = ()) -> Menu:
     """Propose and filter the menu for the current state (read-only).
 
     ``m_text``: the text of m_t (whose vector is ``m_vec``). Given, each LOOKUP result is cached in the view under
     (m_t, C_t, caps, entity) -- all a result depends on -- so a state revisited by another rollout of a GRPO group,
-    or a candidate offered again while C_t is unchanged, is not ranked again."""
+    or a candidate offered again while C_t is unchanged, is not ranked again.
+
+    ``question_targets``: the question's entities (``env.question_targets``; empty when
+    ``EnvConfig.question_lookups`` is off), candidates with role "question" unless C_t names them (then "bridge");
+    ranked after the bridges and before the frontier."""
     committed_set = set(committed)
     infos = view.sentences(list(committed) + list(visible))
     committed_keys = {text_key(infos[s].text) for s in committed if s in infos}
     sentences = [infos[s] for s in visible if s in infos and s not in committed_set]
 
-    # Candidate entities: bridge (mentioned in committed evidence) before frontier (visible).
+    # Candidate entities: bridge (mentioned in committed evidence), then question (named in q), then frontier (visible).
     ents_of = view.entities_of(list(committed) + [s.id for s in sentences])
     visited_set = set(visited)
     roles: dict[str, str] = {}
     pool: dict[str, EntityInfo] = {}
-    for role, sids in (("bridge", committed), ("frontier", [s.id for s in sentences])):
-        for sid in sids:
-            for e in ents_of.get(sid, ()):
-                if e.lookupable and e.id not in visited_set and e.id not in pool:
-                    pool[e.id] = e
-                    roles[e.id] = role
+    frontier = [e for s in sentences for e in ents_of.get(s.id, ())]
+    bridges = [e for sid in committed for e in ents_of.get(sid, ())]
+    for role, ents in (("bridge", bridges), ("question", question_targets), ("frontier", frontier)):
+        for e in ents:
+            if e.lookupable and e.id not in visited_set and e.id not in pool:
+                pool[e.id] = e
+                roles[e.id] = role
     candidates = list(pool.values())
     if candidates:
         name_vecs = view.entity_vectors(candidates)
         sims = name_vecs @ question_vec
-        order = sorted(range(len(candidates)), key=lambda i: (roles[candidates[i].id] != "bridge", -float(sims[i]), candidates[i].id))
+        order = sorted(range(len(candidates)),
+                       key=lambda i: (_ROLE_RANK[roles[candidates[i].id]], -float(sims[i]), candidates[i].id))
         candidates = [candidates[i] for i in order]
 
     current = tuple(s.id for s in sentences)
@@ -154,6 +186,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
                 known[e.id] = hit
     todo = [e for e in candidates if e.id not in known]
     pools = view.lookup_pools([e.id for e in todo], articles=cfg.article_pool) if todo else {}
+    title_anchors = view.title_anchors([e.id for e in todo]) if todo and cfg.article_pool else {}
     # rank the pools of the likely-kept candidates first and fetch the texts their de-duplication reads in one round trip
     chunk = max(2 * cfg.visible_cap, 8)
     ranked: dict[str, list[str]] = {}
@@ -165,8 +198,9 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             head_names.add(e.name)
             if e.id not in known:
                 ranked[e.id] = _ranked_pool(view, pools.get(e.id, ()), m_vec, committed_set, cfg)
-    if ranked:
-        view.prefetch_sentences(s for r in ranked.values() for s in r[:chunk])
+    if ranked:  # with the title anchors a result may show (article_pool): their texts in the same round trip
+        view.prefetch_sentences(itertools.chain((s for r in ranked.values() for s in r[:chunk]),
+                                                (s for e in ranked for s in title_anchors.get(e, ()))))
     for e in candidates:
         if len(kept) == cfg.lookup_cap:
             break
@@ -174,7 +208,8 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             continue
         res = known.get(e.id)
         if res is None:
-            res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg, ranked=ranked.get(e.id))
+            res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg,
+                                ranked=ranked.get(e.id), anchors=title_anchors.get(e.id, frozenset()))
             if state is not None:
                 cache.put((state, e.id), res)
         key = frozenset(res)

@@ -154,7 +154,8 @@ class VisibleSentence:
 @dataclass(frozen=True)
 class MenuEntity:
     """One LOOKUP entity of the menu: ``handle`` ``E<i>``, canonical ``name``, display ``surface``,
-    ``role`` "bridge" (in committed evidence) or "frontier" (in visible sentences)."""
+    ``role`` "bridge" (in committed evidence), "question" (named in the question, ``EnvConfig.question_lookups``) or
+    "frontier" (in visible sentences)."""
 
     id: str
     handle: str

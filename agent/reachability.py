@@ -34,10 +34,10 @@ turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a fin
   then the menu's own order (bridge first, similarity, id).
 - *Lookahead pruning*: LOOKUP(e)'s result depends on C_t only (it ranks C(e) by m_t = concat(q, text(C_t)) and
   drops C_t; the menu merely decides whether e is offered), so the search computes and caches it per (C_t, e)
-  without building menus. When the bound leaves exactly one more LOOKUP, some candidate entity of C_t ∪ U_t
-  (every one, not only the K_e the menu keeps) must show every missing unit; when it leaves two, some candidate's
-  result must, after the search commits what it shows (in visible order) or, deferring, commits nothing, leave the
-  rest to one candidate of the next state. Otherwise the state is pruned before its menu is built. This loses no
+  without building menus. When the bound leaves exactly one more LOOKUP, some candidate entity of C_t ∪ U_t or
+  of the question's targets (every one, not only the K_e the menu keeps) must show every missing unit; when it
+  leaves two, some candidate's result must, after the search commits what it shows (in visible order) or,
+  deferring, commits nothing, leave the rest to one candidate of the next state. Otherwise the state is pruned before its menu is built. This loses no
   trajectory of the search space except those that, between their last two LOOKUPs, commit only part of what the
   first shows or commit it in another order (each such order would need its own m_t encoded; a reduction).
   (The exploration behind the causes' details below skips it: those are read from the explored states.)
@@ -65,7 +65,8 @@ decided by cheap checks in this order, the first that applies wins:
     the *relaxed closure* never reaches some gold unit. The relaxed closure starts from U_0 and
     repeatedly adds the full, uncapped candidate pool C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) (with
     ``EnvConfig.article_pool``, plus the sentences of the article e titles, as the menu's pools) of every
-    lookup-able entity mentioned by any sentence reached so far: no lookup_pool_cap, no K_s, no K_e,
+    lookup-able entity mentioned by any sentence reached so far (and, with ``EnvConfig.question_lookups``, of
+    the entities the question names): no lookup_pool_cap, no K_s, no K_e,
     no turn limit, and visible sets accumulate instead of being replaced. Every real trajectory
     stays inside it, so this is a proof that no sequence of LOOKUPs, under any caps and any T, ever
     makes that unit a candidate (U_0 itself, InitRetrieve's output, is taken as given: a gold
@@ -101,6 +102,7 @@ whole graph at most once per process); the extended search and the exploration r
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
@@ -108,8 +110,8 @@ import numpy as np
 
 from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import committed_query, init_retrieve
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env import committed_query, init_retrieve, question_targets
+from harness_g.agent.graph_view import EntityInfo, GraphView
 from harness_g.agent.menu import build_menu, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.graph.types import QAItem, paragraph_of
@@ -197,18 +199,24 @@ def _commit_turns(n_units: int, answer_with_max: int = 1) -> int:
 
 
 def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str], *,
-                   articles: bool, visited: Iterable[str] = ()) -> list[int | None]:
+                   articles: bool, visited: Iterable[str] = (),
+                   question_targets: Sequence[str] = ()) -> list[int | None]:
     """Per gold unit, the fewest LOOKUP rounds after which the relaxed closure (module docstring) holds a
     sentence satisfying it: 0 when ``start`` (U_0, or C_t ∪ U_t) does, None when the closure never does.
     ``visited``: entities never looked up again (V_t), so the closure from a later state stays an over-approximation.
-    ``articles``: the pools hold titled articles too (``EnvConfig.article_pool``), as the menu's do."""
+    ``articles``: the pools hold titled articles too (``EnvConfig.article_pool``), as the menu's do.
+    ``question_targets``: the question's entities (``EnvConfig.question_lookups``), LOOKUP targets from the first
+    round on."""
     depth: list[int | None] = [0 if any(_satisfies(s, u) for s in start) else None for u in units]
     reached = set(start)
     frontier = list(dict.fromkeys(start))
     seen_entities: set[str] = set(visited)
     level = 0
-    while frontier and any(d is None for d in depth):
-        new_entities: list[str] = []
+    first = [e for e in dict.fromkeys(question_targets) if e not in seen_entities]
+    seen_entities.update(first)
+    while (frontier or first) and any(d is None for d in depth):
+        new_entities: list[str] = first
+        first = []
         for i in range(0, len(frontier), _CHUNK):
             for ents in view.entities_of(frontier[i : i + _CHUNK]).values():
                 for e in ents:
@@ -232,13 +240,15 @@ def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str],
     return depth
 
 
-def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, articles: bool) -> list[Unit]:
+def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, articles: bool,
+                   question_targets: Sequence[str] = ()) -> list[Unit]:
     """The units some trajectory from ``start`` (U_0) could commit: in the graph and inside the relaxed closure;
     no trajectory ever commits the others (``gold_absent`` / ``no_entity_path``)."""
     present = [u for u in units if _in_graph(view, u)]
     if not present:
         return []
-    return [u for u, d in zip(present, relaxed_depths(view, present, start, articles=articles)) if d is not None]
+    depths = relaxed_depths(view, present, start, articles=articles, question_targets=question_targets)
+    return [u for u, d in zip(present, depths) if d is not None]
 
 
 # -- the search ---------------------------------------------------------------------------------------------------
@@ -299,6 +309,7 @@ class _Shared:
 
     q_vec: np.ndarray
     visible0: tuple[str, ...] | None = None
+    question_targets: tuple[EntityInfo, ...] | None = None  # the question's LOOKUP targets (env.question_targets)
     menus: dict[tuple, tuple[tuple[str, tuple[str, ...]], ...]] = field(default_factory=dict)  # state -> ((e, U'), ...)
     results: dict[tuple, tuple[str, ...]] = field(default_factory=dict)  # (C_t, entity) -> LOOKUP(entity)'s U_{t+1}
     queries: dict[tuple[str, ...], tuple[np.ndarray, set[str]]] = field(default_factory=dict)  # C_t -> (m_t, text keys)
@@ -346,6 +357,18 @@ class GoldSearch:
         return self._shared.expansions
 
     # -- unit bookkeeping ------------------------------------------------------------------------------------
+    @property
+    def question_targets(self) -> tuple[EntityInfo, ...]:
+        """The question's entities that stay LOOKUP targets (``EnvConfig.question_lookups``), as ``MenuEnv.reset``
+        computes them."""
+        if self._shared.question_targets is None:
+            self._shared.question_targets = tuple(question_targets(self.view, self.item.question, self.cfg))
+        return self._shared.question_targets
+
+    @property
+    def question_target_ids(self) -> tuple[str, ...]:
+        return tuple(e.id for e in self.question_targets)
+
     def initial_visible(self) -> tuple[str, ...]:
         """U_0 = InitRetrieve(q; G), exactly as ``MenuEnv.reset`` computes it."""
         if self._shared.visible0 is None:
@@ -464,7 +487,8 @@ class GoldSearch:
 
     # -- menus and pools -------------------------------------------------------------------------------------
     def _candidates(self, st: _State) -> list[str]:
-        """Every lookup-able entity of C_t ∪ U_t not in V_t: a superset of the menu's LOOKUP targets (before K_e)."""
+        """Every lookup-able entity of C_t ∪ U_t and of the question's targets not in V_t: a superset of the menu's
+        LOOKUP targets (before K_e)."""
         return self._candidates_of(st.committed, st.visible, st.visited)
 
     def _candidates_of(self, committed: Sequence[str], visible: Sequence[str], visited: Iterable[str]) -> list[str]:
@@ -477,11 +501,10 @@ class GoldSearch:
                 known[sid] = tuple(e.id for e in fetched.get(sid, ()) if e.lookupable)
         seen = set(visited)
         out: list[str] = []
-        for sid in sids:
-            for eid in known[sid]:
-                if eid not in seen:
-                    seen.add(eid)
-                    out.append(eid)
+        for eid in itertools.chain((e for sid in sids for e in known[sid]), self.question_target_ids):
+            if eid not in seen:
+                seen.add(eid)
+                out.append(eid)
         return out
 
     def _pool_hits_of(self, entity_ids: Sequence[str]) -> dict[str, frozenset[int]]:
@@ -550,7 +573,10 @@ class GoldSearch:
         if result is None:
             m_vec, keys = self._query(committed)
             pool = self.view.lookup_pools([entity_id], articles=self.cfg.article_pool).get(entity_id, ())
-            result = self._shared.results[key] = lookup_result(self.view, pool, m_vec, set(committed), keys, self.cfg)
+            anchors = self.view.title_anchors([entity_id]).get(entity_id, frozenset()) if self.cfg.article_pool \
+                else frozenset()
+            result = self._shared.results[key] = lookup_result(self.view, pool, m_vec, set(committed), keys, self.cfg,
+                                                               anchors=anchors)
         found = self._result_hits.get(key)
         if found is None:
             found = self._result_hits[key] = self.hits(result)
@@ -573,7 +599,8 @@ class GoldSearch:
             run.spent += 1
             self._shared.expansions += 1
             menu = build_menu(self.view, question_vec=self.q_vec, m_vec=self._query(st.committed)[0],
-                              committed=st.committed, visible=st.visible, visited=st.visited, cfg=self.cfg)
+                              committed=st.committed, visible=st.visible, visited=st.visited, cfg=self.cfg,
+                              question_targets=self.question_targets)
             found = tuple((e.id, menu.lookup_results[e.id]) for e in menu.entities)
             self._shared.menus[key] = found
         return found
@@ -674,7 +701,8 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     n = len(units)
     if not all(_in_graph(view, u) for u in units):  # a gold unit absent from the graph: no menu reaches it
         return Reachability("unreachable", None, 0, n, init_hits, "gold_absent")
-    depths = relaxed_depths(view, units, visible0, articles=cfg.article_pool) if init_hits < n else [0] * n
+    depths = relaxed_depths(view, units, visible0, articles=cfg.article_pool, question_targets=search.question_target_ids) \
+        if init_hits < n else [0] * n
     if any(d is None for d in depths):
         return Reachability("unreachable", None, 0, n, init_hits, "no_entity_path")
     lower = max(d for d in depths if d is not None) + search._need(n)

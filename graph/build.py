@@ -55,7 +55,8 @@ from harness_g.graph.types import Dataset, Paragraph, QAItem, entity_id, sentenc
 log = logging.getLogger(__name__)
 
 #: bump when the pipeline's output for the same inputs changes
-PIPELINE_VERSION = "5"  # 4: title mentions (BuildConfig.title_mentions); 5: lower-case split fragments joined (readers/multihop.py)
+PIPELINE_VERSION = "6"  # 4: title mentions (BuildConfig.title_mentions); 5: lower-case split fragments joined
+# (readers/multihop.py); 6: titles linked across spellings (text/linking.spelling_key)
 #: stages timed as busy seconds of the two concurrent NER / embedding workers: inside ``ner_embed_wall``, not added
 BUSY_STAGES = ("ner", "embed")
 

@@ -13,6 +13,7 @@ corpus-wide identity the shared surname gave is not lost.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.lexicon import INITIALS_STOPWORDS, NATIONALITIES
 
 __all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "initials", "name_alias_of", "person_aliases",
-           "title_mention_index", "title_mentions", "title_name"]
+           "spelling_key", "title_mention_index", "title_mentions", "title_name"]
 
 KINDS: tuple[str, ...] = ("title", "canonical", "alias", "abbreviation", "embedding")
 _PRIORITY = {k: i for i, k in enumerate(KINDS)}
@@ -93,11 +94,29 @@ def _add(edges: dict[tuple[str, str], SynonymEdge], a: str, b: str, kind: str, s
         edges[key] = SynonymEdge(key[0], key[1], kind, score)
 
 
+#: shortest spelling key (:func:`spelling_key`) a title is linked by: shorter ones ("li na" / "lina") are too
+#: often different names
+_MIN_SPELLING_KEY = 6
+
+
+def spelling_key(canonical: str) -> str:
+    """``canonical`` without diacritics, spaces and hyphens: one key for the spellings of one name that differ only
+    there ("andré de toth" and "andre detoth" -> "andredetoth")."""
+    decomposed = unicodedata.normalize("NFKD", canonical)
+    return "".join(c for c in decomposed if not unicodedata.combining(c) and c not in " -")
+
+
 def _title_edges(ents: Sequence[EntityRecord], title_ids: Collection[str], edges: dict) -> None:
-    by_canonical: dict[str, list[str]] = defaultdict(list)
+    """'title' edges from each title entity to the entities its article title names: the same canonical, the
+    canonical without a trailing parenthetical ("Paris (film)" -> "paris"), or the same :func:`spelling_key`
+    (the article "Andre DeToth" and the PERSON "André De Toth" a film article credits)."""
+    by_key: dict[str, list[str]] = defaultdict(list)
     for e in ents:
         if e.id not in title_ids and e.canonical:
-            by_canonical[e.canonical].append(e.id)
+            by_key[e.canonical].append(e.id)
+            folded = spelling_key(e.canonical)
+            if folded != e.canonical and len(folded) >= _MIN_SPELLING_KEY:
+                by_key[folded].append(e.id)
     for t in ents:
         if t.id not in title_ids:
             continue
@@ -105,8 +124,9 @@ def _title_edges(ents: Sequence[EntityRecord], title_ids: Collection[str], edges
         base = _TRAILING_PAREN.sub("", t.surface) if t.surface else ""
         if base and base != t.surface:
             keys.add(canonicalize(base))  # "Paris (film)" -> "paris"
+        keys |= {folded for folded in map(spelling_key, keys) if len(folded) >= _MIN_SPELLING_KEY}
         for key in keys:
-            for eid in by_canonical.get(key, ()) if key else ():
+            for eid in by_key.get(key, ()) if key else ():
                 _add(edges, t.id, eid, "title", 1.0)
 
 

@@ -13,6 +13,24 @@ from harness_g.agent.env import MenuEnv
 from harness_g.agent.menu import lookup_result, text_key
 
 
+def _expected_anchors(view) -> dict[str, frozenset[str]]:
+    """entity id -> the title anchor sentences (mention kind 'title') of the articles it titles, itself or through a
+    'title' synonym, from the artifact."""
+    art = view.artifact
+    m = art.table("mentions", columns=["sentence_id", "entity_id", "kind"]).to_pydict()
+    own: dict[str, set[str]] = defaultdict(set)
+    for sid, eid, kind in zip(m["sentence_id"], m["entity_id"], m["kind"]):
+        if kind == "title":
+            own[eid].add(sid)
+    out: dict[str, set[str]] = defaultdict(set, {e: set(s) for e, s in own.items()})
+    syn = art.table("synonyms", columns=["src", "dst", "kind"]).to_pydict()
+    for a, b, kind in zip(syn["src"], syn["dst"], syn["kind"]):
+        if kind == "title":
+            out[a] |= own.get(b, set())
+            out[b] |= own.get(a, set())
+    return {e: frozenset(s) for e, s in out.items() if s}
+
+
 def _expected_articles(view) -> dict[str, tuple[str, ...]]:
     """entity id -> sorted sentence ids of the article(s) it titles, from the artifact: a title anchor (mention kind
     'title') titles its sentence's paragraph; a 'title' synonym of that TITLE entity titles it too."""
@@ -69,10 +87,80 @@ def test_the_menu_ranks_the_wider_pool_and_the_switch_restores_the_paper_pool(ho
             env.reset(item)
             st = env.state
             committed_keys = {text_key(s.text) for s in hotpot_view.sentences(st.committed).values()}
-            pools = hotpot_view.lookup_pools([e.id for e in env.menu.entities], articles=article_pool)
+            ids = [e.id for e in env.menu.entities]
+            pools = hotpot_view.lookup_pools(ids, articles=article_pool)
+            anchors = hotpot_view.title_anchors(ids) if article_pool else {}
             for e in env.menu.entities:
                 assert env.menu.lookup_results[e.id] == lookup_result(
-                    hotpot_view, pools[e.id], env._m_vec, set(st.committed), committed_keys, env.config)
+                    hotpot_view, pools[e.id], env._m_vec, set(st.committed), committed_keys, env.config,
+                    anchors=anchors.get(e.id, frozenset()))
             menus[article_pool] = dict(env.menu.lookup_results)
         differs += menus[True] != menus[False]
     assert differs >= 1, "the article channel never changed a LOOKUP result on the test questions"
+
+
+def test_the_anchor_flag_marks_the_first_sentence_of_each_article_an_entity_titles(hotpot_view) -> None:
+    """``lookup_candidates_multi``'s ``anchor`` column (GraphView.title_anchors) against the artifact's title
+    mentions, on both stores (Neo4j returns the anchor through its own branches: relationship uniqueness)."""
+    expected = _expected_anchors(hotpot_view)
+    ids = hotpot_view.artifact.table("entities", columns=["id"]).column("id").to_pylist()
+    got = hotpot_view.title_anchors(ids)
+    assert {e: a for e, a in got.items() if a} == expected
+    assert len(expected) >= 10
+    # anchors are first sentences, and in the entity's pool
+    pools = hotpot_view.lookup_pools(sorted(expected), articles=True)
+    for e, anchors in expected.items():
+        assert all(sid.endswith(":0") for sid in anchors), (e, anchors)
+        assert anchors <= set(pools[e]), e
+    rows = hotpot_view.store.query("lookup_candidates_multi", {"entity_ids": sorted(expected)[:5], "articles": False})
+    assert rows and not any(r["anchor"] for r in rows)  # the paper's pool marks nothing
+
+
+def test_a_lookup_shows_the_title_anchor_of_the_entity_s_article(hotpot_view, hotpot_questions) -> None:
+    """With article_pool, every menu LOOKUP result of an entity that titles an article holds one of its anchors
+    (unless each is committed or its text already is)."""
+    checked = 0
+    for item in hotpot_questions:
+        env = MenuEnv(hotpot_view, EnvConfig())
+        env.reset(item)
+        for _ in range(2):  # the first menu, and the menu after committing its first sentence
+            st = env.state
+            committed_keys = {text_key(s.text) for s in hotpot_view.sentences(st.committed).values()}
+            anchors = hotpot_view.title_anchors([e.id for e in env.menu.entities])
+            for e in env.menu.entities:
+                own = anchors[e.id] - set(st.committed)
+                own_texts = {text_key(s.text) for s in hotpot_view.sentences(sorted(own)).values()}
+                if own and not own_texts <= committed_keys:
+                    assert own & set(env.menu.lookup_results[e.id]), (item.id, e.name)
+                    checked += 1
+            selects = [a for a in env.menu.actions if a.type.value == "SELECT"]
+            if not selects or env.done:
+                break
+            env.step(selects[0].id)
+    assert checked >= 20
+
+
+def test_the_anchor_takes_the_last_slot_only_when_the_ranking_left_it_out(hotpot_view, hotpot_questions) -> None:
+    """Ranked by other questions' vectors (an m_t about something else), a large pool often leaves the anchor out:
+    then it replaces the last sentence and the other K_s - 1 are the plain ranking's; otherwise nothing changes."""
+    cfg = EnvConfig()
+    anchors = {e: a for e, a in _expected_anchors(hotpot_view).items()}
+    pools = hotpot_view.lookup_pools(sorted(anchors), articles=True)
+    large = [e for e in sorted(anchors) if len(pools[e]) > cfg.visible_cap][:15]
+    assert large, "the test graph should have an article-titling entity with a pool larger than K_s"
+    took = kept = 0
+    for item in hotpot_questions[:8]:
+        m_vec = hotpot_view.encode([item.question])[0]
+        for e in large:
+            plain = lookup_result(hotpot_view, pools[e], m_vec, set(), set(), cfg)
+            shown = lookup_result(hotpot_view, pools[e], m_vec, set(), set(), cfg, anchors=anchors[e])
+            if anchors[e] & set(plain):
+                assert shown == plain
+                kept += 1
+            else:
+                took += 1
+                assert len(shown) == len(plain) == cfg.visible_cap
+                assert shown[:-1] == plain[:-1] and shown[-1] in anchors[e]
+                best = hotpot_view.rank_top(m_vec, sorted(anchors[e]), len(anchors[e]))[0]
+                assert shown[-1] == best  # the best anchor by the same cosine
+    assert took >= 1 and kept >= 1

@@ -443,7 +443,8 @@ def test_cached_lookup_results_give_the_uncached_menus(hotpot_view, hotpot_quest
         while not env.done:
             st = env.state
             plain = build_menu(cold, question_vec=st.question_vec, m_vec=env._m_vec, committed=st.committed,
-                               visible=[s.id for s in env.menu.sentences], visited=st.visited, cfg=env.config)
+                               visible=[s.id for s in env.menu.sentences], visited=st.visited, cfg=env.config,
+                               question_targets=st.question_targets)
             assert plain.to_json() == env.menu.to_json() and plain.lookup_results == env.menu.lookup_results
             checked += 1
             env.step(policy.act(env.observe()))

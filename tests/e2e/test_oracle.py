@@ -94,7 +94,7 @@ def test_oracle_takes_a_detour_when_no_gold_only_plan_exists(hotpot_view, hotpot
     gold sentence unless a committed sentence changes m_t), the oracle plays such a trajectory: all gold committed,
     plus the detour's sentence."""
     item = _by_id(hotpot_questions, Q_HUB)
-    cfg = EnvConfig(init_entity_reserve=0, lookup_pool_cap=1)
+    cfg = EnvConfig(init_entity_reserve=0, lookup_pool_cap=1, article_pool=False, question_lookups=False)  # the paper's menu
     assert menu_reachability(hotpot_view, item, cfg, detours=0).status == "unreachable"
     traj = run_episode(MenuEnv(hotpot_view, cfg), OraclePolicy(hotpot_view, cfg, [item]), item)
     assert M.evidence_recall(_units(item), traj.committed) == 1.0 and traj.invalid_turns == 0

@@ -8,7 +8,7 @@ import numpy as np
 
 from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import MenuEnv, committed_query, init_retrieve
+from harness_g.agent.env import MenuEnv, committed_query, init_retrieve, question_targets
 from harness_g.agent.menu import build_menu, dedup_by_text, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.agent.reachability import CAUSES, menu_reachability, relaxed_depths
@@ -168,7 +168,9 @@ def test_pool_or_rank_cap(hotpot_view, hotpot_questions) -> None:
     """With one ranked candidate per LOOKUP the gold sentence is cut although it sits in a candidate's pool; with the
     default caps the same question is reachable, so the cause is the cap."""
     item = _by_id(hotpot_questions, Q_HUB)
-    base = EnvConfig(init_entity_reserve=0)  # U_0 without question-entity slots (they show both gold sentences here)
+    # U_0 without question-entity slots (they show both gold sentences here); the paper's LOOKUP (article_pool shows
+    # the title anchor whatever the cap) and no question targets (one of them reaches the gold sentence another way)
+    base = EnvConfig(init_entity_reserve=0, article_pool=False, question_lookups=False)
     assert menu_reachability(hotpot_view, item, base).status == "reachable"
     # gold-only search: with a detour this question is reachable again (test_a_detour_reaches_a_cut_gold_sentence)
     r = menu_reachability(hotpot_view, item, replace(base, lookup_pool_cap=1), detours=0)
@@ -180,7 +182,7 @@ def test_a_detour_reaches_a_cut_gold_sentence(hotpot_view, hotpot_questions) -> 
     nothing (the gold sentence is cut by the one-candidate cap), the search with a detour finds a trajectory that
     commits a sentence satisfying no gold unit, and MenuEnv, executing it, commits every gold unit."""
     item = _by_id(hotpot_questions, Q_HUB)
-    cfg = EnvConfig(init_entity_reserve=0, lookup_pool_cap=1)
+    cfg = EnvConfig(init_entity_reserve=0, lookup_pool_cap=1, article_pool=False, question_lookups=False)
     r = menu_reachability(hotpot_view, item, cfg)
     assert r.status == "reachable" and r.cause is None
     units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
@@ -201,7 +203,8 @@ def test_every_cause_is_named_and_relaxed_depths_bound_min_turns(hotpot_view, ho
         units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
         q_vec = hotpot_view.encode([item.question])[0]
         depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg),
-                                articles=cfg.article_pool)
+                                articles=cfg.article_pool,
+                                question_targets=[e.id for e in question_targets(hotpot_view, item.question, cfg)])
         if r.status == "reachable":  # the relaxation is a lower bound of every real trajectory
             assert all(d is not None for d in depths)
             commits = max(1, len(units) - cfg.answer_with_max + 1)  # the closing ANSWER_WITH commits up to k at once

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers.synonym_links import check_invariants, ent, pair, pairs
 
-from harness_g.graph.text.linking import EntityRecord, abbreviation_key, initials, link_entities
+from harness_g.graph.text.linking import EntityRecord, abbreviation_key, initials, link_entities, spelling_key
 from harness_g.graph.types import entity_id
 
 
@@ -70,6 +70,25 @@ def test_alias_edges_from_the_person_alias_merge() -> None:
     assert link_entities(ents, title_ids={helge.id}, alias_pairs=[(helge_p.id, helge.id)]) == \
         link_entities(ents, title_ids={helge.id})
     assert pair(schneider, helge) not in {(e.src, e.dst) for e in link_entities(ents, title_ids={helge.id})}
+
+
+def test_a_title_links_the_spellings_of_its_name_that_differ_in_accents_spaces_or_hyphens() -> None:
+    """The 2Wiki article "Andre DeToth" and the PERSON "André De Toth" a film article credits are one man: without
+    the link, LOOKUP(André De Toth) never shows his article (a 2Wiki dev question was unreachable for it)."""
+    assert spelling_key("andré de toth") == spelling_key("andre detoth") == "andredetoth"
+    title = ent("Andre DeToth", "TITLE")
+    credited = ent("André De Toth", "PERSON")
+    hyphen = ent("Andre De-Toth", "PERSON")
+    other = ent("Andre Toth", "PERSON")  # a different spelling of letters: not linked by this rule
+    short_title, short = ent("Li Na", "TITLE"), ent("Lina", "PERSON")  # keys under 6 letters: too often other names
+    edges = link_entities([title, credited, hyphen, other, short_title, short], title_ids={title.id, short_title.id})
+    kinds = {(e.src, e.dst): e.kind for e in edges}
+    assert kinds[pair(title, credited)] == "title"
+    assert kinds[pair(title, hyphen)] == "title"
+    assert pair(title, other) not in kinds
+    assert pair(short_title, short) not in kinds
+    # between two non-title spellings this rule adds nothing (the title is what names the article)
+    assert pair(credited, hyphen) not in kinds
 
 
 def test_titles_are_not_linked_through_parentheticals() -> None:
