@@ -426,6 +426,6 @@ class GraphView:
 
     def cache_stats(self) -> dict[str, Any]:
         caches = {"sentences": self._sentences, "entities_of": self._entities_of, "pools": self._pools,
-                  "article_pools": self._article_pools, "names": self._names,
+                  "article_pools": self._article_pools, "names": self._names, "question_grams": self._question_grams,
                   "vectors": self._vectors, "topk": self._topk}
         return {name: {"hits": c.hits, "misses": c.misses} for name, c in caches.items()} | {"timings": dict(self.timings), "calls": dict(self.calls)}

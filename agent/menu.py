@@ -113,6 +113,14 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
     return tuple(out)
 
 
+def candidate_pools(view: GraphView, entity_ids: Sequence[str],
+                    cfg: "EnvConfig") -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]]]:
+    """(each entity's LOOKUP pool, each entity's title anchors): the pool ``EnvConfig.article_pool`` chooses and,
+    with it, the anchors :func:`lookup_result` always shows (none without it); one cached store query for both."""
+    pools = view.lookup_pools(entity_ids, articles=cfg.article_pool)
+    return pools, (view.title_anchors(entity_ids) if cfg.article_pool else {})
+
+
 def _show_title_anchor(view: GraphView, out: list[str], anchors: frozenset[str], m_vec: np.ndarray, committed: set[str],
                        shown_keys: set[str], cfg: "EnvConfig") -> list[str]:
     """``out`` with its last slot (or a free one) given to the best of ``anchors`` by cosine to m_t whose text is
@@ -176,7 +184,8 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     results: dict[str, tuple[str, ...]] = {}
     current_set = frozenset(current)
     seen_results = {current_set}
-    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool) if m_text is not None else None
+    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool) \
+        if m_text is not None else None
     cache = view.lookup_result_cache
     known: dict[str, tuple[str, ...]] = {}
     if state is not None:
@@ -185,8 +194,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             if hit is not None:
                 known[e.id] = hit
     todo = [e for e in candidates if e.id not in known]
-    pools = view.lookup_pools([e.id for e in todo], articles=cfg.article_pool) if todo else {}
-    title_anchors = view.title_anchors([e.id for e in todo]) if todo and cfg.article_pool else {}
+    pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
     # rank the pools of the likely-kept candidates first and fetch the texts their de-duplication reads in one round trip
     chunk = max(2 * cfg.visible_cap, 8)
     ranked: dict[str, list[str]] = {}

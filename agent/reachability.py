@@ -37,9 +37,10 @@ turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a fin
   without building menus. When the bound leaves exactly one more LOOKUP, some candidate entity of C_t ∪ U_t or
   of the question's targets (every one, not only the K_e the menu keeps) must show every missing unit; when it
   leaves two, some candidate's result must, after the search commits what it shows (in visible order) or,
-  deferring, commits nothing, leave the rest to one candidate of the next state. Otherwise the state is pruned before its menu is built. This loses no
-  trajectory of the search space except those that, between their last two LOOKUPs, commit only part of what the
-  first shows or commit it in another order (each such order would need its own m_t encoded; a reduction).
+  deferring, commits nothing, leave the rest to one candidate of the next state. Otherwise the state is pruned
+  before its menu is built. This loses no trajectory of the search space except those that, between their last
+  two LOOKUPs, commit only part of what the first shows or commit it in another order (each such order would need
+  its own m_t encoded; a reduction).
   (The exploration behind the causes' details below skips it: those are read from the explored states.)
 - *Detours*: committing a sentence that is not gold changes m_t = concat(q, text(C_t)), and so the ranking of
   every later LOOKUP: a director's biography can rank into the top K_s only once a sentence about the director is
@@ -112,7 +113,7 @@ from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import committed_query, init_retrieve, question_targets
 from harness_g.agent.graph_view import EntityInfo, GraphView
-from harness_g.agent.menu import build_menu, lookup_result, text_key
+from harness_g.agent.menu import build_menu, candidate_pools, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
 from harness_g.graph.types import QAItem, paragraph_of
 
@@ -572,11 +573,10 @@ class GoldSearch:
         result = self._shared.results.get(key)
         if result is None:
             m_vec, keys = self._query(committed)
-            pool = self.view.lookup_pools([entity_id], articles=self.cfg.article_pool).get(entity_id, ())
-            anchors = self.view.title_anchors([entity_id]).get(entity_id, frozenset()) if self.cfg.article_pool \
-                else frozenset()
-            result = self._shared.results[key] = lookup_result(self.view, pool, m_vec, set(committed), keys, self.cfg,
-                                                               anchors=anchors)
+            pools, anchors = candidate_pools(self.view, [entity_id], self.cfg)
+            result = self._shared.results[key] = lookup_result(
+                self.view, pools.get(entity_id, ()), m_vec, set(committed), keys, self.cfg,
+                anchors=anchors.get(entity_id, frozenset()))
         found = self._result_hits.get(key)
         if found is None:
             found = self._result_hits[key] = self.hits(result)
@@ -701,8 +701,8 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     n = len(units)
     if not all(_in_graph(view, u) for u in units):  # a gold unit absent from the graph: no menu reaches it
         return Reachability("unreachable", None, 0, n, init_hits, "gold_absent")
-    depths = relaxed_depths(view, units, visible0, articles=cfg.article_pool, question_targets=search.question_target_ids) \
-        if init_hits < n else [0] * n
+    depths = [0] * n if init_hits == n else relaxed_depths(view, units, visible0, articles=cfg.article_pool,
+                                                           question_targets=search.question_target_ids)
     if any(d is None for d in depths):
         return Reachability("unreachable", None, 0, n, init_hits, "no_entity_path")
     lower = max(d for d in depths if d is not None) + search._need(n)

@@ -24,7 +24,8 @@ def render_observation(turn: int, max_turns: int, question: str, committed: list
     else:
         lines.append("  (none)")
     if menu.entities:
-        lines.append("Entities (bridge = in committed evidence, question = named in the question, frontier = in visible sentences):")
+        lines.append("Entities (bridge = in committed evidence, question = named in the question, "
+                     "frontier = in visible sentences):")
         lines += [f"E{i} | {e.surface} [{role}]" for i, (e, role) in enumerate(zip(menu.entities, menu.entity_roles))]
     lines.append("Actions:")
     lines += [menu.describe(a) for a in menu.actions]

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import graph_dir, load_avg, machine_info, questions_of  # noqa: E402
+from common import env_config, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -328,12 +328,8 @@ def profile_workload(store, artifact, items, *, seed: int, top: int = 25, config
 
 def env_variant(spec: str):
     """``LABEL:key=value,key=value`` (or ``default``) -> (label, EnvConfig); values parsed by the field's type."""
-    from harness_g import config_loader
-    from harness_g.agent.config import EnvConfig
-
     label, _, sets = spec.partition(":")
-    overrides = dict(config_loader.parse_set(x) for x in sets.split(",") if x.strip())
-    return label.strip(), config_loader.load(EnvConfig, overrides=overrides)
+    return label.strip(), env_config(sets.split(","))[0]
 
 
 def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, group: int, seed: int, profile: str,
@@ -533,6 +529,12 @@ def main(argv: list[str] | None = None) -> int:
         write_report(data["datasets"], data["meta"])
         print((RESULTS / "env.md").read_text())
         return 0
+    from harness_g.errors import ConfigError
+
+    try:  # before any heavy import: a typo fails in a second
+        variants = [env_variant(v) for v in args.env_variants.split(";") if v.strip()] or [(None, None)]
+    except ConfigError as exc:
+        ap.error(f"--env-variants: {exc}")
     if args.torch_threads:
         import torch
         from threadpoolctl import threadpool_limits
@@ -547,12 +549,6 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads((RESULTS / "env.json").read_text())
         prev = {d["dataset"]: d for d in old["datasets"]}
         meta["merged_from"] = old["meta"]
-    from harness_g.errors import ConfigError
-
-    try:
-        variants = [env_variant(v) for v in args.env_variants.split(";") if v.strip()] or [(None, None)]
-    except ConfigError as exc:
-        ap.error(f"--env-variants: {exc}")
     results = [v for k, v in prev.items() if k not in args.datasets.split(",")]
     if prev:
         meta["merged_datasets"] = [r["dataset"] for r in results]

@@ -1,7 +1,7 @@
 """Menu quality on the six dev sets: reachability, the LLM-free and oracle policies, and a dense top-k baseline.
 
     python benchmarks/bench_quality.py [--root /tmp/hg-dev] [--datasets ...] [--limit N] [--reach-budget 400]
-        [--policies heuristic,lookahead,oracle] [--answer-with-max 2] [--out DIR]
+        [--policies heuristic,lookahead,oracle] [--answer-with-max 2] [--env-set KEY=VALUE ...] [--out DIR]
     python benchmarks/bench_quality.py --reach-only [--merge] [--before OLD/quality.json --before-note "..."]
 
 Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, or the first
@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEV_SETS, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
+from common import DEV_SETS, env_config, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
 
 if TYPE_CHECKING:
     from harness_g.agent.config import EnvConfig
@@ -477,7 +477,6 @@ def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness_g import config_loader
     from harness_g.agent.config import EnvConfig
     from harness_g.errors import ConfigError
 
@@ -515,23 +514,21 @@ def main(argv: list[str] | None = None) -> int:
         write_report(data["datasets"], meta, args.out)
         print((args.out / "quality.md").read_text())
         return 0
+    try:  # before any heavy import: a typo fails in a second
+        cfg, env_set = env_config([*args.env_set, f"answer_with_max={args.answer_with_max}"])
+    except ConfigError as exc:
+        ap.error(f"--env-set: {exc}")
+    if any(s.partition("=")[0].strip() == "answer_with_max" for s in args.env_set):
+        ap.error("set ANSWER_WITH k with --answer-with-max, not --env-set answer_with_max=...")
     if args.torch_threads:
         import torch
         from threadpoolctl import threadpool_limits
 
         torch.set_num_threads(args.torch_threads)
         threadpool_limits(args.torch_threads)
-    env_set = [config_loader.parse_set(x) for x in args.env_set]
-    if any(key == "answer_with_max" for key, _ in env_set):
-        ap.error("set ANSWER_WITH k with --answer-with-max, not --env-set answer_with_max=...")
-    env_set.append(("answer_with_max", str(args.answer_with_max)))
-    try:
-        cfg = config_loader.load(EnvConfig, overrides=dict(env_set))
-    except ConfigError as exc:
-        ap.error(f"--env-set: {exc}")
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
             "reach_budget": args.reach_budget, "torch_threads": args.torch_threads,
-            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max, "env_set": dict(env_set),
+            "reach_only": args.reach_only, "answer_with_max": args.answer_with_max, "env_set": env_set,
             "policies": None if args.reach_only else args.policies.split(",")}
     if args.discussion:
         meta["discussion"] = Path(args.discussion).read_text(encoding="utf-8").strip().split("\n")

@@ -32,26 +32,15 @@ def _expected_anchors(view) -> dict[str, frozenset[str]]:
 
 
 def _expected_articles(view) -> dict[str, tuple[str, ...]]:
-    """entity id -> sorted sentence ids of the article(s) it titles, from the artifact: a title anchor (mention kind
-    'title') titles its sentence's paragraph; a 'title' synonym of that TITLE entity titles it too."""
-    art = view.artifact
-    sents = art.table("sentences", columns=["id", "paragraph_id"]).to_pydict()
+    """entity id -> sorted sentence ids of the article(s) it titles, from the artifact: the paragraphs of the title
+    anchors it reaches (:func:`_expected_anchors`: its own, or a 'title' synonym's)."""
+    sents = view.artifact.table("sentences", columns=["id", "paragraph_id"]).to_pydict()
     by_paragraph: dict[str, list[str]] = defaultdict(list)
     for sid, pid in zip(sents["id"], sents["paragraph_id"]):
         by_paragraph[pid].append(sid)
     paragraph_of = dict(zip(sents["id"], sents["paragraph_id"]))
-    m = art.table("mentions", columns=["sentence_id", "entity_id", "kind"]).to_pydict()
-    anchored: dict[str, set[str]] = defaultdict(set)  # TITLE entity -> the paragraphs its anchor sits in
-    for sid, eid, kind in zip(m["sentence_id"], m["entity_id"], m["kind"]):
-        if kind == "title":
-            anchored[eid].add(paragraph_of[sid])
-    titled: dict[str, set[str]] = defaultdict(set, {e: set(p) for e, p in anchored.items()})
-    syn = art.table("synonyms", columns=["src", "dst", "kind"]).to_pydict()
-    for a, b, kind in zip(syn["src"], syn["dst"], syn["kind"]):
-        if kind == "title":  # one hop, either direction, to an anchored TITLE entity
-            titled[a] |= anchored.get(b, set())
-            titled[b] |= anchored.get(a, set())
-    return {e: tuple(sorted(s for p in ps for s in by_paragraph[p])) for e, ps in titled.items() if ps}
+    return {e: tuple(sorted(s for p in {paragraph_of[a] for a in anchors} for s in by_paragraph[p]))
+            for e, anchors in _expected_anchors(view).items()}
 
 
 def test_the_article_channel_adds_the_articles_an_entity_titles(hotpot_view) -> None:
