@@ -459,5 +459,13 @@ class Trainer:
 
 
 def train(config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
-    """Train ``config`` into ``output_dir`` (the graph must already exist: :func:`~harness_g.training.data.build_training_graph`)."""
-    return Trainer(config, output_dir, resume=resume, progress=progress).train()
+    """Train ``config`` into ``output_dir`` (the graph must already exist: :func:`~harness_g.training.data.build_training_graph`).
+
+    Ends with ``Accelerator.end_training`` (Accelerate: "should always be called at the end of your script"): it
+    destroys the process group of a multi-process run, whose gloo threads otherwise meet interpreter shutdown (one
+    CI run saw a rank abort at exit with "terminate called without an active exception" after training finished)."""
+    trainer = Trainer(config, output_dir, resume=resume, progress=progress)
+    try:
+        return trainer.train()
+    finally:
+        trainer.accelerator.end_training()
