@@ -1,6 +1,10 @@
 """Build (or reuse) the six dev graphs, load them into the embedded FalkorDB, smoke-test the CLI.
 
     python benchmarks/build_dev_graphs.py [--root /tmp/hg-dev] [--only hotpotqa,2wiki] [--force]
+        [--preset paper|extended] [--stem dev_graphs]
+
+``--preset`` picks the build rules (BuildConfig's preset; paper by default); build each preset into its own
+``--root`` (e.g. /tmp/hg-dev-paper, /tmp/hg-dev-extended) and ``--stem`` (results file name).
 
 Per dataset GRAPH_DIR = ROOT/<name>. Builds go through the Python API (``build_graph`` +
 ``load_graph``), so an unchanged input is a cache hit (content hash in the manifest). TriviaQA has
@@ -111,13 +115,14 @@ def _prefill_memo(root: Path, config) -> _EmbedMemo:
     return memo
 
 
-def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None) -> dict[str, Any]:
+def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None,
+              preset: str = "paper") -> dict[str, Any]:
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.build import build_graph, build_wall_seconds
     from harness_g.graph.config import BuildConfig
     from harness_g.graph.load import load_graph
 
-    config = BuildConfig(embedding_backend=backend) if backend else BuildConfig()
+    config = BuildConfig(preset=preset, embedding_backend=backend) if backend else BuildConfig(preset=preset)
     out = graph_dir(root, ds.name)
     memo = None
     if reuse_embeddings:
@@ -142,6 +147,7 @@ def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, ba
     counts = manifest.get("counts", {})
     row = {
         "dataset": ds.name,
+        "preset": preset,
         "graph_dir": str(out),
         "inputs": manifest.get("inputs"),
         "gold": ds.gold,
@@ -186,7 +192,7 @@ def _run(cmd: list[str], timeout: float = 600) -> tuple[int, str, str, float]:
         return 124, exc.stdout or "", f"timeout after {timeout}s", time.perf_counter() - t0
 
 
-def cli_checks(ds: DevSet, root: Path) -> dict[str, Any]:
+def cli_checks(ds: DevSet, root: Path, preset: str = "paper") -> dict[str, Any]:
     """`harness-g stats`, one `cypher`, one `ask` on the graph; each pass/fail with a short reason."""
     from harness_g.graph.artifact import Artifact
 
@@ -219,7 +225,7 @@ def cli_checks(ds: DevSet, root: Path) -> dict[str, Any]:
     out["cypher"] = {"pass": ok, "rc": rc, "seconds": round(s, 2), "query": query, "detail": why or se.strip().splitlines()[-1:]}
 
     item = questions_of(Artifact.open(g), ds.name)[0]
-    cmd = exe + ["ask", g, item.question, "--json"] + [x for a in item.answers[:5] for x in ("--answer", a)]
+    cmd = exe + ["ask", g, item.question, "--json", "--preset", preset] + [x for a in item.answers[:5] for x in ("--answer", a)]
     rc, so, se, s = _run(cmd)
     ok, why = rc == 0, ""
     if ok:
@@ -234,16 +240,16 @@ def cli_checks(ds: DevSet, root: Path) -> dict[str, Any]:
     return out
 
 
-def write_report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+def write_report(rows: list[dict[str, Any]], meta: dict[str, Any], stem: str = "dev_graphs") -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "dev_graphs.json").write_text(json.dumps({"meta": meta, "graphs": rows}, indent=2, default=str) + "\n", encoding="utf-8")
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"meta": meta, "graphs": rows}, indent=2, default=str) + "\n", encoding="utf-8")
     cols = ["dataset", "questions", "paragraphs", "sentences", "entities", "lookup-able", "synonym links", "gold", "build s",
             "load s", "stats", "cypher", "ask"]
     lines = ["# Dev graphs", "",
              f"Root `{meta['root']}`; generated {meta['finished']} on {meta['machine'].get('cores', meta['machine'].get('cpus'))} CPUs "
              f"(load average at start {meta['machine'].get('load_avg', meta['machine'].get('loadavg'))}, at end {meta['loadavg_end']}; the machine is shared, "
              "so seconds are indicative). Built with the Python API (`build_graph` + `load_graph`, embedded FalkorDB); "
-             "default BuildConfig (all-MiniLM-L6-v2, en_core_web_sm).", "",
+             f"BuildConfig preset {meta.get('preset', 'extended (before presets)')} (all-MiniLM-L6-v2, en_core_web_sm).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         c = r.get("cli", {})
@@ -281,7 +287,7 @@ def write_report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
                          f"{det.replace('|', '/')[:160]} |")
     if meta.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in meta["notes"]]
-    (RESULTS / "dev_graphs.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,15 +304,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="torch intra-op threads (default 1: on the shared 2-core box 2 threads embed 3-4x slower)")
     ap.add_argument("--notes-file", help="markdown file, one note per line, appended under Notes")
     ap.add_argument("--report-only", action="store_true", help="rewrite dev_graphs.md from dev_graphs.json (with --notes-file)")
+    ap.add_argument("--preset", choices=("paper", "extended"), default="paper",
+                    help="build rules (BuildConfig preset; default paper); give each preset its own --root")
+    ap.add_argument("--stem", default="dev_graphs", help="results file stem in benchmarks/results (default dev_graphs)")
     args = ap.parse_args(argv)
     notes = []
     if args.notes_file:
         notes = [ln.strip().removeprefix("- ") for ln in Path(args.notes_file).read_text(encoding="utf-8").splitlines() if ln.strip()]
     if args.report_only:
-        data = json.loads((RESULTS / "dev_graphs.json").read_text())
+        data = json.loads((RESULTS / f"{args.stem}.json").read_text())
         data["meta"]["notes"] = notes or data["meta"].get("notes", [])
-        write_report(data["graphs"], data["meta"])
-        print((RESULTS / "dev_graphs.md").read_text())
+        write_report(data["graphs"], data["meta"], args.stem)
+        print((RESULTS / f"{args.stem}.md").read_text())
         return 0
     if args.torch_threads:
         import torch
@@ -315,12 +324,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("OMP_NUM_THREADS", str(args.torch_threads))  # the CLI subprocesses too
     names = args.only.split(",") if args.only else [d.name for d in DEV_SETS]
     meta = {"root": str(args.root), "machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "reuse_embeddings": args.reuse_embeddings, "force": args.force, "torch_threads": args.torch_threads, "notes": notes}
+            "reuse_embeddings": args.reuse_embeddings, "force": args.force, "torch_threads": args.torch_threads, "notes": notes,
+            "preset": args.preset}
     rows = []
     prev = {}
-    if (RESULTS / "dev_graphs.json").exists() and args.only:
+    if (RESULTS / f"{args.stem}.json").exists() and args.only:
         try:
-            prev = {r["dataset"]: r for r in json.loads((RESULTS / "dev_graphs.json").read_text())["graphs"]}
+            prev = {r["dataset"]: r for r in json.loads((RESULTS / f"{args.stem}.json").read_text())["graphs"]}
         except Exception:  # noqa: BLE001
             prev = {}
     for name in [d.name for d in DEV_SETS]:
@@ -331,17 +341,17 @@ def main(argv: list[str] | None = None) -> int:
         ds = BY_NAME[name]
         print(f"[{time.strftime('%H:%M:%S')}] build {name} (load {load_avg()})", flush=True)
         row = build_one(ds, args.root, force=args.force, reuse_embeddings=args.reuse_embeddings,
-                        backend=args.embedding_backend)
+                        backend=args.embedding_backend, preset=args.preset)
         print(f"   {'cache hit' if row['cache_hit'] else 'built'}: {row['sentences']} sentences, {row['entities']} entities, "
               f"build {row['build_seconds']}s (wall this run {row['build_wall_this_run_s']}s), load {row['load_wall_this_run_s']}s", flush=True)
         if args.cli:
-            row["cli"] = cli_checks(ds, args.root)
+            row["cli"] = cli_checks(ds, args.root, args.preset)
             print("   cli: " + ", ".join(f"{k} {'pass' if v['pass'] else 'FAIL'}" for k, v in row["cli"].items()), flush=True)
         rows.append(row)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     meta["loadavg_end"] = load_avg()
-    write_report(rows, meta)
-    print((RESULTS / "dev_graphs.md").read_text())
+    write_report(rows, meta, args.stem)
+    print((RESULTS / f"{args.stem}.md").read_text())
     return 0 if all(all(v["pass"] for v in r.get("cli", {}).values()) for r in rows) else 1
 
 
