@@ -43,6 +43,8 @@ def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) 
     preset = getattr(args, "preset", None)
     config = load_agent_config(cls, args.config, overrides, preset=preset)
     trained = None if args.config else _checkpoint_settings(_with_eval_settings(args, config)).get("env")
+    if trained and "preset" not in trained:  # trained before presets: under today's extended rules, anchor in article_pool
+        trained = {"preset": "extended", "anchor_slot": trained.get("article_pool", True), **trained}
     if trained:
         config = load_agent_config(cls, None, {**{f"env.{k}": v for k, v in trained.items()}, **overrides},
                                    preset=preset)

