@@ -86,8 +86,9 @@ class EnvConfig(Config):
     question_lookups: bool = config_field(
         FROM_PRESET, "extension: the entities the question names (maximal, written as names) stay LOOKUP targets "
                      "until looked up, after those of C_t and before those of U_t, so 'LOOKUP the first director, "
-                     "commit, then LOOKUP the second film' can happen. false (paper): targets come from the entities of "
-                     "C_t and U_t (section 'The Menu Environment'); K_e and the merge rules are unchanged either way; "
+                     "commit, then LOOKUP the second film' can happen. false (paper): targets are the bridge (C_t) and "
+                     "frontier (U_t) entities, the two kinds appendix 'Observation format' lists, the question entering "
+                     "through m_t only; K_e and the merge rules are unchanged either way; "
                      "benchmarks/results/quality.md measures both")
 
 

@@ -15,7 +15,9 @@ no passages: its graph is the TriviaQA questions over the union of the other fiv
 already-built artifacts before the TriviaQA build, so the union corpus's sentences are not
 re-embedded (same model, same texts: the vectors are the ones the five builds computed). The
 TriviaQA build seconds are then *not* a from-scratch build time; the report says so and gives the
-memo hit count. ``--no-reuse-embeddings`` for an honest from-scratch number.
+memo hit count. ``--no-reuse-embeddings`` for an honest from-scratch number. ``--reuse-from ROOT`` pre-fills the memo from the
+graphs of the same datasets under ROOT (e.g. the other preset's: the sentences and entity names the two presets share
+are encoded once); the build seconds of such a build are not from-scratch times either.
 
 Afterwards, for each graph: ``harness-g stats --json``, one ``harness-g cypher`` query and one
 ``harness-g ask`` (the dataset's first question) are run as subprocesses; pass/fail is recorded.
@@ -63,10 +65,10 @@ class _EmbedMemo:
 
     reuse = False  # False: pass every call through unchanged and only record (honest build times)
 
-    def __call__(self, texts, *, batch_size=None, progress=False):
+    def __call__(self, texts, *, batch_size=None, progress=False, lanes=1):
         texts = list(texts)
         if not self.reuse:
-            out = self.orig(texts, batch_size=batch_size, progress=progress)
+            out = self.orig(texts, batch_size=batch_size, progress=progress, lanes=lanes)
             self.add(texts, out)
             return out
         miss = [t for t in dict.fromkeys(texts) if t not in self.cache]
@@ -74,7 +76,7 @@ class _EmbedMemo:
         self.hits += sum(1 for t in texts if t not in miss_set)
         self.misses += len(miss)
         if miss:
-            self.add(miss, self.orig(miss, batch_size=batch_size, progress=progress))
+            self.add(miss, self.orig(miss, batch_size=batch_size, progress=progress, lanes=lanes))
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.ascontiguousarray(np.stack([self.cache[t] for t in texts]), dtype=np.float32)
@@ -91,18 +93,20 @@ def _memo(config) -> _EmbedMemo:
     global _MEMO
     from harness_g.graph.embed import get_embedder
 
-    if _MEMO is None:
-        emb = get_embedder(config.embedding_model, config.device)
+    if _MEMO is None:  # the instance build_graph uses: get_embedder is cached per (model, device, backend)
+        emb = get_embedder(config.embedding_model, config.device, config.embedding_backend)
         _MEMO = _EmbedMemo(emb)
         emb.encode = _MEMO
     return _MEMO
 
 
-def _prefill_memo(root: Path, config) -> _EmbedMemo:
+def _prefill_memo(root: Path, config, names=None) -> _EmbedMemo:
+    """The memo with the sentence vectors (and lookup-able entity names' vectors) of the graphs ``names`` (default:
+    the five corpora) under ``root`` built with the same model."""
     from harness_g.graph.artifact import Artifact
 
     memo = _memo(config)
-    for c in CORPUS_SETS:
+    for c in [BY_NAME[n] for n in names] if names else CORPUS_SETS:
         g = graph_dir(root, c.name)
         try:
             art = Artifact.open(g)
@@ -112,11 +116,16 @@ def _prefill_memo(root: Path, config) -> _EmbedMemo:
             continue
         texts = art.table("sentences", columns=["text"]).column("text").to_pylist()
         memo.add(texts, art.embeddings(mmap=False))
+        names_vecs = art.entity_embeddings()
+        if names_vecs is not None:
+            ents = art.table("entities", columns=["surface", "lookupable"]).to_pydict()
+            keep = [i for i, ok in enumerate(ents["lookupable"]) if ok]
+            memo.add([ents["surface"][i] for i in keep], names_vecs[keep])
     return memo
 
 
 def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None,
-              preset: str = "paper") -> dict[str, Any]:
+              preset: str = "paper", reuse_from: Path | None = None) -> dict[str, Any]:
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.build import build_graph, build_wall_seconds
     from harness_g.graph.config import BuildConfig
@@ -126,8 +135,11 @@ def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, ba
     out = graph_dir(root, ds.name)
     memo = None
     if reuse_embeddings:
-        memo = _prefill_memo(root, config) if ds.name == "triviaqa" else _memo(config)
-        memo.reuse = ds.name == "triviaqa"
+        if reuse_from is not None:
+            memo = _prefill_memo(reuse_from, config, [ds.name])
+        else:
+            memo = _prefill_memo(root, config) if ds.name == "triviaqa" else _memo(config)
+        memo.reuse = ds.name == "triviaqa" or reuse_from is not None
         memo.hits = memo.misses = 0
     t0 = time.perf_counter()
     try:
@@ -176,9 +188,10 @@ def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, ba
         "built_at": manifest.get("created"),
         "loadavg_after": load_avg(),
     }
-    if memo is not None and ds.name == "triviaqa" and not result.cache_hit:
+    if memo is not None and (ds.name == "triviaqa" or reuse_from is not None) and not result.cache_hit:
+        source = f"the {ds.name} graph under {reuse_from}" if reuse_from is not None else "the five dev builds"
         row["embedding_memo"] = {"hits": memo.hits, "misses": memo.misses,
-                                 "note": "sentence (and entity-name) vectors reused from the five dev builds; "
+                                 "note": f"sentence (and entity-name) vectors reused from {source}; "
                                          "build_seconds is not a from-scratch time"}
     return row
 
@@ -299,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="sentence encoder backend (default: the build's default); e.g. onnx-int8 graphs into another "
                          "--root, to measure int8's quality cost with bench_quality.py")
     ap.add_argument("--no-reuse-embeddings", dest="reuse_embeddings", action="store_false")
+    ap.add_argument("--reuse-from", type=Path, help="pre-fill the embedding memo from the same datasets' graphs under "
+                                                    "this root (e.g. the other preset's); build seconds then not from scratch")
     ap.add_argument("--no-cli", dest="cli", action="store_false", help="skip the stats/cypher/ask checks")
     ap.add_argument("--torch-threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on the shared 2-core box 2 threads embed 3-4x slower)")
@@ -341,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         ds = BY_NAME[name]
         print(f"[{time.strftime('%H:%M:%S')}] build {name} (load {load_avg()})", flush=True)
         row = build_one(ds, args.root, force=args.force, reuse_embeddings=args.reuse_embeddings,
-                        backend=args.embedding_backend, preset=args.preset)
+                        backend=args.embedding_backend, preset=args.preset, reuse_from=args.reuse_from)
         print(f"   {'cache hit' if row['cache_hit'] else 'built'}: {row['sentences']} sentences, {row['entities']} entities, "
               f"build {row['build_seconds']}s (wall this run {row['build_wall_this_run_s']}s), load {row['load_wall_this_run_s']}s", flush=True)
         if args.cli:

@@ -161,7 +161,7 @@ def sources(config: Any, preset: str | None = None, prefix: str = "") -> dict[st
     ``set`` (given explicitly: file, ``--set``, a flag or a keyword, and unlike the preset's row or the default) or
     ``default`` (a field no preset governs, at its class default). Derived from the values, so it also holds for a
     config read back from a file or a manifest."""
-    preset = getattr(config, "preset", None) or preset
+    preset = getattr(config, "preset", None) or preset or DEFAULT_PRESET
     out: dict[str, str] = {}
     hints = get_type_hints(type(config))
     for f in fields(config):
@@ -169,7 +169,7 @@ def sources(config: Any, preset: str | None = None, prefix: str = "") -> dict[st
         if dataclasses.is_dataclass(hints[f.name]):
             out.update(sources(value, preset, name + "."))
         elif "preset_of" in f.metadata and isinstance(value, dict):
-            row = getattr(f.metadata["preset_of"], "PRESETS", {}).get(preset or DEFAULT_PRESET, {})
+            row = getattr(f.metadata["preset_of"], "PRESETS", {}).get(preset, {})
             for key, item in value.items():
                 out[f"{name}.{key}"] = f"preset {preset}" if key in row and row[key] == item else "set"
         else:

@@ -60,6 +60,8 @@ def check_build_keys(config: Any) -> None:
     from harness_g.config_loader import sources
     from harness_g.graph.config import BuildConfig
 
+    if not getattr(config.data, "build", None):
+        return
     graph = Path(config.data.graph_dir)
     built = json.loads((graph / MANIFEST).read_text(encoding="utf-8")).get("config") or {}
     given = sources(config)
