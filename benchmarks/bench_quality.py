@@ -28,7 +28,7 @@ Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, 
 Every run uses ``EnvConfig`` of ``--preset`` (paper by default; the graphs under ``--root`` must be built under the
 same preset, build_dev_graphs.py ``--preset``) with ``--answer-with-max`` (default: the preset's k, 1 in paper, 2 in
 extended): menus offer ANSWER_WITH over 1..k visible sentences, and reachability assumes the same k.
-``--compare`` writes ``presets.{json,md}`` into ``--out``: reachability, lookahead and oracle recall of two runs
+``--compare`` writes ``quality.{json,md}`` into ``--out``: reachability, lookahead and oracle recall of two runs
 side by side per dev set (the paper preset's run first).
 
 TriviaQA: no gold evidence (its graph is the union of the other five corpora) -> reachability and
@@ -501,8 +501,9 @@ def comparison_rows(paper: list[dict[str, Any]], extended: list[dict[str, Any]])
     return cols, rows
 
 
-def write_comparison(paper_json: Path, extended_json: Path, out: Path) -> None:
-    """``out/quality.{json,md}``: the two presets' runs side by side per dev set, with where each full report is."""
+def write_comparison(paper_json: Path, extended_json: Path, out: Path, discussion: list[str] | None = None) -> None:
+    """``out/quality.{json,md}``: the two presets' runs side by side per dev set, with where each full report is;
+    ``discussion``: markdown lines appended under "What the numbers show"."""
     paper, extended = (json.loads(Path(p).read_text()) for p in (paper_json, extended_json))
     for label, run, want in (("paper", paper, "paper"), ("extended", extended, "extended")):
         if run["meta"].get("preset", "extended") != want:
@@ -513,14 +514,17 @@ def write_comparison(paper_json: Path, extended_json: Path, out: Path) -> None:
     (out / "quality.json").write_text(json.dumps({"paper": str(paper_json), "extended": str(extended_json),
                                                   "columns": cols, "rows": rows}, indent=2) + "\n", encoding="utf-8")
     rel = lambda p: Path(p).resolve().parent.relative_to(out.resolve()) if Path(p).resolve().is_relative_to(out.resolve()) else Path(p).parent  # noqa: E731
-    L = ["# Menu quality on the six dev sets, under both presets", "",
+    measured = [r["dataset"] for r in paper["datasets"]]
+    L = ["# Menu quality on the dev sets, under both presets", "",
          "Each preset's environment on graphs built under the same preset (`build_dev_graphs.py --preset`, "
          "`bench_quality.py --preset`): *paper* = every menu and build rule as harness-g.tex defines it, *extended* = "
          "the project's extensions on top (README \"Presets and extensions\"). *reach %* = questions whose gold evidence "
          "the menu can commit within T = 6 (reachable / decided), *reach (n)* = reachable / questions, *lookahead R* = "
          "the LLM-free preview-based policy's evidence recall, *oracle R* = the privileged gold-guided policy's recall (an "
          "upper reference), *heuristic R* = the fixed script's, *AiE* = a gold answer in the committed evidence; all ×100; "
-         "Δ = extended - paper in points. TriviaQA has no gold evidence (n/a).", "",
+         "Δ = extended - paper in points. Dev sets: " + ", ".join(measured) + ", every question of each (n)"
+         + ("" if "triviaqa" in measured else "; TriviaQA is not in this comparison: it has no gold evidence, so "
+            "reachability and evidence recall are n/a for it by definition") + ".", "",
          f"Runs: paper {paper['meta'].get('started')} - {paper['meta'].get('finished')} (load at start "
          f"{paper['meta']['machine'].get('load_avg')}), extended {extended['meta'].get('started')} - "
          f"{extended['meta'].get('finished')} (load at start {extended['meta']['machine'].get('load_avg')}); full reports "
@@ -528,6 +532,8 @@ def write_comparison(paper_json: Path, extended_json: Path, out: Path) -> None:
          f"[`{rel(extended_json)}/quality.md`]({rel(extended_json)}/quality.md).", "",
          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     L += ["| " + " | ".join(r) + " |" for r in rows]
+    if discussion:
+        L += ["", "## What the numbers show", ""] + discussion
     (out / "quality.md").write_text("\n".join(L) + "\n", encoding="utf-8")
 
 
@@ -563,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="EnvConfig.answer_with_max for every run (menus, policies, reachability): the most visible sentences "
                          "one ANSWER_WITH commits (1 = single-sentence; default: the preset's)")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("PAPER_JSON", "EXTENDED_JSON"),
-                    help="only write presets.{json,md} into --out from two quality.json runs")
+                    help="only write quality.{json,md} into --out (default benchmarks/results): the two runs side by side")
     ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
                     help="policies run per question, each with its own dense@same-k (default %(default)s; oracle is "
                          "privileged: it plans from the gold labels, an upper reference; skipped where it does not exist)")
@@ -585,8 +591,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         args.out = RESULTS if args.compare else RESULTS / f"quality-{args.preset}"
     if args.compare:
-        write_comparison(*args.compare, args.out)
-        print((args.out / "presets.md").read_text())
+        write_comparison(*args.compare, args.out,
+                         Path(args.discussion).read_text(encoding="utf-8").strip().split("\n") if args.discussion else None)
+        print((args.out / "quality.md").read_text())
         return 0
     if args.report_only:
         data = json.loads((args.out / "quality.json").read_text())

@@ -3,8 +3,9 @@
     python benchmarks/build_dev_graphs.py [--root /tmp/hg-dev] [--only hotpotqa,2wiki] [--force]
         [--preset paper|extended] [--stem dev_graphs]
 
-``--preset`` picks the build rules (BuildConfig's preset; paper by default); build each preset into its own
-``--root`` (e.g. /tmp/hg-dev-paper, /tmp/hg-dev-extended) and ``--stem`` (results file name).
+``--preset`` picks the build rules (BuildConfig's preset; paper by default) and ``--set KEY=VALUE`` overrides single
+BuildConfig fields (e.g. ``--preset paper --set title_mentions=true``: one build extension alone); build each
+variant into its own ``--root`` (e.g. /tmp/hg-dev-paper, /tmp/hg-dev-extended) and ``--stem`` (results file name).
 
 Per dataset GRAPH_DIR = ROOT/<name>. Builds go through the Python API (``build_graph`` +
 ``load_graph``), so an unchanged input is a cache hit (content hash in the manifest). TriviaQA has
@@ -125,13 +126,13 @@ def _prefill_memo(root: Path, config, names=None) -> _EmbedMemo:
 
 
 def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None,
-              preset: str = "paper", reuse_from: Path | None = None) -> dict[str, Any]:
+              preset: str = "paper", reuse_from: Path | None = None, sets: dict[str, str] | None = None) -> dict[str, Any]:
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.build import build_graph, build_wall_seconds
     from harness_g.graph.config import BuildConfig
     from harness_g.graph.load import load_graph
 
-    config = BuildConfig(preset=preset, embedding_backend=backend) if backend else BuildConfig(preset=preset)
+    config = BuildConfig.load(None, {**({"embedding_backend": backend} if backend else {}), **(sets or {})}, preset=preset)
     out = graph_dir(root, ds.name)
     memo = None
     if reuse_embeddings:
@@ -262,7 +263,9 @@ def write_report(rows: list[dict[str, Any]], meta: dict[str, Any], stem: str = "
              f"Root `{meta['root']}`; generated {meta['finished']} on {meta['machine'].get('cores', meta['machine'].get('cpus'))} CPUs "
              f"(load average at start {meta['machine'].get('load_avg', meta['machine'].get('loadavg'))}, at end {meta['loadavg_end']}; the machine is shared, "
              "so seconds are indicative). Built with the Python API (`build_graph` + `load_graph`, embedded FalkorDB); "
-             f"BuildConfig preset {meta.get('preset', 'extended (before presets)')} (all-MiniLM-L6-v2, en_core_web_sm).", "",
+             f"BuildConfig preset {meta.get('preset', 'extended (before presets)')}"
+             + "".join(f", {k} = {v}" for k, v in (meta.get("set") or {}).items())
+             + " (all-MiniLM-L6-v2, en_core_web_sm).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         c = r.get("cli", {})
@@ -322,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", choices=("paper", "extended"), default="paper",
                     help="build rules (BuildConfig preset; default paper); give each preset its own --root")
     ap.add_argument("--stem", default="dev_graphs", help="results file stem in benchmarks/results (default dev_graphs)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a BuildConfig field, as `harness-g build --set` takes it (repeatable; beats the preset)")
     args = ap.parse_args(argv)
+    from harness_g.config_loader import parse_set
+
+    sets = dict(parse_set(text) for text in args.set)
     notes = []
     if args.notes_file:
         notes = [ln.strip().removeprefix("- ") for ln in Path(args.notes_file).read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -340,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.only.split(",") if args.only else [d.name for d in DEV_SETS]
     meta = {"root": str(args.root), "machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "reuse_embeddings": args.reuse_embeddings, "force": args.force, "torch_threads": args.torch_threads, "notes": notes,
-            "preset": args.preset}
+            "preset": args.preset, "set": sets}
     rows = []
     prev = {}
     if (RESULTS / f"{args.stem}.json").exists() and args.only:
@@ -356,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         ds = BY_NAME[name]
         print(f"[{time.strftime('%H:%M:%S')}] build {name} (load {load_avg()})", flush=True)
         row = build_one(ds, args.root, force=args.force, reuse_embeddings=args.reuse_embeddings,
-                        backend=args.embedding_backend, preset=args.preset, reuse_from=args.reuse_from)
+                        backend=args.embedding_backend, preset=args.preset, reuse_from=args.reuse_from, sets=sets)
         print(f"   {'cache hit' if row['cache_hit'] else 'built'}: {row['sentences']} sentences, {row['entities']} entities, "
               f"build {row['build_seconds']}s (wall this run {row['build_wall_this_run_s']}s), load {row['load_wall_this_run_s']}s", flush=True)
         if args.cli:

