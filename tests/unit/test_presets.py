@@ -18,7 +18,7 @@ from harness_g import config_loader as L
 from harness_g.agent.config import EnvConfig, EnvRunConfig, EvalRunConfig, check_graph_preset, load_agent_config
 from harness_g.cli import main
 from harness_g.errors import ConfigError
-from harness_g.graph.config import BuildConfig, preset_mismatch
+from harness_g.graph.config import BUILD_EXTENSIONS, BuildConfig, preset_mismatch
 from harness_g.training.config import TrainConfig, load_config
 
 #: the defaults before presets (10ab570): the anchor slot was part of article_pool; the last three build rules had no
@@ -79,6 +79,9 @@ def test_extended_is_the_code_s_defaults_before_presets(capsys) -> None:
     assert _values(env, EXTENDED_ENV) == EXTENDED_ENV and _values(build, EXTENDED_BUILD) == EXTENDED_BUILD
     assert build.hashed_fields() == PIPELINE6_HASHED  # same content hash: graphs built before presets are cache hits
     assert BuildConfig().hashed_fields() != PIPELINE6_HASHED
+    for name in BUILD_EXTENSIONS:  # every build switch changes the graph, so it changes the content hash
+        assert BuildConfig(**{name: True}).hashed_fields() != BuildConfig().hashed_fields(), name
+        assert BuildConfig(preset="extended", **{name: False}).hashed_fields() != PIPELINE6_HASHED, name
     shown = _shown(["eval", "--preset", "extended", "--show-config"], capsys)
     assert shown["article_pool"] == ("True", "preset extended") and shown["answer_with_max"] == ("2", "preset extended")
     shown = _shown(["build", "--preset", "extended", "--show-config"], capsys)
