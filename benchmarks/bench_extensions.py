@@ -100,7 +100,8 @@ def write(results: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> Non
          f"{'; first ' + str(meta['limit']) + ' per set' if meta.get('limit') else ''}). *paper + E*: paper graph, "
          "paper menu with extension E on; *extended - E*: extended graph, extended menu with E off; *extended graph, "
          "paper menu*: the four build extensions alone; *(build)* rows: one build extension toggled, on graphs of their "
-         "own (n/a: not built, e.g. join_fragments, which only HotpotQA's and 2Wiki's own sentence splits can use)."
+         "own (n/a: not measured; join_fragments applies only to HotpotQA's and 2Wiki's own sentence splits, and the "
+         "build rows were not run on data sets a merge kept from an earlier run)."
          + (" The (build) rows come from a later run merged in (`meta.merged_from`)." if meta.get("merged_from") else ""),
          "",
          "| variant | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -155,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {**old[name], **kept, "rows": {**old[name]["rows"], **row["rows"]}}
         results.append(row)
         meta["finished"], meta["loadavg_end"] = time.strftime("%Y-%m-%dT%H:%M:%S"), load_avg()
-        write(results, meta, args.out)  # after every dataset: a long run leaves what it measured
+        kept_old = [old[n] for n in old if n not in {r["dataset"] for r in results}]  # a merge keeps unlisted sets
+        write(results + kept_old, meta, args.out)  # after every dataset: a long run leaves what it measured
     print((args.out / "extensions.md").read_text())
     return 0
 
