@@ -135,3 +135,19 @@ def kept_rollouts(rollouts: Sequence[Rollout], dropped: set[int]) -> list[int]:
     """Indices of the rollouts outside the ``dropped`` groups; every index when that would drop them all."""
     keep = [i for i, r in enumerate(rollouts) if r.group not in dropped]
     return keep or list(range(len(rollouts)))
+
+
+def rows_index(rows: Sequence[int], like: torch.Tensor) -> torch.Tensor:
+    """``rows`` as a long index tensor on ``like``'s device (for ``x[idx, -width:]`` reads and writes)."""
+    return torch.tensor(list(rows), dtype=torch.long, device=like.device)
+
+
+def micro_batch(batch: dict[str, torch.Tensor], rows: Sequence[int]) -> tuple[dict[str, torch.Tensor], int]:
+    """The model inputs of ``rows`` trimmed to their own longest row: ``input_ids``, ``attention_mask``,
+    ``position_ids``, ``loss_mask`` [len(rows), width] and ``width``. The batch is left-padded, so the last
+    ``width`` columns hold every token of these rows and the columns cut hold only padding; a result of
+    :func:`~harness_g.training.chat.tail_logprobs` on it belongs at ``[rows, -width:]`` of the [N, L] batch."""
+    idx = rows_index(rows, batch["input_ids"])
+    width = int(batch["attention_mask"][idx].sum(dim=1).max())
+    keys = ("input_ids", "attention_mask", "position_ids", "loss_mask")
+    return {k: batch[k][idx, -width:] for k in keys}, width

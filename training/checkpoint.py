@@ -80,7 +80,7 @@ def policy_settings(config: Any, step: int, prompt_budget: int, env: dict[str, A
     ``harness-g eval`` needs to run a checkpoint exactly as the trainer's own evaluation does
     (:mod:`harness_g.agent.llm.checkpoint`)."""
     r, m = config.rollout, config.model
-    return {"step": step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.dtype,
+    return {"step": step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.compute_dtype,
             "policy": {"max_new_tokens": r.max_action_tokens, "max_answer_tokens": r.max_answer_tokens,
                        "constrain_actions": r.constrain_actions, "context": r.context, "max_context_tokens": prompt_budget},
             "interface": r.interface, "env": env, "graph_dir": str(config.data.graph_dir)}

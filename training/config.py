@@ -35,8 +35,10 @@ def _env_overrides(data: Any, name: str) -> dict[str, Any]:
 class ModelConfig(Config):
     name: str = _f("smollm2", "policy checkpoint: hub id, local dir, 'smollm2' (offline GGUF) or 'tiny-random' (built from a config)")
     gguf_file: str | None = _f(None, "GGUF file inside the model dir, if any")
-    dtype: str = _f("float32", "parameter dtype (float32, bfloat16, float16); log-probs are always computed in fp32",
-                    choices=("float32", "bfloat16", "float16"))
+    compute_dtype: str = _f("float32", "dtype of the forward/backward compute (autocast via Accelerate's mixed_precision); "
+                                       "trainable weights and AdamW state are always fp32 master copies, frozen copies "
+                                       "(KL reference, answerer, a LoRA base) are stored in it; log-probs are fp32",
+                            choices=("float32", "bfloat16", "float16"))
     lora: bool = _f(False, "train LoRA adapters instead of all weights (PEFT)")
     lora_r: int = _f(16, "LoRA rank (>= 1)", ge=1)
     lora_alpha: int = _f(32, "LoRA alpha (>= 1)", ge=1)
@@ -136,8 +138,11 @@ class OptimConfig(Config):
     mini_batch_questions: int = _f(32, "questions per optimiser update, over all processes: the paper's mini-batch (all "
                                        "the sequences of that many questions form one update, so a step makes "
                                        "ceil(questions_per_step / this) updates; >= 1)", ge=1)
-    micro_batch_sequences: int = _f(0, "sequences per forward/backward pass inside a mini-batch, gradients accumulated "
-                                        "(memory knob; 0 = the whole mini-batch at once)", ge=0)
+    micro_batch_sequences: int = _f(0, "at most this many sequences per forward/backward pass inside a mini-batch, "
+                                        "gradients accumulated (memory knob; 0 = no sequence cap)", ge=0)
+    micro_batch_tokens: int = _f(0, "at most this many padded tokens (rows x longest row) per forward/backward pass; "
+                                    "rows are length-sorted within the mini-batch and each pass is trimmed to its own "
+                                    "longest row (memory knob; 0 = no token cap)", ge=0)
     ppo_epochs: int = _f(1, "passes over each rollout batch (>= 1)", ge=1)
     clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0)", gt=0.0)
     clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher); None = clip_eps", gt=0.0)
@@ -177,6 +182,9 @@ class TrainConfig(Config):
 
 #: fields that were renamed or retyped: old dotted name -> what to write instead (refused, never guessed)
 RENAMED = {
+    "model.dtype": "model.compute_dtype (model.dtype was the parameter dtype: bf16 parameters without fp32 master "
+                   "weights round away updates at lr 5e-7; trainable weights are now always fp32 and this sets the "
+                   "autocast compute dtype)",
     "optim.mini_batch_sequences": "optim.mini_batch_questions (the number of questions whose sequences form one "
                                   "optimiser update; mini_batch_sequences counted per-turn sequences)",
 }

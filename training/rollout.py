@@ -18,10 +18,11 @@ at its token limit (``max_action_tokens`` / ``max_answer_tokens``), where the po
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import torch
 
@@ -119,8 +120,12 @@ class Generator:
         return 0.0
     context_window = None
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int):
+    def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int,
+                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext):
         self.model = model
+        # one autocast region per generate call: fp32 master weights are cast to the compute dtype once per call
+        # (autocast's weight cache), not once per decoding step
+        self.autocast = autocast
         self.tokenizer = tokenizer
         self.temperature = temperature  # rollout sampling settings (collect_rollouts reads them)
         self.top_p = top_p
@@ -159,7 +164,8 @@ class Generator:
             from harness_g.agent.llm.constrained import allowed_tokens_fn
 
             kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, enc["input_ids"].shape[1], tok.eos_token_id)
-        gen = self.model.generate(**enc, **kwargs)
+        with self.autocast():
+            gen = self.model.generate(**enc, **kwargs)
         if was_training:
             self.model.train()
         new = gen[:, enc["input_ids"].shape[1] :]

@@ -126,7 +126,7 @@ def test_paper_config_update_count_is_independent_of_sequence_count():
     ("rollout.top_p", 1.5, r"rollout.top_p: must be <= 1.0, got 1.5"),
     ("optim.dual_clip", 0.5, "optim.dual_clip: must be > 1.0, got 0.5"),
     ("torch_threads", 0, "torch_threads: must be >= 1, got 0"),
-    ("model.dtype", "fp8", "model.dtype 'fp8' unknown; available: float32, bfloat16, float16"),
+    ("model.compute_dtype", "fp8", "model.compute_dtype 'fp8' unknown; available: float32, bfloat16, float16"),
     ("optim.kl_estimator", "k1", "optim.kl_estimator 'k1' unknown; available: k3"),
     ("rollout.max_action_tokens", 400, r"rollout.max_response_tokens \(2048\) < max_turns x max_action_tokens"),
     ("rollout.vllm", "[1, 2]", "rollout.vllm: expected dict, got"),

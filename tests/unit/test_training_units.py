@@ -223,30 +223,39 @@ def test_trajectory_diagnostics_use_lookup_results_only():
 
 
 # -- the update plan ----------------------------------------------------------------------------------------------
-def test_update_plan_cuts_whole_questions_into_updates_and_passes():
-    from harness_g.training.update_plan import (micro_batch_counts, micro_slices, mini_batch_rows, plan_updates,
+def test_update_plan_cuts_whole_questions_into_updates_and_length_sorted_passes():
+    from harness_g.training.update_plan import (micro_batches, mini_batch_rows, pad_to_count, padded_tokens, plan_updates,
                                                 question_starts, update_count)
 
     questions = [0, 0, 1, 2, 2, 2, 3]  # row -> question
+    lengths = [5, 9, 7, 3, 8, 8, 2]  # row -> real tokens
     assert question_starts(questions) == [0, 2, 3, 6]
     with pytest.raises(ValueError, match="contiguous"):
         question_starts([0, 1, 0])
     assert update_count(128, 32) == 4 and update_count(3, 32) == 1 and update_count(0, 32) == 1
-    assert plan_updates(questions, 2, 0) == [[slice(0, 3)], [slice(3, 7)]]  # 4 questions / 2 per update
-    assert plan_updates(questions, 2, 2) == [[slice(0, 2), slice(2, 3)], [slice(3, 5), slice(5, 7)]]
-    assert plan_updates(questions, 8, 0) == [[slice(0, 7)]]
+    # 4 questions / 2 per update; no cap: one pass per update, longest row first
+    assert plan_updates(questions, lengths, 2) == [[[1, 2, 0]], [[4, 5, 3, 6]]]
+    # at most 2 rows per pass: rows of similar length share a pass
+    assert plan_updates(questions, lengths, 2, 2) == [[[1, 2], [0]], [[4, 5], [3, 6]]]
+    assert plan_updates(questions, lengths, 8) == [[[1, 4, 5, 2, 0, 3, 6]]]
+    # at most 16 padded tokens per pass (rows x the pass's longest): a row longer than the cap runs alone, 8 + 8 fit
+    # and a third 8-row would not, 7 + 5 pad to 14, adding the 3 would make 3 x 7 = 21
+    assert micro_batches(range(7), lengths, max_tokens=16) == [[1], [4, 5], [2, 0], [3, 6]]
+    assert micro_batches(range(3, 3), lengths) == [[]]
     chunks = mini_batch_rows(question_starts(questions), len(questions), 2)
-    assert micro_batch_counts(chunks, 2) == [2, 2]
-    # another rank needs 3 passes: this rank pads with an empty, zero-weight slice
-    assert micro_slices(chunks, [3, 3]) == [[slice(0, 1), slice(1, 2), slice(2, 3)], [slice(3, 5), slice(5, 7), slice(7, 7)]]
+    plan = [micro_batches(range(a, b), lengths, 2) for a, b in chunks]
+    # another rank needs 3 passes: this rank pads with an empty, zero-weight pass
+    assert pad_to_count(plan, [3, 3]) == [[[1, 2], [0], []], [[4, 5], [3, 6], []]]
+    # padded positions: each pass computes rows x its own longest row
+    assert padded_tokens(plan, lengths) == (2 * 9 + 5 + 2 * 8 + 2 * 3, sum(lengths))
 
 
 def test_update_plan_matches_the_paper_batch():
     from harness_g.training.update_plan import plan_updates
 
     questions = [q for q in range(128) for r in range(8) for _ in range(1 + (q + r) % 7)]
-    plan = plan_updates(questions, 32, 0)
-    assert len(plan) == 4 and all(len({questions[i] for i in range(s[0].start, s[0].stop)}) == 32 for s in plan)
+    plan = plan_updates(questions, [1] * len(questions), 32)
+    assert len(plan) == 4 and all(len({questions[i] for i in mini[0]}) == 32 for mini in plan)
 
 
 # -- step metrics -------------------------------------------------------------------------------------------------
