@@ -102,7 +102,10 @@ _QWEN = "training/configs/qwen2.5-3b-paper.yaml"
 _SMOL_BIG = {"optim.mini_batch_questions": 4, "optim.micro_batch_sequences": 8}
 # the paper's recipe at 8 questions: 4 updates per step as 128 / 32; constrained actions so a random policy plays
 # valid menu actions (unconstrained it replies garbage: every turn invalid, no previews for SNC to score)
-_QWEN_8x8 = {"optim.mini_batch_questions": 2, "rollout.constrain_actions": True}
+_QWEN_8x8 = {"optim.mini_batch_questions": 2, "rollout.constrain_actions": True,
+             # 8 rows of up to ~7K tokens per pass ran out of the 80 GB with fp32 master weights (checkpointed fp32
+             # residual stream); a 16K-token cap per pass keeps passes large and the step inside the card
+             "optim.micro_batch_tokens": 16384}
 CASES = {c.name: c for c in [
     Case("smollm2-full-2x4", "smollm2-135m", _SMOL, False, 2, 4, {"optim.micro_batch_sequences": 0}),
     Case("smollm2-lora-2x4", "smollm2-135m", _SMOL, True, 2, 4, {"optim.micro_batch_sequences": 0}),
