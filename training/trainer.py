@@ -159,7 +159,7 @@ class Trainer:
             for rows in passes:
                 if rows:
                     sub, width = micro_batch(batch, rows)
-                    out[rows_index(rows, out), -width:] = tail_logprobs(forward, sub)
+                    out[rows_index(rows, out), :width] = tail_logprobs(forward, sub)
 
     def _make_generator(self, policy: torch.nn.Module) -> RolloutGenerator:
         """The ``rollout.generator`` registered in ``training/generators.py`` (transformers: sample with the policy
@@ -428,10 +428,10 @@ class Trainer:
             with sync:
                 logp = tail_logprobs(self.model, sub)
                 if not empty and not bool(have_old[rows].all()):  # exact on-policy: π_old = π_θ before this step
-                    old[idx, -width:] = logp.detach()
+                    old[idx, :width] = logp.detach()
                     have_old[rows] = True
-                out = policy_loss(logp, old[idx, -width:], batch["advantages"][idx, -width:], sub["loss_mask"],
-                                  ref_logp=ref[idx, -width:] if ref is not None else None, clip_eps=cfg.clip_eps,
+                out = policy_loss(logp, old[idx, :width], batch["advantages"][idx, :width], sub["loss_mask"],
+                                  ref_logp=ref[idx, :width] if ref is not None else None, clip_eps=cfg.clip_eps,
                                   clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
                 share = 0.0 if empty else float(sub["loss_mask"].sum()) / tokens
                 self.accelerator.backward(out.loss * share)

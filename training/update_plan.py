@@ -7,7 +7,7 @@ collective).
 
 A plan is a list of mini-batches, each a list of micro-batches, each a list of row indices. Inside a mini-batch the
 rows are sorted by length (longest first) before they are cut into micro-batches, so a micro-batch holds rows of
-similar length and the trainer trims it to its own longest row (the batch is left-padded): padding is what the
+similar length and the trainer trims it to its own longest row (the batch is right-padded): padding is what the
 rows of one pass differ by, not what the step's longest row adds to every row. An empty micro-batch is a
 zero-weight pass that only joins the collective.
 """

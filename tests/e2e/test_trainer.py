@@ -33,14 +33,16 @@ def test_loss_mask_covers_exactly_the_reply_and_its_end_token(tokenizer):
     assert "Question: who?" in tokenizer.decode(seq.input_ids[:start])
 
 
-def test_left_padding_keeps_masks(tokenizer):
+def test_right_padding_keeps_masks(tokenizer):
     a = build_sequence(tokenizer, "short prompt", "A0")
     b = build_sequence(tokenizer, "a much longer prompt " * 10, "A12")
     batch = pad_batch([a, b], tokenizer.pad_token_id)
+    n = len(a.input_ids)
     assert batch["loss_mask"].sum().item() == sum(a.loss_mask) + sum(b.loss_mask)
-    assert batch["loss_mask"][0, -3:].sum().item() >= 1  # replies sit at the right edge (template may add a newline)
-    assert batch["attention_mask"][0, 0].item() == 0
-    assert batch["position_ids"][0, -1].item() == len(a.input_ids) - 1
+    assert batch["input_ids"][0, :n].tolist() == a.input_ids  # rows start at column 0, padding after
+    assert batch["loss_mask"][0, :n].tolist() == a.loss_mask and batch["loss_mask"][0, n:].sum().item() == 0
+    assert batch["attention_mask"][0, :n].sum().item() == n and batch["attention_mask"][0, -1].item() == 0
+    assert batch["position_ids"][0, n - 1].item() == n - 1
 
 
 def test_policy_token_logprobs_equal_the_full_forward(tokenizer):

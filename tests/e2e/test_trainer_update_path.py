@@ -101,7 +101,6 @@ def _unpadded_reference(trainer, seqs, batch):
 
     model = trainer.accelerator.unwrap_model(trainer.model)
     total = float(batch["loss_mask"].sum())
-    width = batch["input_ids"].shape[1]
     loss_sum = 0.0
     for i, s in enumerate(seqs):
         ids = torch.tensor([s.input_ids])
@@ -114,7 +113,7 @@ def _unpadded_reference(trainer, seqs, batch):
             ref_logits = trainer.reference(input_ids=ids).logits.float()
         ref = torch.zeros_like(mask)
         ref[:, 1:] = torch.log_softmax(ref_logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
-        adv = batch["advantages"][i, width - len(s.input_ids):].unsqueeze(0)
+        adv = batch["advantages"][i, :len(s.input_ids)].unsqueeze(0)
         out = policy_loss(logp, logp.detach(), adv, mask, ref_logp=ref * mask, kl_coef=trainer.config.optim.kl_coef)
         share = float(mask.sum()) / total
         (out.loss * share).backward()

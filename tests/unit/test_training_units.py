@@ -108,19 +108,19 @@ def _two_rollouts() -> list[Rollout]:
 TOKENIZER = SimpleNamespace(pad_token_id=0)
 
 
-def test_build_batch_left_pads_and_puts_outcome_plus_scaled_snc_on_action_tokens():
+def test_build_batch_right_pads_and_puts_outcome_plus_scaled_snc_on_action_tokens():
     from harness_g.training.batch import build_batch
 
     credit = SimpleNamespace(scale_floor=1e-9, clip=100.0)
     batch, stats = build_batch(_two_rollouts(), TOKENIZER, torch.tensor([0.5, -0.5]), [[1.0, -1.0], [2.0]], 0.5, credit)
     assert batch["owner"].tolist() == [0, 0, 1, 1]
-    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9], [0, 0, 5, 6, 7], [0, 0, 0, 5, 6], [0, 5, 6, 7, 8]]
-    assert batch["attention_mask"][1].tolist() == [0, 0, 1, 1, 1] and batch["position_ids"][1].tolist() == [0, 0, 0, 1, 2]
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9], [5, 6, 7, 0, 0], [5, 6, 0, 0, 0], [5, 6, 7, 8, 0]]
+    assert batch["attention_mask"][1].tolist() == [1, 1, 1, 0, 0] and batch["position_ids"][1].tolist()[:3] == [0, 1, 2]
     s = float(torch.tensor([1.0, 1.0, -1.0, 2.0]).std(unbiased=False))  # every non-zero action-token credit
     want = torch.tensor([[0, 0.5 + 0.5 / s, 0.5 + 0.5 / s, 0, 0.5 - 0.5 / s],
-                         [0, 0, 0, 0, 0.5],  # the answer: A_out only
-                         [0, 0, 0, 0, -0.5 + 1.0 / s],
-                         [0, 0, 0, -0.5, -0.5]])
+                         [0, 0, 0.5, 0, 0],  # the answer: A_out only
+                         [0, -0.5 + 1.0 / s, 0, 0, 0],
+                         [0, 0, -0.5, -0.5, 0]])
     assert torch.allclose(batch["advantages"], want, atol=1e-6)
     assert stats["snc_scale"] == pytest.approx(s) and stats["sequences"] == 4.0 and stats["max_len"] == 5.0
     assert stats["snc_nonzero_token_frac"] == pytest.approx(4 / 7) and stats["snc_token_mean"] == pytest.approx(0.75)
@@ -136,7 +136,7 @@ def test_build_batch_scale_is_global_over_gathered_credits_and_clipped():
     assert stats["snc_scale"] == pytest.approx(float(torch.tensor(pool).std(unbiased=False)))
     clipped, _ = build_batch(_two_rollouts(), TOKENIZER, torch.zeros(2), [[1.0, -1.0], [2.0]], 1.0,
                              SimpleNamespace(scale_floor=10.0, clip=0.15))  # scale floored at 10, then clipped
-    assert clipped["advantages"][0, 1].item() == pytest.approx(0.1) and clipped["advantages"][2, 4].item() == pytest.approx(0.15)
+    assert clipped["advantages"][0, 1].item() == pytest.approx(0.1) and clipped["advantages"][2, 1].item() == pytest.approx(0.15)
 
 
 def test_build_batch_igpo_turn_advantages_replace_outcome_and_snc():
@@ -145,7 +145,7 @@ def test_build_batch_igpo_turn_advantages_replace_outcome_and_snc():
     turns = [[0.3, 0.7, 0.9], [0.2, 0.4]]  # per rollout: information turns, then the answer turn
     batch, stats = build_batch(_two_rollouts(), TOKENIZER, torch.tensor([5.0, 5.0]), [[1.0, -1.0], [2.0]], 0.5,
                                SimpleNamespace(scale_floor=1e-9, clip=100.0), turn_advantages=turns)
-    want = torch.tensor([[0, 0.3, 0.3, 0, 0.7], [0, 0, 0, 0, 0.9], [0, 0, 0, 0, 0.2], [0, 0, 0, 0.4, 0.4]])
+    want = torch.tensor([[0, 0.3, 0.3, 0, 0.7], [0, 0, 0.9, 0, 0], [0, 0.2, 0, 0, 0], [0, 0, 0.4, 0.4, 0]])
     assert torch.allclose(batch["advantages"], want) and stats["snc_scale"] == 1.0
 
 
