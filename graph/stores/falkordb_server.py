@@ -1,7 +1,7 @@
 """The embedded FalkorDB: a ``redis-server`` with the FalkorDB module, one per data directory.
 
 Everything the server writes lives in ``data_dir`` (``graph.rdb`` snapshot, ``falkordb.pid``,
-``falkordb.log``); only its unix socket lives elsewhere, under ``/tmp/harness-g-<uid>/``, because
+``falkordb.log``, ``falkordb.users``); only its unix socket lives elsewhere, under ``/tmp/harness-g-<uid>/``, because
 socket paths are limited to ~107 bytes and a GRAPH_DIR path can be longer than that.
 
 The server always listens on that socket; with ``port`` it also listens on ``127.0.0.1:port``.
