@@ -309,10 +309,10 @@ def cmd_browse(args: argparse.Namespace) -> int:
         raise ConfigError("--port needs --serve")
     if args.cypher is not None:
         from harness_g.cli_args import parse_param
-        from harness_g.graph.load import store_for_graph
+        from harness_g.graph.load import open_store
 
         params = dict(parse_param(p) for p in args.param or [])
-        with store_for_graph(args.graph_dir, args.store) as store:
+        with open_store(args.graph_dir, args.store) as store:  # refused when it holds another graph
             data = browse.cypher_graph(store, args.cypher, params)
         title = args.title or f"harness-g browse: Cypher on {Path(args.graph_dir).name}"
     else:

@@ -3,8 +3,13 @@
 ``DIR/records.jsonl`` gets one line per finished question (flushed immediately), so an
 interrupted run loses nothing: re-running with the same DIR skips finished ids.
 ``DIR/summary.json`` holds macro averages ×100 and counts; ``DIR/config.json`` the resolved run config (eval
-options, environment config, the policy's name and every setting it reports, the graph version, the question set):
-a resumed run must match it (except the question limit) or is refused with the differences listed.
+options, environment config, the policy's name and every setting it reports, the graph version, the query encoder
+(model and backend), the store kind, the question set and its content): a resumed run must match it (except the
+question limit) or is refused with the differences listed.
+
+The run stops with :class:`GraphChangedError` when the graph in its store changes under it (another command
+loading another graph there, a rebuild of this one): the store's GraphMeta is compared after every question with
+the one the run started on, and the question in progress is not recorded.
 """
 from __future__ import annotations
 
@@ -126,10 +131,66 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def question_set(questions: Sequence[QAItem]) -> dict[str, Any]:
-    """``{"count", "sha256"}`` of the question ids in order: pins which questions a run is over."""
+    """``{"count", "sha256", "content_sha256"}``: the question ids in order (which questions a run is over) and a
+    hash of what is scored against (question text, gold answers, gold sentence and paragraph ids), so the same ids
+    read from another file or with another ``--format`` are not taken for the same set."""
     import hashlib
 
-    return {"count": len(questions), "sha256": hashlib.sha256("\n".join(q.id for q in questions).encode("utf-8")).hexdigest()}
+    content = [[q.id, q.question, list(q.answers), list(q.gold_sentence_ids), list(q.gold_paragraph_ids)] for q in questions]
+    return {"count": len(questions), "sha256": hashlib.sha256("\n".join(q.id for q in questions).encode("utf-8")).hexdigest(),
+            "content_sha256": hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()}
+
+
+def query_encoder(view: GraphView) -> dict[str, str]:
+    """The encoder that embeds queries (menus, retrieval) and R-S evidence: ``{"model", "backend"}``. The backend
+    changes the vectors (onnx-int8 is approximate), so it is part of a run's config like any other setting."""
+    return {"model": str(view.embedder.name), "backend": str(getattr(view.embedder, "backend", "torch"))}
+
+
+class GraphChangedError(HarnessError):
+    """The store's graph is not the one the evaluation started on."""
+
+
+_UNREADABLE = object()  # the store could not be asked (a failure the next question's queries report)
+
+
+def _store_graph(view: GraphView) -> Any:
+    """The store's GraphMeta row now; None for an empty store; ``_UNREADABLE`` when the store cannot be reached."""
+    try:
+        return view.store.meta()
+    except StoreError:
+        return _UNREADABLE
+
+
+def _graph_at_start(view: GraphView) -> dict[str, Any]:
+    """The GraphMeta the run starts on; GraphChangedError unless the store holds the view's graph, complete."""
+    meta = _store_graph(view)
+    if meta is _UNREADABLE:
+        return view.store.meta()  # raises the store's own error
+    if not meta or meta.get("complete") is not True or meta.get("content_hash") != view.version:
+        raise GraphChangedError(_changed_message(view, meta, "no longer holds"))
+    return meta
+
+
+def _changed_message(view: GraphView, meta: Any, verb: str) -> str:
+    from harness_g.graph.load import describe_graph
+
+    now = describe_graph(meta) if meta else "no graph"
+    return (f"{view.store.where} {verb} {view.artifact.path} (content hash {view.version[:12]}): it now holds {now}. "
+            f"Another command loaded another graph there, or this one was rebuilt; to keep both, "
+            f"{view.store.other_graph_hint()}")
+
+
+def _check_graph_unchanged(view: GraphView, start: dict[str, Any], records_path: Path) -> None:
+    """GraphChangedError when the store's GraphMeta differs from the one the run started on (another content hash,
+    another load of it, another GRAPH_DIR); one cheap query per question."""
+    meta = _store_graph(view)
+    if meta is _UNREADABLE or meta == start:
+        return
+    raise GraphChangedError(
+        f"stopped: the graph changed during the eval: {_changed_message(view, meta, 'was evaluating')}. The question in "
+        f"progress was not recorded; {len(_done_ids(records_path))} finished questions are kept in {records_path}; "
+        "re-run the same command to resume once the store holds this graph again")
 
 
 def check_resume(out: Path, resolved: dict[str, Any]) -> None:
@@ -219,10 +280,12 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     resolved = {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
                 "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
+                "encoder": query_encoder(view), "store": view.store.dialect,
                 "interface": config.interface, "judge_model": getattr(judge, "model", None),
                 "policy": {"name": policy.name, **policy.settings()}, "questions": question_set(questions),
                 **(extra_config or {})}
     check_resume(out, resolved)
+    start = _graph_at_start(view)  # compared after every question: the graph must not change under the run
     (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True, default=str), encoding="utf-8")
     if config.limit is not None:
         questions = list(questions)[: config.limit]
@@ -244,6 +307,14 @@ def run_eval(
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
     if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes
         runner.on_turn = lambda turn, max_turns: bar.set_postfix_str(f"turn {turn}/{max_turns}", refresh=True)
+
+    def same_graph() -> None:
+        try:
+            _check_graph_unchanged(view, start, records_path)
+        except GraphChangedError:
+            bar.close()
+            raise
+
     with open(records_path, "a", encoding="utf-8") as fh:
         for item in todo:
             t0 = time.perf_counter()
@@ -262,6 +333,7 @@ def run_eval(
                     record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
                 store_errors = 0
             except StoreError as exc:
+                same_graph()  # a graph swapped mid-question explains the failure
                 store_errors += 1
                 record = {"id": item.id, "question": item.question, "error": f"store: {exc}"}
                 if store_errors >= config.max_consecutive_store_errors:
@@ -286,6 +358,7 @@ def run_eval(
                     ) from exc
             else:
                 failures = 0
+            same_graph()  # before the record: it may come from another graph
             record["seconds"] = time.perf_counter() - t0
             fh.write(json_line(record) + "\n")  # always UTF-8-encodable (lone surrogates escaped)
             fh.flush()

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import resource
-import shutil
 import threading
 import time
 from collections import Counter, defaultdict
@@ -475,7 +474,7 @@ def _build_locked(
                                            limit, corpus_tokens, spacy_name, dim, seconds, t)
         art.publish(staging, graph_dir)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        art.discard_staging(staging, graph_dir)  # kept when the publish failed after its commit: it is the artifact
         raise
     return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())
 

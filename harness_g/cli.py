@@ -94,7 +94,7 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
     if args.no_load:
         return 0
     # --force rebuilds the artifact and reloads the store: a skipped load would keep whatever the store holds now
-    store, report = load_graph(args.out, args.store, progress=progress, force=args.force)
+    store, report = load_graph(args.out, args.store, progress=progress, force=args.force, replace=args.replace)
     with store:
         what = "already loaded (no-op)" if report.skipped else f"loaded in {report.seconds.get('total', 0.0):.1f}s"
         # the store actually used: --store, else the one remembered in GRAPH_DIR/store.json
@@ -119,13 +119,13 @@ def _stage_table(seconds: dict[str, float]) -> str:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from harness_g.graph.artifact import Artifact
-    from harness_g.graph.load import store_for_graph
+    from harness_g.graph.load import open_store
     from harness_g.table import format_table
 
     artifact = Artifact.open(args.graph_dir)
     out: dict[str, Any] = {"graph_dir": str(artifact.path), "manifest": {k: artifact.manifest.get(k) for k in ("dataset", "counts", "models", "content_hash", "corpus_tokens", "synonym_kinds")}}
     if not args.no_store:
-        with store_for_graph(args.graph_dir, args.store) as store:
+        with open_store(args.graph_dir, args.store) as store:  # refused when it holds another graph
             out["store"] = store.stats()
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True, default=str))
@@ -147,11 +147,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_cypher(args: argparse.Namespace) -> int:
-    from harness_g.graph.load import store_for_graph
+    from harness_g.graph.load import open_store
     from harness_g.table import format_table
 
     params = dict(parse_param(p) for p in args.param or [])
-    with store_for_graph(args.graph_dir, args.store) as store:
+    with open_store(args.graph_dir, args.store) as store:  # refused when it holds another graph
         result = store.run_cypher(args.query, params)
     if args.json:
         print(json.dumps([dict(zip(result.columns, r)) for r in result.rows], indent=2, default=str))
@@ -205,7 +205,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}")
     cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None, embedding_backend=None,
                                  device=None, input=str(source), format="hotpotqa", corpus=None, quiet=args.quiet,
-                                 out=args.out, limit=None, force=False, no_load=False, store=args.store))
+                                 out=args.out, limit=None, force=False, no_load=False, replace=False, store=args.store))
     print("\n== 2. stats")
     cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
     item = Artifact.open(args.out).questions()[args.question_index]
@@ -301,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches, and reload the store")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
+    p.add_argument("--replace", action="store_true",
+                   help="load even when the store (a Neo4j database, a FalkorDB server's graph) holds another graph, "
+                        "replacing it; without it that is refused: one database holds one graph")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_build)
 

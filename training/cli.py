@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from harness_g.config_loader import describe, parse_set
 from harness_g.errors import ConfigError
@@ -19,6 +20,23 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+@contextmanager
+def run_dir_lock(output_dir: str) -> Iterator[None]:
+    """Hold ``RUN_DIR/.lock`` (:mod:`harness_g.graph.locks`) for the whole run, as ``eval`` does: a second
+    ``harness-g train --out RUN_DIR`` is refused at once, naming the first (pid, start, command). Under a
+    multi-process launch only the main process holds it (the ranks of one run share the directory)."""
+    from accelerate import PartialState
+    from accelerate.utils import parse_flag_from_env
+
+    from harness_g.graph.locks import exclusive_lock
+
+    if not PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process:
+        yield
+        return
+    with exclusive_lock(output_dir, "--out directory"):
+        yield
+
+
 def run_train(args: argparse.Namespace) -> int:
     from harness_g.training.config import TrainConfig, load_config
 
@@ -32,8 +50,9 @@ def run_train(args: argparse.Namespace) -> int:
     from harness_g.training.data import build_training_graph
     from harness_g.training.trainer import train
 
-    build_training_graph(config)  # data.build_format: (re)build graph_dir before the trainer exists (a cache hit when unchanged)
-    result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
+    with run_dir_lock(args.output_dir):  # a second run into the same --out is refused before anything loads
+        build_training_graph(config)  # data.build_format: (re)build graph_dir before the trainer exists (a cache hit when unchanged)
+        result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
     from accelerate import PartialState
 
     if not PartialState().is_main_process:  # one summary per run, not one per rank

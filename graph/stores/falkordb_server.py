@@ -1,7 +1,7 @@
 """The embedded FalkorDB: a ``redis-server`` with the FalkorDB module, one per data directory.
 
 Everything the server writes lives in ``data_dir`` (``graph.rdb`` snapshot, ``falkordb.pid``,
-``falkordb.log``); only its unix socket lives elsewhere, under ``/tmp/harness-g-<uid>/``, because
+``falkordb.log``, ``falkordb.users``); only its unix socket lives elsewhere, under ``/tmp/harness-g-<uid>/``, because
 socket paths are limited to ~107 bytes and a GRAPH_DIR path can be longer than that.
 
 The server always listens on that socket; with ``port`` it also listens on ``127.0.0.1:port``.
@@ -11,6 +11,11 @@ When the process that started it stops while others are still connected (the ran
 training run, an eval beside a training run), it hands the server over (``falkordb.handover`` holds the
 server's pid) and the last of the reusing processes to stop saves and shuts it down: no server outlives
 every process that used it. Start, stop and hand-over decisions hold the data directory's lock.
+
+A process killed with SIGKILL never stops anything, so the server runs under a small watchdog process
+(:mod:`harness_g.graph.stores.falkordb_watchdog`): every process that starts or reuses the server is listed in
+``falkordb.users``, and about a second after the last listed process is gone the watchdog saves and stops the
+server (and it stops with the watchdog, should that be killed).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from typing import Any, Callable, Iterator
 import redis
 
 from harness_g.errors import StoreError
+from harness_g.graph.stores.falkordb_watchdog import register_user, unregister_user, watchdog_argv
 
 RDB_FILE = "graph.rdb"
 PID_FILE = "falkordb.pid"
@@ -128,18 +134,23 @@ class EmbeddedFalkorDB:
         self.socket_path = socket_path_for(self.data_dir)
         self.port = port
         self.owned = False  # True when this object started the process (and so stops it)
-        self.pid: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None  # the redis-server's
+        self._process: subprocess.Popen[bytes] | None = None  # the watchdog running it (see falkordb_watchdog)
         self._owner_pid = 0  # the process that spawned or adopted the server; a forked child never stops it
         self._start_timeout_s = start_timeout_s
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self._dir_lock():  # one starter at a time per data dir, so two processes never both spawn a server
-            if self._try_reuse():
-                self._owner_pid = os.getpid()
-                _reused_servers.add(self)
-            else:
-                self._spawn()
+            register_user(self.data_dir)  # before a server exists: its watchdog never sees it without a user
+            try:
+                if self._try_reuse():
+                    self._owner_pid = os.getpid()
+                    _reused_servers.add(self)
+                else:
+                    self._spawn()
+            except BaseException:
+                unregister_user(self.data_dir)
+                raise
 
     @contextmanager
     def _dir_lock(self) -> Iterator[None]:
@@ -188,8 +199,12 @@ class EmbeddedFalkorDB:
     def alive(self) -> bool:
         """True while the server process runs."""
         if self._process is not None:
-            return self._process.poll() is None
+            self._process.poll()  # reap an exited watchdog
         return self.pid is not None and _pid_alive(self.pid)
+
+    def _starting(self) -> bool:
+        """While the spawned server starts: its watchdog runs (it exits with the server's exit code)."""
+        return self._process is not None and self._process.poll() is None
 
     # -- start ---------------------------------------------------------------------------------
     def _try_reuse(self) -> bool:
@@ -273,20 +288,25 @@ class EmbeddedFalkorDB:
             "--appendonly", "no",
             "--daemonize", "no",
         ]
+        command = watchdog_argv(self.data_dir, self.data_dir / LOCK_FILE, self.socket_path, self.data_dir / PID_FILE,
+                                self.data_dir / HANDOVER_FILE, argv)
         with open(log, "ab") as log_fh:
             # own session: a Ctrl-C in the CLI must not kill the server before stop() saves it
             self._process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_fh, start_new_session=True
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_fh, start_new_session=True
             )
-        self.pid = self._process.pid
-        (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
         self.owned = True
         self._owner_pid = os.getpid()
         _owned_servers.add(self)
-        if not self._wait_for(self.ping, self.alive, self._start_timeout_s):
+        if self._wait_for(self.ping, self._starting, self._start_timeout_s):
+            self._adopt()  # the server's pid, from the server
+            (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
+        else:
             code = self._process.poll()
             last = _last_log_line(log)
             self._kill()
+            self.owned = False
+            _owned_servers.discard(self)
             if self.port is not None and "in use" in last.lower():
                 raise StoreError(f"{HOST}:{self.port} is already in use")
             if code is not None:
@@ -340,6 +360,8 @@ class EmbeddedFalkorDB:
         if os.getpid() != self._owner_pid:
             return
         with self._dir_lock():  # a process attaching now waits, then finds the server running or starts its own
+            if self.owned or self in _reused_servers:
+                unregister_user(self.data_dir)
             if self.owned:
                 self.owned = False
                 _owned_servers.discard(self)
@@ -386,6 +408,11 @@ class EmbeddedFalkorDB:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
+                pass
+        if self._process is not None and self._process.poll() is None:
+            try:  # the watchdog and a server that never answered: its session's process group
+                os.killpg(self._process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
         self._reap()
 

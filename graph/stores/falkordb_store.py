@@ -141,7 +141,9 @@ class FalkorDBStore(GraphStore):
         """
         server = EmbeddedFalkorDB(data_dir, port=port)
         try:
-            return cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=True)
+            store = cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=True)
+            store.private = True  # the store of one GRAPH_DIR: what it holds is that graph's
+            return store
         except BaseException:
             server.stop()
             raise
@@ -196,6 +198,11 @@ class FalkorDBStore(GraphStore):
     @property
     def where(self) -> str:
         return f"FalkorDB graph {self.graph_name!r} at {self.address}"
+
+    def other_graph_hint(self) -> str:
+        if self.address.startswith("falkordb://"):
+            return f"give each graph a name of its own: --store {self.address}?graph=NAME, or use --store embedded"
+        return super().other_graph_hint()
 
     # -- vectors and indexes ---------------------------------------------------------------------------------
     def index_state(self) -> dict[str, str]:

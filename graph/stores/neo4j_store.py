@@ -138,6 +138,10 @@ class Neo4jStore(GraphStore):
     def where(self) -> str:
         return f"Neo4j at {self.address}"
 
+    def other_graph_hint(self) -> str:
+        return ("give each graph a database of its own: NEO4J_DATABASE=NAME (Neo4j Enterprise), a second Neo4j server "
+                "(`harness-g neo4j`), or --store embedded")
+
     def _session(self, access_mode: str | None = None) -> Any:
         kwargs: dict[str, Any] = {"database": self.database, "bookmark_manager": self._bookmarks}
         if access_mode is not None:

@@ -30,7 +30,7 @@ PARAMS: dict[str, Any] = {
     "ids": ["p_curie:0", "p_paris:1", "e_curie"], "paragraph_ids": ["p_curie", "p_paris"], "names": ["curie", "paris"],
     "entity_ids": ["e_curie", "e_sorbonne"], "entity_id": "e_curie", "lookupable_only": True, "articles": True, "vector": [0.1] * 8,
     "k": 3, "dim": 8, "limit": 1, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m",
-    "embedding_dim": 8, "loaded_at": "2024-01-01T00:00:00Z",
+    "embedding_dim": 8, "loaded_at": "2024-01-01T00:00:00Z", "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
     "rows": [],  # load_*: UNWIND over no rows; the statement is still planned, so notifications still come
 }
 #: the queries whose shared text Neo4j reports as deprecated, overridden in cypher/neo4j/
