@@ -319,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "cypher",
-        help="run a read-only Cypher query against a graph and print a table",
+        help="run a read-only Cypher query against a graph and print a table (no writes, no LOAD CSV, only "
+             "schema/index procedures: graph/stores/readonly.py)",
         epilog='example: harness-g cypher G "MATCH (e:Entity {name: $n})<-[:MENTIONS]-(s) RETURN s.text LIMIT 5" --param n="paris"',
     )
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
@@ -340,8 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "neo4j",
         help="start a local Neo4j 5.26 with Neo4j Browser (fetched from Maven Central; needs Java 17 and Maven)",
-        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI and Browser URL, "
-                    "and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
+        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI, Browser URL, "
+                    "user and password (authentication is always on; harness-g's own commands find the password in a "
+                    "0600 file while the server runs), and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
                     "lives in a temporary directory deleted at stop (re-run `harness-g build --store ...`: the artifact is "
                     "cached, the load takes seconds). For a database that keeps its data use a Neo4j server "
                     "(docker/README.md).",
