@@ -118,6 +118,40 @@ def test_new_user_neo4j_session(tmp_path: Path) -> None:
     assert not stored.exists(), "the stored credentials outlived the server"
 
 
+def test_neo4j_command_takes_the_password_from_neo4j_password() -> None:
+    """A password the user sets (NEO4J_PASSWORD; --password works the same) is the one the server requires; it is not
+    printed, and a harness-g command finds it through the stored credentials."""
+    chosen = "my-own-Passw0rd"
+    server = subprocess.Popen([HARNESS_G, "neo4j", "--bolt-port", "0", "--http-port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**ENV, "NEO4J_PASSWORD": chosen})
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 240
+        assert server.stdout is not None
+        while not any(line.strip().startswith("stop") for line in lines):
+            line = server.stdout.readline()
+            assert line and time.monotonic() < deadline, f"harness-g neo4j did not come up: {lines}"
+            lines.append(line)
+        printed = "".join(lines)
+        assert "password the one you set (NEO4J_PASSWORD)" in printed and chosen not in printed
+        uri = re.search(r"bolt\s+(bolt://127\.0\.0\.1:\d+)", printed).group(1)
+        import neo4j
+
+        with neo4j.GraphDatabase.driver(uri, auth=("neo4j", chosen)) as driver:
+            driver.verify_connectivity()
+        from harness_g.graph.stores.local_neo4j import local_credentials
+
+        assert local_credentials(uri) == ("neo4j", chosen)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert server.returncode == 0
+
+
 def test_neo4j_command_needs_java(tmp_path: Path) -> None:
     """Without Java on PATH the command fails in one line naming what to install."""
     env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # the venv's bin only: no java, no mvn
