@@ -226,7 +226,8 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     """Start a throwaway local Neo4j 5.26 (Maven Central, no Docker) in the foreground until Ctrl-C / SIGTERM."""
     from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig
 
-    config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=args.password,
+    chosen = args.password or os.environ.get("NEO4J_PASSWORD") or None
+    config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=chosen,
                               heap_mb=args.heap_mb)
     print("neo4j: starting (first time: Maven fetches Neo4j from Maven Central, ~1 min)", flush=True)
     stop = threading.Event()
@@ -235,10 +236,15 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
         with LocalNeo4j(config, quiet=False) as server:
             print(f"neo4j: Neo4j {server.version} ready (data is deleted when it stops)")
             print(f"  bolt     {server.bolt_uri}")
-            print(f"  browser  {server.browser_url}   (connect with "
-                  f"{'user neo4j and your --password' if args.password else 'No authentication'})")
-            print(f"  use it   harness-g build ... --store {server.bolt_uri}"
-                  + ("   (export NEO4J_USER=neo4j NEO4J_PASSWORD=...)" if args.password else ""))
+            print(f"  user     {server.user}")
+            if chosen is None:
+                print(f"  password {server.password}   (generated; set your own with --password or NEO4J_PASSWORD)")
+            else:
+                print(f"  password the one you set ({'--password' if args.password else 'NEO4J_PASSWORD'})")
+            print(f"  stored   {server.credentials_path}   (mode 0600: harness-g's commands read it, until stop)")
+            print(f"  browser  {server.browser_url}   (connect with user {server.user} and the password)")
+            print(f"  use it   harness-g build ... --store {server.bolt_uri}   (other clients: "
+                  f"NEO4J_USER={server.user} NEO4J_PASSWORD=...)")
             print("  stop     Ctrl-C", flush=True)
             while not stop.wait(0.5):
                 if not server.running:
@@ -316,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "cypher",
-        help="run a read-only Cypher query against a graph and print a table",
+        help="run a read-only Cypher query against a graph and print a table (no writes, no LOAD CSV, only "
+             "schema/index procedures: graph/stores/readonly.py)",
         epilog='example: harness-g cypher G "MATCH (e:Entity {name: $n})<-[:MENTIONS]-(s) RETURN s.text LIMIT 5" --param n="paris"',
     )
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
@@ -337,15 +344,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "neo4j",
         help="start a local Neo4j 5.26 with Neo4j Browser (fetched from Maven Central; needs Java 17 and Maven)",
-        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI and Browser URL, "
-                    "and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
+        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI, Browser URL, "
+                    "user and password (authentication is always on; harness-g's own commands find the password in a "
+                    "0600 file while the server runs), and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
                     "lives in a temporary directory deleted at stop (re-run `harness-g build --store ...`: the artifact is "
                     "cached, the load takes seconds). For a database that keeps its data use a Neo4j server "
                     "(docker/README.md).",
     )
     p.add_argument("--bolt-port", type=int, default=7687, help="Bolt port on 127.0.0.1 (0 = any free port; default 7687)")
     p.add_argument("--http-port", type=int, default=7474, help="HTTP/Browser port on 127.0.0.1 (0 = any free port; default 7474)")
-    p.add_argument("--password", help="enable authentication: password of user neo4j (default: no authentication)")
+    p.add_argument("--password", help="password of user neo4j (default: $NEO4J_PASSWORD, else a generated one, printed; "
+                                      "authentication is always on)")
     p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB (default 1024)")
     p.set_defaults(func=cmd_neo4j)
 

@@ -99,7 +99,8 @@ class GraphStore(ABC):
 
     @abstractmethod
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
-        """Run a user-supplied query read-only (writes are refused by the database); for ``harness-g cypher``."""
+        """Run a user-supplied query read-only, for ``harness-g cypher`` / ``browse``: writes are refused by the database,
+        LOAD CSV and procedures outside the allow-list by :mod:`harness_g.graph.stores.readonly` (``QueryRefused``)."""
 
     @abstractmethod
     def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

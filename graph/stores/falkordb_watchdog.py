@@ -184,7 +184,8 @@ def watch(data_dir: Path, lock_file: Path, socket_path: Path, pid_file: Path, ha
     """Run the server and watch its users until it stops; returns the server's exit code (128 + signal when a
     signal ended it; 0 when the watchdog stopped it)."""
     me, identity = os.getpid(), _dir_identity(data_dir)
-    server = subprocess.Popen(server_argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    # the server reads the watchdog's stdin (its starter writes the password there: never on a command line)
+    server = subprocess.Popen(server_argv, stdin=None, stdout=subprocess.DEVNULL,
                               preexec_fn=lambda: _die_with_parent(me))
     signal.signal(signal.SIGTERM, lambda *_: _exit_with(server))
     while True:

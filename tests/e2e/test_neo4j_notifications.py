@@ -39,7 +39,7 @@ OVERRIDDEN = ("count_nodes_by_label", "count_relationships_by_type", "lookup_can
 
 @pytest.fixture(scope="module")
 def store(neo4j_server: LocalNeo4j, tiny_artifact: Artifact) -> Iterator[Neo4jStore]:
-    store = Neo4jStore(neo4j_server.bolt_uri)
+    store = Neo4jStore(neo4j_server.bolt_uri, *neo4j_server.auth)
     store.load(tiny_artifact, progress=False)
     yield store
     store.close()
@@ -47,7 +47,7 @@ def store(neo4j_server: LocalNeo4j, tiny_artifact: Artifact) -> Iterator[Neo4jSt
 
 @pytest.fixture(scope="module")
 def driver(neo4j_server: LocalNeo4j) -> Iterator[neo4j.Driver]:
-    with neo4j.GraphDatabase.driver(neo4j_server.bolt_uri, auth=None) as drv:
+    with neo4j.GraphDatabase.driver(neo4j_server.bolt_uri, auth=neo4j_server.auth) as drv:
         yield drv
 
 

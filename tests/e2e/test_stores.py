@@ -283,9 +283,11 @@ def test_embedded_on_tcp_port(tiny_artifact: Artifact, tmp_path: Path) -> None:
     with connect_store(f"embedded:{port}", tmp_path) as store:
         assert isinstance(store, FalkorDBStore) and store.address == f"127.0.0.1:{port}"
         store.load(tiny_artifact, progress=False)
-        with FalkorDBStore.connect("127.0.0.1", port) as remote:  # the same graph over TCP
+        assert store.server is not None
+        # the same graph over TCP, with the server's password (without it: tests/e2e/test_server_security.py)
+        with FalkorDBStore.connect("127.0.0.1", port, password=store.server.password) as remote:
             assert remote.loaded_hash() == tiny_artifact.content_hash
-        assert store.server is not None and store.server.alive()
+        assert store.server.alive()
 
 
 def test_dead_server_mid_run_and_stale_pid(tiny_artifact: Artifact, tmp_path: Path) -> None:

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
-// Drive Neo4j Browser in headless Chromium: open it, connect to a Bolt server without authentication,
-// set query parameters (`:param`), run one Cypher query, wait for the result frame, take a screenshot.
+// Drive Neo4j Browser in headless Chromium: open it, connect to a Bolt server (user and password from the
+// environment, as a person types them into the connect form), set query parameters (`:param`), run one Cypher
+// query, wait for the result frame, take a screenshot.
 //
 //   node browser_query.mjs BROWSER_URL BOLT_URI QUERY OUT_PNG [--params JSON] [--width W] [--height H]
 //                          [--timeout-s S] [--chromium PATH]
 //
 //   BROWSER_URL  e.g. http://127.0.0.1:7474/browser/  (harness-g's LocalNeo4j: .browser_url)
-//   BOLT_URI     e.g. bolt://127.0.0.1:7687           (server with authentication disabled)
+//   BOLT_URI     e.g. bolt://127.0.0.1:7687
+//   NEO4J_USER, NEO4J_PASSWORD (environment, never arguments: a process list shows arguments) sign in with
+//                the Browser's "Username / Password" form; without NEO4J_PASSWORD it picks "No authentication"
 //   QUERY        Cypher text (may span lines)
 //   OUT_PNG      where to write the screenshot
 //   --params     JSON object, each entry set with `:param name => <value>` before the query runs
@@ -51,7 +54,8 @@ function usage(msg) {
 
 function parseArgs(argv) {
   const pos = [];
-  const opt = { params: {}, width: 1400, height: 900, timeoutS: 90, chromium: process.env.CHROMIUM || null };
+  const opt = { params: {}, width: 1400, height: 900, timeoutS: 90, chromium: process.env.CHROMIUM || null,
+    user: process.env.NEO4J_USER || 'neo4j', password: process.env.NEO4J_PASSWORD || null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => { if (i + 1 >= argv.length) usage(`${a} needs a value`); return argv[++i]; };
@@ -125,16 +129,29 @@ async function frames(page) {
   })));
 }
 
+async function fillField(page, testId, value) {
+  // replace whatever the form holds (the Browser may prefill the user name)
+  const field = await page.$(`[data-testid="${testId}"]`);
+  if (!field) throw new Error(`the connect form has no ${testId} field`);
+  await field.click({ clickCount: 3 });
+  await page.keyboard.press('Backspace');
+  await field.type(value);
+}
+
 async function waitConnected(page) {
-  // With auth disabled the Browser connects by itself (`:server connect` -> "Connected to Neo4j");
-  // if it shows the connect form instead, pick "No authentication" (preselected by the URL) and click Connect.
+  // The connect form ("Username / Password" preselected by the URL when a password is given, else
+  // "No authentication"): fill it in and click Connect, then wait for "Connected to Neo4j".
   let clicked = false;
   while (Date.now() < deadline) {
     const fs = await frames(page);
     if (fs.some((f) => /You are connected to|Connected to Neo4j/.test(f.text))) return true;
     const button = await page.$('[data-testid="connect"]');
     if (button && !clicked) {
-      step('connect form shown: clicking Connect (no authentication)');
+      if (opt.password) {
+        await fillField(page, 'username', opt.user);
+        await fillField(page, 'password', opt.password);
+      }
+      step(`connect form shown: clicking Connect (${opt.password ? `user ${opt.user} and password` : 'no authentication'})`);
       await button.click();
       clicked = true;
     }
@@ -196,7 +213,7 @@ async function main() {
 
   const url = new URL(opt.browserUrl);
   url.searchParams.set('dbms', opt.bolt);
-  url.searchParams.set('preselectAuthMethod', 'NO_AUTH');
+  url.searchParams.set('preselectAuthMethod', opt.password ? 'NATIVE' : 'NO_AUTH');
   step(`open ${url}`);
   // The Browser also fetches things from the internet (unreachable here): wait for its own DOM, not network idle.
   await page.goto(url.toString(), { waitUntil: 'domcontentloaded', timeout: left(30000) });
