@@ -220,7 +220,8 @@ def cmd_menu(args: argparse.Namespace) -> int:
 
 #: the terminal summary of `harness-g eval`: metric -> unit (scores are macro averages over scored questions)
 SUMMARY_UNITS = {
-    "questions": "count", "scored": "count", "unscored": "count", "errors": "count", "em": "% (x100)", "f1": "token F1 x100",
+    "questions": "count", "scored": "count", "unscored": "count", "errors": "count", "em": "% (x100)",
+    "f1": "token F1 x100",
     "rs": "R-S: cosine(retrieved, gold evidence) x100", "evidence_recall": "% of gold units in C_T",
     "evidence_precision": "% of C_T that is gold", "answer_in_evidence": "% with a gold answer in C_T",
     "mean_turns": "turns/question", "mean_invalid_turns": "turns/question", "mean_seconds": "s/question",
@@ -290,9 +291,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     records = Path(args.out) / "records.jsonl"
     if summary["questions"] and not summary["scored"]:  # no score line: every metric would be None
-        raise HarnessError(f"nothing could be scored: of {summary['questions']} questions {summary['errors']} failed and "
-                           f"{summary['unscored']} have neither gold answers nor gold evidence; the trajectories are in "
-                           f"{records}")
+        raise HarnessError(f"nothing could be scored: of {summary['questions']} questions {summary['errors']} "
+                           f"failed and {summary['unscored']} have neither gold answers nor gold evidence; "
+                           f"the trajectories are in {records}")
     print(format_table(["metric", "value", "unit"], [[k, summary.get(k), unit] for k, unit in SUMMARY_UNITS.items() if k in summary]))
     print(f"records: {records}  summary: {Path(args.out) / 'summary.json'}")
     return 0

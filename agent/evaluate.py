@@ -325,8 +325,8 @@ def _writing(path: Path, out: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise HarnessError(f"cannot write {path}: {os_error_reason(exc, path)}; the finished questions in {out} are kept: "
-                           "free space and re-run the same command to resume") from exc
+        raise HarnessError(f"cannot write {path}: {os_error_reason(exc, path)}; the finished questions in {out} "
+                           "are kept: free space and re-run the same command to resume") from exc
 
 
 def _append(fh: Any, path: Path, out: Path, line: str) -> None:
