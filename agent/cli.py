@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness_g.errors import ConfigError
+from harness_g.errors import ConfigError, HarnessError
 
 
 def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -220,7 +220,8 @@ def cmd_menu(args: argparse.Namespace) -> int:
 
 #: the terminal summary of `harness-g eval`: metric -> unit (scores are macro averages over scored questions)
 SUMMARY_UNITS = {
-    "questions": "count", "scored": "count", "errors": "count", "em": "% (x100)", "f1": "token F1 x100",
+    "questions": "count", "scored": "count", "unscored": "count", "errors": "count", "em": "% (x100)",
+    "f1": "token F1 x100",
     "rs": "R-S: cosine(retrieved, gold evidence) x100", "evidence_recall": "% of gold units in C_T",
     "evidence_precision": "% of C_T that is gold", "answer_in_evidence": "% with a gold answer in C_T",
     "mean_turns": "turns/question", "mean_invalid_turns": "turns/question", "mean_seconds": "s/question",
@@ -272,6 +273,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.judge import make_judge
 
     config, env_config = run.eval, run.env
+    if args.policy == "oracle":  # before anything is written: a question without gold labels can only be an error
+        from harness_g.agent.policies.oracle import require_gold
+
+        require_gold(questions[: config.limit])
     judge = make_judge(args.judge_base_url, args.judge_model, api_key=args.judge_api_key)
     from harness_g.graph.locks import exclusive_lock
 
@@ -284,8 +289,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                            progress=not args.quiet, judge=judge)
     from harness_g.table import format_table
 
+    records = Path(args.out) / "records.jsonl"
+    if summary["questions"] and not summary["scored"]:  # no score line: every metric would be None
+        raise HarnessError(f"nothing could be scored: of {summary['questions']} questions {summary['errors']} "
+                           f"failed and {summary['unscored']} have neither gold answers nor gold evidence; "
+                           f"the trajectories are in {records}")
     print(format_table(["metric", "value", "unit"], [[k, summary.get(k), unit] for k, unit in SUMMARY_UNITS.items() if k in summary]))
-    print(f"records: {Path(args.out) / 'records.jsonl'}  summary: {Path(args.out) / 'summary.json'}")
+    print(f"records: {records}  summary: {Path(args.out) / 'summary.json'}")
     return 0
 
 

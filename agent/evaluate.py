@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -28,7 +29,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.trajectory import Trajectory, json_line
-from harness_g.errors import ConfigError, HarnessError, StoreError
+from harness_g.errors import ConfigError, HarnessError, StoreError, os_error_reason
 from harness_g.graph.types import QAItem
 
 RECORDS = "records.jsonl"
@@ -83,10 +84,18 @@ def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[st
     }
 
 
+#: the per-question scores the summary averages; a record is *scored* when at least one of them is not None
+SCORE_KEYS = ("em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence")
+
+
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Macro averages over the records. ``scored``: records with at least one score (gold answers or gold evidence
+    to compare with); ``unscored``: records played without error that have neither; ``errors``: failed records."""
     ok = [r for r in records if "error" not in r]
-    keys = ["em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence"]
-    summary: dict[str, Any] = {"questions": len(records), "scored": len(ok), "errors": len(records) - len(ok)}
+    keys = list(SCORE_KEYS)
+    scored = sum(1 for r in ok if any(r["metrics"].get(k) is not None for k in keys))
+    summary: dict[str, Any] = {"questions": len(records), "scored": scored, "unscored": len(ok) - scored,
+                               "errors": len(records) - len(ok)}
     for k in keys:
         v = M.mean(r["metrics"].get(k) for r in ok)
         summary[k] = None if v is None else round(100 * v, 2)
@@ -286,7 +295,8 @@ def run_eval(
                 **(extra_config or {})}
     check_resume(out, resolved)
     start = _graph_at_start(view)  # compared after every question: the graph must not change under the run
-    (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    with _writing(out / "config.json", out):
+        (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True, default=str), encoding="utf-8")
     if config.limit is not None:
         questions = list(questions)[: config.limit]
     records_path = out / RECORDS
@@ -298,7 +308,7 @@ def run_eval(
             if needs_judging(rec):
                 judge.judge_record(rec, evidence_texts(view, rec))
     # rewrite the file without failed/cut lines so the resumed file holds each id once
-    with open(records_path, "w", encoding="utf-8") as fh:
+    with _writing(records_path, out), open(records_path, "w", encoding="utf-8") as fh:
         for rec in done.values():
             fh.write(json_line(rec) + "\n")
     todo = [q for q in questions if q.id not in done]
@@ -337,8 +347,7 @@ def run_eval(
                 store_errors += 1
                 record = {"id": item.id, "question": item.question, "error": f"store: {exc}"}
                 if store_errors >= config.max_consecutive_store_errors:
-                    fh.write(json.dumps(record) + "\n")
-                    fh.flush()
+                    _append(fh, records_path, out, json.dumps(record))
                     bar.close()
                     raise StoreError(
                         f"{exc} — stopped after {store_errors} store failures in a row; {len(_done_ids(records_path))} finished "
@@ -349,8 +358,7 @@ def run_eval(
                 failures += 1
                 if failures >= config.max_consecutive_errors:
                     record["seconds"] = time.perf_counter() - t0
-                    fh.write(json_line(record) + "\n")
-                    fh.flush()
+                    _append(fh, records_path, out, json_line(record))
                     bar.close()
                     raise HarnessError(
                         f"stopped after {failures} questions failed in a row (last: {exc}); {len(_done_ids(records_path))} "
@@ -360,8 +368,7 @@ def run_eval(
                 failures = 0
             same_graph()  # before the record: it may come from another graph
             record["seconds"] = time.perf_counter() - t0
-            fh.write(json_line(record) + "\n")  # always UTF-8-encodable (lone surrogates escaped)
-            fh.flush()
+            _append(fh, records_path, out, json_line(record))  # always UTF-8-encodable (lone surrogates escaped)
             if on_record:
                 on_record(record)
             bar.update(1)
@@ -379,5 +386,31 @@ def run_eval(
                     "env_cache": view.cache_stats()})
     summary.update({"interface": config.interface, "dataset": view.artifact.manifest.get("dataset"),
                     "rs_encoder": rs_encoder(view).name, "rs_evidence": M.RS_EVIDENCE})
-    (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
+    with _writing(out / SUMMARY, out):
+        (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
     return summary
+
+
+@contextmanager
+def _writing(path: Path, out: Path) -> Iterator[None]:
+    """An OSError while writing ``path`` (a full disk, a quota) as one line naming it; what ``out`` already holds
+    stays, and a re-run of the same command resumes from it."""
+    try:
+        yield
+    except OSError as exc:
+        raise HarnessError(f"cannot write {path}: {os_error_reason(exc, path)}; the finished questions in {out} "
+                           "are kept: free space and re-run the same command to resume") from exc
+
+
+def _append(fh: Any, path: Path, out: Path, line: str) -> None:
+    """One record line, flushed (a record is on disk before the next question starts)."""
+    try:
+        with _writing(path, out):
+            fh.write(line + "\n")
+            fh.flush()
+    except HarnessError:
+        try:  # drop what the disk refused, so that closing the file on the way out raises nothing more
+            fh.close()
+        except OSError:
+            pass
+        raise

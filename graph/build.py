@@ -38,7 +38,7 @@ import torch
 from tqdm.auto import tqdm
 
 from harness_g import __version__
-from harness_g.errors import InputError
+from harness_g.errors import HarnessError, InputError, os_error_reason
 from harness_g.graph import artifact as art
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
@@ -473,8 +473,12 @@ def _build_locked(
         counts, manifest = _write_artifact(staging, inputs, dataset, sentences, ent, edges, embeddings, name_vecs, config, chash,
                                            limit, corpus_tokens, spacy_name, dim, seconds, t)
         art.publish(staging, graph_dir)
-    except BaseException:
+    except BaseException as exc:
+        reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""  # before the space is freed
         art.discard_staging(staging, graph_dir)  # kept when the publish failed after its commit: it is the artifact
+        if isinstance(exc, OSError):  # a full disk, a quota, a read-only mount: one line, the old artifact untouched
+            kept = f"{graph_dir} keeps its previous graph" if manifest_path.exists() else "nothing was published"
+            raise HarnessError(f"cannot write the graph artifact in {staging}: {reason}; {kept}") from exc
         raise
     return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from harness_g import __version__
 from harness_g.cli_args import STORE_HELP, parse_param
-from harness_g.errors import ConfigError, HarnessError
+from harness_g.errors import ConfigError, HarnessError, one_line
 
 # shipped inside the package (package data), so `harness-g demo` works from a wheel too; examples/ in the repo
 # is a link to harness_g/examples/
@@ -452,6 +452,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         print(f"harness-g: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file no step expected to fail (a full disk, permissions): one line, its path when known
+        if args.verbose:
+            raise
+        print(f"harness-g: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("harness-g: interrupted", file=sys.stderr)

@@ -47,11 +47,12 @@ def run_train(args: argparse.Namespace) -> int:
     if not args.output_dir:
         raise ConfigError("--out is required (the run directory)")
     config = load_config(args.config, dict(parse_set(s) for s in args.set))
-    from harness_g.training.data import build_training_graph
+    from harness_g.training.data import build_training_graph, check_training_data
     from harness_g.training.trainer import train
 
     with run_dir_lock(args.output_dir):  # a second run into the same --out is refused before anything loads
         build_training_graph(config)  # data.build_format: (re)build graph_dir before the trainer exists (a cache hit when unchanged)
+        check_training_data(config)  # e.g. a batch larger than the data: refused before the run directory is written
         result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
     from accelerate import PartialState
 

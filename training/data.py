@@ -50,16 +50,34 @@ def require_graph(config: Any) -> None:
 def split_questions(config: Any, view: Any) -> tuple[list[QAItem], list[QAItem]]:
     """(training, held-out) questions: ``data.questions`` (in ``data.questions_format``) or the graph's own, those
     with gold answers, the first ``data.limit``; the last ``data.eval_questions`` held out (at least one question
-    is always left to train on), the training part cut to ``data.train_questions``."""
+    is always left to train on), the training part cut to ``data.train_questions``. ConfigError when
+    ``rollout.questions_per_step`` is larger than the training part (:func:`check_batch_size`)."""
+    return _split(config, _questions(config, lambda: view.artifact.questions()))
+
+
+def check_training_data(config: Any) -> None:
+    """The checks of :func:`split_questions` before a run starts (nothing is written, no model or store is loaded):
+    ``harness-g train`` calls it after building the graph, so a batch larger than the data is refused in seconds."""
+    from harness_g.graph.artifact import Artifact
+
+    require_graph(config)
+    _split(config, _questions(config, lambda: Artifact.open(config.data.graph_dir).questions()))
+
+
+def _questions(config: Any, graph_questions: Any) -> list[QAItem]:
+    """``data.questions`` read in ``data.questions_format``, else ``graph_questions()``."""
     data = config.data
     if data.questions:
         from harness_g.graph.readers import load_questions
 
         if not data.questions_format:
             raise ConfigError("data.questions needs data.questions_format")
-        items = list(load_questions(data.questions_format, data.questions))
-    else:
-        items = view.artifact.questions()
+        return list(load_questions(data.questions_format, data.questions))
+    return list(graph_questions())
+
+
+def _split(config: Any, items: list[QAItem]) -> tuple[list[QAItem], list[QAItem]]:
+    data = config.data
     items = [q for q in items if q.answers]
     if data.limit:
         items = items[: data.limit]
@@ -69,4 +87,17 @@ def split_questions(config: Any, view: Any) -> tuple[list[QAItem], list[QAItem]]
     train, held_out = (items[:-n_eval], items[-n_eval:]) if n_eval > 0 else (items, [])
     if data.train_questions:
         train = train[: data.train_questions]
+    check_batch_size(config, len(train))
     return train, held_out
+
+
+def check_batch_size(config: Any, n_train: int) -> None:
+    """ConfigError when a step would draw more questions than the run trains on: ``rollout.questions_per_step``
+    larger than the ``n_train`` training questions would replay each question several times per step, and a
+    size far beyond the data (100,000) only exhausts memory before the first step."""
+    q = config.rollout.questions_per_step
+    if q > n_train:
+        source = config.data.questions or config.data.graph_dir
+        raise ConfigError(f"rollout.questions_per_step ({q}) is larger than the {n_train} training question(s) of "
+                          f"{source} (after data.limit, data.eval_questions, data.train_questions); "
+                          f"set it to at most {n_train}")

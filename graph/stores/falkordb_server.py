@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator
 
 import redis
 
-from harness_g.errors import StoreError
+from harness_g.errors import StoreError, low_on_space, os_error_reason
 from harness_g.graph.stores.falkordb_watchdog import register_user, unregister_user, watchdog_argv
 from harness_g.graph.stores.private import ensure_private_dir, new_password, read_private, write_private
 
@@ -392,7 +392,14 @@ class EmbeddedFalkorDB:
         _owned_servers.add(self)
         if self._wait_for(self.ping, self._starting, self._start_timeout_s):
             self._adopt()  # the server's pid, from the server
-            (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
+            try:
+                (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
+            except OSError as exc:  # a full disk: no server left running unowned, one line naming the file
+                self._kill()
+                self.owned = False
+                _owned_servers.discard(self)
+                raise StoreError(f"cannot start FalkorDB: cannot write {self.data_dir / PID_FILE}: "
+                                 f"{os_error_reason(exc, self.data_dir)}") from exc
         else:
             code = self._process.poll()
             last = _last_log_line(log)
@@ -443,13 +450,38 @@ class EmbeddedFalkorDB:
     # -- persistence / stop --------------------------------------------------------------------
     def save(self) -> None:
         """Write the snapshot now (blocking SAVE) so a crash after a load loses nothing."""
+        log_start = self._log_size()
         client = self._admin(timeout_s=None)
         try:
             client.save()
-        except redis.exceptions.RedisError as exc:
-            raise StoreError(f"cannot save FalkorDB snapshot in {self.data_dir}: {exc}") from exc
+        except redis.exceptions.RedisError as exc:  # a failed SAVE answers a bare "ERR": the log says why
+            raise StoreError(f"cannot save FalkorDB snapshot in {self.data_dir}: {self._save_error(exc, log_start)}") from exc
         finally:
             client.close()
+
+    def _log_size(self) -> int:
+        try:
+            return (self.data_dir / LOG_FILE).stat().st_size
+        except OSError:
+            return 0
+
+    def _save_error(self, exc: Exception, log_start: int) -> str:
+        """Why a SAVE failed: the server's answer, else the warning it logged since byte ``log_start`` of its log
+        (e.g. "Write error while saving DB to the disk(fflush): No space left on device"), else a full disk."""
+        if str(exc).strip():
+            return str(exc).strip()
+        try:
+            with open(self.data_dir / LOG_FILE, "rb") as fh:
+                fh.seek(log_start)
+                lines = fh.read(65536).decode("utf-8", "replace").splitlines()
+        except OSError:
+            lines = []
+        warnings = [line.split(" # ", 1)[1].strip() for line in lines if " # " in line]
+        if warnings:
+            return warnings[-1]
+        if low_on_space(self.data_dir):  # the server could not even log it
+            return "No space left on device"
+        return f"the server gave no reason (see {self.data_dir / LOG_FILE})"
 
     def _other_clients(self) -> int:
         """Connected clients other than the admin connection asking (0 when the server cannot be asked)."""
