@@ -161,6 +161,17 @@ def _check_file(path: Path, name: str, entry: dict[str, Any]) -> None:
                            "another checkpoint")
 
 
+def verify_listed(path: Path, name: str) -> None:
+    """Check the file ``name`` of checkpoint ``path`` against the manifest, when there is one: for a file read
+    before the whole checkpoint is verified (the settings it was saved with)."""
+    if not (path / MANIFEST).exists():
+        return
+    entry = _read_manifest(path)["files"].get(name)
+    if not isinstance(entry, dict):
+        raise HarnessError(f"{path / name}: not in the checkpoint's {MANIFEST}; resume from another checkpoint")
+    _check_file(path, name, entry)
+
+
 def verify_checkpoint(path: Path, *, processes: int) -> RunState:
     """Check checkpoint directory ``path`` before anything loads it; returns its :class:`RunState`.
 
@@ -171,9 +182,8 @@ def verify_checkpoint(path: Path, *, processes: int) -> RunState:
     file."""
     if not path.is_dir():
         raise ConfigError(f"{path}: no such checkpoint directory")
-    state = _state_json(path)
     if not (path / MANIFEST).exists():
-        if state.get("format") is not None:
+        if _state_json(path).get("format") is not None:
             raise HarnessError(f"{path}: incomplete checkpoint (no {MANIFEST}: the save was cut off); resume from "
                                "another checkpoint")
         check_legacy_checkpoint(path, processes=processes)
@@ -189,14 +199,15 @@ def verify_checkpoint(path: Path, *, processes: int) -> RunState:
 
 
 def _warn_threads(path: Path, saved: int | None) -> None:
-    """A resume with another torch CPU thread count is allowed (another machine) but not bit-exact: say so."""
+    """A resume with another torch CPU thread count is allowed (another machine) but may not be bit-exact: say so."""
     import warnings
 
     import torch
 
     if saved is not None and saved != torch.get_num_threads():
         warnings.warn(f"{path} was saved with {saved} torch CPU thread(s), this run has {torch.get_num_threads()}: "
-                      "CPU steps match the uninterrupted run to rounding, not bit for bit (set torch_threads to match)",
+                      "resumed CPU steps may differ from the uninterrupted run's at rounding level (set torch_threads "
+                      "to match for bit-exact steps)",
                       stacklevel=3)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness_g.config_diff import differences
 from harness_g.errors import ConfigError
-from harness_g.training.checkpoint import CONFIG_FILE, RunState, verify_checkpoint
+from harness_g.training.checkpoint import CONFIG_FILE, RunState, verify_checkpoint, verify_listed
 
 #: settings a resumed run may change: none of them changes a step already taken or the steps to come.
 #: ``optim.steps`` (not below the checkpoint's step): the schedule is warm-up only, so no step depended on the total;
@@ -34,8 +34,11 @@ STEP_LOGS = ("metrics.jsonl", "rollouts.jsonl", "eval.jsonl")
 def recorded_config_file(checkpoint: Path) -> Path:
     """Where the settings of ``checkpoint`` are recorded: its own :data:`CONFIG_FILE`; a checkpoint saved before
     checkpoints held one falls back to its run's ``RUN_DIR/config.yaml`` (``RUN_DIR/checkpoints/<tag>``)."""
+    if not checkpoint.is_dir():
+        raise ConfigError(f"{checkpoint}: no such checkpoint directory")
     own = checkpoint / CONFIG_FILE
     if own.is_file():
+        verify_listed(checkpoint, CONFIG_FILE)  # a damaged file is named as such, not read as other settings
         return own
     run = checkpoint.parent.parent / "config.yaml"
     if run.is_file():

@@ -102,6 +102,14 @@ def test_another_process_count_is_refused(ckpt: Path) -> None:
         verify_checkpoint(ckpt, processes=2)
 
 
+def test_another_torch_thread_count_warns_that_steps_match_only_to_rounding(ckpt: Path) -> None:
+    manifest = json.loads((ckpt / MANIFEST).read_text())
+    assert manifest["torch_threads"] == torch.get_num_threads()
+    (ckpt / MANIFEST).write_text(json.dumps({**manifest, "torch_threads": torch.get_num_threads() + 1}))
+    with pytest.warns(UserWarning, match="torch CPU thread"):
+        verify_checkpoint(ckpt, processes=1)
+
+
 def _legacy(ckpt: Path) -> Path:
     """The checkpoint as harness-g wrote it before manifests: no manifest, no config, no format in the state."""
     (ckpt / MANIFEST).unlink()
@@ -158,6 +166,18 @@ def test_a_resume_with_other_settings_lists_every_difference(ckpt: Path) -> None
     for diff in ("optim.lr: 5e-07 -> 0.001", "rollout.group_size: 8 -> 2", "rollout.max_turns: 6 -> 2", "seed: 0 -> 7",
                  "log.eval_train_questions: 0 -> 3", "rollout.env.visible_cap: None -> 3"):
         assert diff in msg, msg
+
+
+def test_a_damaged_recorded_config_is_named_not_read_as_other_settings(ckpt: Path) -> None:
+    from harness_g.training.resume import check_settings
+
+    file = ckpt / "config.yaml"
+    file.write_text(file.read_text()[:200])
+    with pytest.raises(HarnessError, match="truncated") as exc:
+        check_settings(ckpt, _config())
+    _one_line_naming(exc, file)
+    with pytest.raises(ConfigError, match="no such checkpoint directory"):
+        check_settings(ckpt.parent / "step-000009", _config())
 
 
 def test_a_shorter_run_than_the_checkpoint_is_refused(ckpt: Path) -> None:
