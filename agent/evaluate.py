@@ -29,6 +29,7 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.trajectory import Trajectory, json_line
+from harness_g.config_diff import differences
 from harness_g.errors import ConfigError, HarnessError, StoreError, os_error_reason
 from harness_g.graph.types import QAItem
 
@@ -128,17 +129,6 @@ RESUMABLE = frozenset({"eval.limit", "eval.reachability", "eval.max_consecutive_
                        "graph"})
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
 def question_set(questions: Sequence[QAItem]) -> dict[str, Any]:
     """``{"count", "sha256", "content_sha256"}``: the question ids in order (which questions a run is over) and a
     hash of what is scored against (question text, gold answers, gold sentence and paragraph ids), so the same ids
@@ -216,9 +206,7 @@ def check_resume(out: Path, resolved: dict[str, Any]) -> None:
     except (OSError, json.JSONDecodeError) as exc:
         raise HarnessError(f"{out} holds records but no readable config.json ({exc.__class__.__name__}); "
                            "use another --out") from exc
-    old_flat, new_flat = _flatten(old), _flatten(json.loads(json.dumps(resolved, default=str)))
-    diffs = [f"{k}: {old_flat[k]!r} -> {new_flat.get(k)!r}" for k in sorted(old_flat)
-             if k not in RESUMABLE and old_flat[k] != new_flat.get(k)]
+    diffs = differences(old, json.loads(json.dumps(resolved, default=str)), allowed=RESUMABLE)
     if diffs:
         shown = "; ".join(diffs[:8]) + (f"; and {len(diffs) - 8} more" if len(diffs) > 8 else "")
         raise ConfigError(f"{out} holds a run made with other settings ({shown}); re-run with the same settings to "

@@ -14,7 +14,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML config (TrainConfig fields; see training/configs/)")
     p.add_argument("--out", "--output-dir", dest="output_dir", required=False,
                    help="run directory: metrics.jsonl, checkpoints/, config.yaml (--output-dir is the same flag)")
-    p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position)")
+    p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position); "
+                   "refused when the settings differ from the ones it was saved with, except optim.steps and "
+                   "log.every/save_every/tensorboard/wandb/keep_trajectories")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. --set optim.lr=1e-6 (parsed by the field's type; repeatable; wins over --config)")
     p.add_argument("--show-config", action="store_true", help="print every field with its help and value (defaults, or as resolved from --config/--set), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -47,6 +49,12 @@ def run_train(args: argparse.Namespace) -> int:
     if not args.output_dir:
         raise ConfigError("--out is required (the run directory)")
     config = load_config(args.config, dict(parse_set(s) for s in args.set))
+    if args.resume:  # before the graph is (re)built: a resume with other data settings must not replace its graph
+        from pathlib import Path
+
+        from harness_g.training.resume import check_settings
+
+        check_settings(Path(args.resume), config)
     from harness_g.training.data import build_training_graph, check_training_data
     from harness_g.training.trainer import train
 

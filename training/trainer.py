@@ -28,13 +28,14 @@ from harness_g.graph.types import QAItem
 from harness_g.training.advantages import compute_advantages, zero_advantage_stats
 from harness_g.training.batch import build_batch, kept_rollouts, micro_batch, rows_index, zero_advantage_groups
 from harness_g.training.chat import tail_logprobs
-from harness_g.training.checkpoint import DataOrder, RunState, export_policy, policy_settings, read_run_state, write_run_state
+from harness_g.training.checkpoint import DataOrder, RunState, export_policy, finish_checkpoint, policy_settings
 from harness_g.training.collectives import concat_over_ranks, max_over_ranks, mean_over_ranks, sum_over_ranks
 from harness_g.training.config import TrainConfig
 from harness_g.training.context_budget import longest_reply, prompt_budget
 from harness_g.training.credit import GROUP_SCHEMES, compute_credit, igpo_advantages, information_gains
 from harness_g.training.generator_protocol import RolloutGenerator
 from harness_g.training.losses import policy_loss
+from harness_g.training.resume import check_resume, truncate_logs
 from harness_g.training.rollout import Rollout, collect_rollouts
 from harness_g.training.snc_scoring import score_beliefs, score_rollouts
 from harness_g.training import step_metrics as sm
@@ -86,6 +87,10 @@ class Trainer:
         _check_backend(self.accelerator, config)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
+        self.resume_from = Path(resume) if resume else None
+        # settings, files (manifest) and step count are checked before anything loads (training/resume.py)
+        self.resume_state = check_resume(self.resume_from, config, processes=self.accelerator.num_processes) \
+            if self.resume_from else None
         set_seed(config.seed, device_specific=True)  # rank r samples with seed + r (identical when single-process)
         model = self._prepare_model()
         r = config.rollout
@@ -95,7 +100,6 @@ class Trainer:
         self.step = 0
         self.skipped_batches = 0
         self.order: DataOrder | None = None
-        self.resume_from = Path(resume) if resume else None
 
     def _prepare_model(self) -> torch.nn.Module:
         """Load tokenizer, policy and its frozen reference; prepare model, AdamW and the warm-up schedule with
@@ -124,9 +128,11 @@ class Trainer:
         checkpoint, in ``RUN_DIR/checkpoint-N`` (:mod:`harness_g.agent.llm.checkpoint`)."""
         path = self.out / "checkpoints" / (tag or f"step-{self.step:06d}")
         self.accelerator.save_state(str(path))
+        self.accelerator.wait_for_everyone()  # every process's RNG state is written before the manifest lists it
         assert self.order is not None
         if self.accelerator.is_main_process:
-            write_run_state(path, RunState(self.step, *self.order.position, skipped_batches=self.skipped_batches))
+            finish_checkpoint(path, RunState(self.step, *self.order.position, skipped_batches=self.skipped_batches),
+                              self.config, processes=self.accelerator.num_processes)
             self.export_policy()
         self.accelerator.wait_for_everyone()
         return path
@@ -144,7 +150,8 @@ class Trainer:
                              save_base=bool(m.lora and m.name == "tiny-random"))
 
     def _restore(self, path: Path) -> None:
-        state = read_run_state(path)  # checked before Accelerate reads anything
+        state = self.resume_state  # verified in __init__, before Accelerate reads anything
+        assert state is not None
         self.accelerator.load_state(str(path))
         self.step, self.skipped_batches = state.step, state.skipped_batches
         assert self.order is not None
@@ -208,8 +215,12 @@ class Trainer:
         unwrapped = self.accelerator.unwrap_model(self.model)
         generator = self._make_generator(unwrapped)
         answerer = FrozenAnswerer(*self._answerer_model(), scorer_user_text, max_aliases=cfg.credit.max_aliases)
+        resumed_at = self.resume_state.step if self.resume_state is not None else None
+        if resumed_at is not None and self.accelerator.is_main_process:
+            truncate_logs(self.out, resumed_at)  # a killed run's rows after the checkpoint: one row per step
         logger = MetricsLogger(self.out, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb, config=cfg.to_dict(),
-                               enabled=self.accelerator.is_main_process)
+                               enabled=self.accelerator.is_main_process,
+                               purge_step=resumed_at + 1 if resumed_at is not None else None)
         with open_view(cfg.data.graph_dir, cfg.data.store) as view:
             train_q, eval_q = split_questions(cfg, view)
             self.order = DataOrder(len(train_q), cfg.seed)
