@@ -59,9 +59,13 @@ class DataConfig(Config):
     questions: str | None = _f(None, "optional questions file instead of the graph's questions")
     questions_format: str | None = _f(None, "format of `questions`")
     limit: int | None = _f(None, "use only the first N (>= 1) training questions", ge=1)
-    eval_questions: int = _f(0, "hold out the last N (>= 0) questions for before/after evaluation", ge=0)
+    eval_questions: int = _f(0, "hold out the last N (>= 0) questions (after data.limit; at least one is left to train "
+                                "on), evaluated greedily before and after training; the ids go to RUN_DIR/heldout_ids.txt "
+                                "(harness-g eval --question-ids) and RUN_DIR/split.json (a resume must match it); paper: "
+                                "128 per dataset (harness-g.tex appendix \"Splits and corpus preprocessing\")", ge=0)
     train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
-                                           "every N steps; evaluate it with log.eval_train_questions)", ge=1)
+                                           "every N steps; evaluate it with log.eval_train_questions); paper: 5,120 per "
+                                           "dataset, Graph-R1's split", ge=1)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from harness_g.training.collectives import concat_over_ranks, max_over_ranks, me
 from harness_g.training.config import TrainConfig
 from harness_g.training.context_budget import longest_reply, prompt_budget
 from harness_g.training.credit import GROUP_SCHEMES, compute_credit, igpo_advantages, information_gains
+from harness_g.training.data import HELDOUT_IDS
 from harness_g.training.generator_protocol import RolloutGenerator
 from harness_g.training.losses import policy_loss
 from harness_g.training.rollout import Rollout, collect_rollouts
@@ -193,11 +194,12 @@ class Trainer:
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run ``optim.steps`` steps (from the resumed step), evaluating before and after; returns ``steps``,
-        ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches`` and, when TensorBoard is on,
+        ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches``, ``heldout_ids`` (the file
+        ``harness-g eval --question-ids`` reads: the run's held-out questions) and, when TensorBoard is on,
         ``tensorboard`` (the command that shows the curves)."""
         from harness_g.agent.session import open_view
         from harness_g.training.answerer import FrozenAnswerer
-        from harness_g.training.data import require_graph, split_questions
+        from harness_g.training.data import check_split, require_graph, split_questions, split_record, write_split
         from harness_g.training.logger import MetricsLogger
         from harness_g.training.rollout import scorer_user_text
 
@@ -212,6 +214,11 @@ class Trainer:
                                enabled=self.accelerator.is_main_process)
         with open_view(cfg.data.graph_dir, cfg.data.store) as view:
             train_q, eval_q = split_questions(cfg, view)
+            split = split_record(cfg, train_q, eval_q)
+            if self.resume_from is not None:
+                check_split(self.out, split)  # every rank, before any collective: all refuse together
+            if self.accelerator.is_main_process:
+                write_split(self.out, split)  # RUN_DIR/split.json, RUN_DIR/heldout_ids.txt
             self.order = DataOrder(len(train_q), cfg.seed)
             if self.resume_from is not None:
                 self._restore(self.resume_from)
@@ -226,7 +233,7 @@ class Trainer:
             tb_dir = logger.tensorboard_dir
             logger.close()
         out = {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
-               "skipped_batches": self.skipped_batches}
+               "skipped_batches": self.skipped_batches, "heldout_ids": str(self.out / HELDOUT_IDS)}
         if tb_dir is not None:
             out["tensorboard"] = f"tensorboard --logdir {tb_dir}"
         return out
