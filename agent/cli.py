@@ -33,18 +33,45 @@ def _with_eval_settings(args: argparse.Namespace, config: Any) -> argparse.Names
 
 
 def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) -> Any:
-    """``cls`` (EnvRunConfig or EvalRunConfig): defaults < a trained checkpoint's environment (when no --config is
-    given: it is played in the environment it was trained in) < --config < the shortcut flags < --set."""
+    """``cls`` (EnvRunConfig or EvalRunConfig): defaults < a trained checkpoint's environment (it is played in the
+    environment it was trained in) < --config < the shortcut flags < --set. A --config whose environment differs
+    from the checkpoint's is refused (:func:`_refuse_env_mismatch`); flags and --set still override it on purpose."""
     from harness_g.agent.config import load_agent_config
     from harness_g.config_loader import parse_set
 
     overrides = {name: getattr(args, dest) for dest, name in shortcuts.items() if getattr(args, dest, None) is not None}
     overrides.update(parse_set(text) for text in args.set)
     config = load_agent_config(cls, args.config, overrides)
-    trained = None if args.config else _checkpoint_settings(_with_eval_settings(args, config)).get("env")
+    trained = _checkpoint_settings(_with_eval_settings(args, config)).get("env")
     if trained:
-        config = load_agent_config(cls, None, {**{f"env.{k}": v for k, v in trained.items()}, **overrides})
+        played = load_agent_config(cls, args.config, {**{f"env.{k}": v for k, v in trained.items()}, **overrides})
+        if args.config:
+            _refuse_env_mismatch(args, cls, config, played, overrides)
+        config = played
     return config
+
+
+def _refuse_env_mismatch(args: argparse.Namespace, cls: type, filed: Any, played: Any, overrides: dict[str, Any]) -> None:
+    """ConfigError naming every environment setting that --config resolves differently from the checkpoint's
+    ``harness_g_policy.json`` (``filed``: the config as --config and the flags give it; ``played``: with the
+    checkpoint's env under the flags). Only what the file decides counts: a field the file does not name or change
+    from the default takes the checkpoint's value, and a flag or --set decides over both."""
+    from dataclasses import fields
+
+    from harness_g.agent.config import _env_file_as_section, load_agent_config
+    from harness_g.config_loader import read_yaml
+
+    plain = load_agent_config(cls, None, overrides).env  # what the defaults and the flags give, without the file
+    section = _env_file_as_section(cls)(read_yaml(args.config)).get("env")
+    named = set(section) if isinstance(section, dict) else set()  # the env fields the file names
+    differ = [f"{f.name} {getattr(filed.env, f.name)!r} (checkpoint {getattr(played.env, f.name)!r})"
+              for f in fields(filed.env)
+              if getattr(filed.env, f.name) != getattr(played.env, f.name)
+              and (f.name in named or getattr(filed.env, f.name) != getattr(plain, f.name))]
+    if differ:
+        raise ConfigError(f"{args.config}: env settings differ from those {args.model} was trained with "
+                          f"(harness_g_policy.json): {', '.join(differ)}; drop them from the file to play the "
+                          "checkpoint as trained, or give them with --set to evaluate it under other settings on purpose")
 
 
 def _env_config(args: argparse.Namespace):
@@ -244,6 +271,29 @@ def _check_policy_flags(args: argparse.Namespace) -> None:
                               "--model smollm2")
 
 
+def select_questions(questions: list, path: str | Path, source: str | Path) -> list:
+    """The questions whose ids ``path`` lists (one per line, blank lines skipped), in the file's order: e.g. a
+    training run's RUN_DIR/heldout_ids.txt. An id that is not among ``questions`` (read from ``source``) or is
+    listed twice is a one-line ConfigError naming the file and line; so is a file with no id."""
+    from harness_g.graph.readers.common import read_text, require_file
+
+    by_id = {q.id: q for q in questions}
+    out, seen = [], set()
+    for n, line in enumerate(read_text(require_file(path)).splitlines(), 1):
+        qid = line.strip()
+        if not qid:
+            continue
+        if qid not in by_id:
+            raise ConfigError(f"{path}:{n}: question id {qid!r} is not among the {len(by_id)} questions of {source}")
+        if qid in seen:
+            raise ConfigError(f"{path}:{n}: question id {qid!r} is listed twice")
+        seen.add(qid)
+        out.append(by_id[qid])
+    if not out:
+        raise ConfigError(f"{path}: no question id in it (one id per line)")
+    return out
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.config import EvalRunConfig
     from harness_g.agent.evaluate import run_eval
@@ -255,9 +305,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.show_config:
         print("\n".join(describe(run)))
         return 0
+    args = _with_eval_settings(args, run)
+    if not args.graph_dir:  # a train checkpoint: the graph it was trained on
+        args.graph_dir = _checkpoint_settings(args).get("graph_dir") or None
     if not args.graph_dir or not args.out:
         raise ConfigError("eval needs GRAPH_DIR and --out DIR")
-    args = _with_eval_settings(args, run)
     _check_policy_flags(args)
 
     if args.questions:
@@ -270,6 +322,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         questions = Artifact.open(args.graph_dir).questions()
         if not questions:
             raise ConfigError(f"{args.graph_dir} has no questions; pass --questions PATH --format FORMAT")
+    if args.question_ids:
+        questions = select_questions(questions, args.question_ids, args.questions or args.graph_dir)
     from harness_g.agent.judge import make_judge
 
     config, env_config = run.eval, run.env
@@ -367,8 +421,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="evaluate a policy on a question set (resumable; writes records + summary)",
                        description="Evaluate a policy; the run directory's config.json records the resolved config "
                                    "(eval and env sections, the policy's settings, graph version, question set).")
-    p.add_argument("graph_dir", nargs="?", metavar="GRAPH_DIR", help="graph directory (required, except with --show-config)")
+    p.add_argument("graph_dir", nargs="?", metavar="GRAPH_DIR",
+                   help="graph directory (required, except with --show-config or with a `harness-g train` checkpoint as "
+                        "--model: then the graph it was trained on)")
     p.add_argument("--questions", help="questions file (default: the questions read with the graph's corpus)")
+    p.add_argument("--question-ids", metavar="FILE",
+                   help="evaluate only the questions with these ids, one per line, in that order (e.g. a training run's "
+                        "RUN_DIR/heldout_ids.txt: its held-out questions, data.eval_questions)")
     p.add_argument("--format", help="format of --questions (hotpotqa, 2wiki, musique, nq, popqa, triviaqa, questions)")
     p.add_argument("--policy", help=f"policy ({policies}); default heuristic; oracle is privileged: it plans from the gold "
                                     "evidence labels (shortcut for --set eval.policy=NAME)")

@@ -6,12 +6,19 @@ that the graph is there (:func:`require_graph`) and never rebuilds it.
 """
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 from harness_g.errors import ConfigError
 from harness_g.graph.artifact import MANIFEST
 from harness_g.graph.types import QAItem
+
+#: what a run records of its question split, in RUN_DIR: every id of both parts (JSON), and the held-out ids one per
+#: line (what ``harness-g eval --question-ids`` reads)
+SPLIT_FILE = "split.json"
+HELDOUT_IDS = "heldout_ids.txt"
 
 
 def build_training_graph(config: Any) -> bool:
@@ -101,3 +108,42 @@ def check_batch_size(config: Any, n_train: int) -> None:
         raise ConfigError(f"rollout.questions_per_step ({q}) is larger than the {n_train} training question(s) of "
                           f"{source} (after data.limit, data.eval_questions, data.train_questions); "
                           f"set it to at most {n_train}")
+
+
+def split_record(config: Any, train: list[QAItem], held_out: list[QAItem]) -> dict[str, Any]:
+    """The run's question split as :data:`SPLIT_FILE` holds it: where the questions came from, the ``data.`` fields
+    that cut them, and the ids of both parts in order (the paper's 5,120 training / 128 held-out questions per
+    dataset, harness-g.tex appendix "Splits and corpus preprocessing", are ``data.train_questions`` /
+    ``data.eval_questions`` of training/configs/qwen2.5-3b-paper.yaml)."""
+    data = config.data
+    return {"source": str(data.questions or data.graph_dir), "limit": data.limit, "eval_questions": data.eval_questions,
+            "train_questions": data.train_questions, "heldout": [q.id for q in held_out], "train": [q.id for q in train]}
+
+
+def check_split(run_dir: str | Path, record: dict[str, Any]) -> None:
+    """On resume: ConfigError when ``run_dir``'s recorded split is not ``record``'s (the graph, its questions or a
+    ``data.`` field changed: the run would train on, or report, other questions than it began with). A run without a
+    record (an older one) passes."""
+    path = Path(run_dir) / SPLIT_FILE
+    if not path.is_file():
+        return
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: unreadable question split ({exc})") from None
+    changed = [f"{part}: {len(before.get(part) or [])} recorded, {len(record[part])} now"
+               + ("" if len(before.get(part) or []) != len(record[part]) else " (other ids)")
+               for part in ("train", "heldout") if before.get(part) != record[part]]
+    if changed:
+        raise ConfigError(f"{path}: the resumed run's question split differs from the recorded one ({'; '.join(changed)}); "
+                          "resume with the graph, questions and data.* settings it began with")
+
+
+def write_split(run_dir: str | Path, record: dict[str, Any]) -> None:
+    """Write :data:`SPLIT_FILE` and :data:`HELDOUT_IDS` into ``run_dir`` (each by an atomic rename)."""
+    out = Path(run_dir)
+    for name, text in ((SPLIT_FILE, json.dumps(record, indent=1) + "\n"),
+                       (HELDOUT_IDS, "".join(f"{qid}\n" for qid in record["heldout"]))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out / name)

@@ -33,6 +33,7 @@ from harness_g.training.collectives import concat_over_ranks, max_over_ranks, me
 from harness_g.training.config import TrainConfig
 from harness_g.training.context_budget import longest_reply, prompt_budget
 from harness_g.training.credit import GROUP_SCHEMES, compute_credit, igpo_advantages, information_gains
+from harness_g.training.data import HELDOUT_IDS
 from harness_g.training.generator_protocol import RolloutGenerator
 from harness_g.training.losses import policy_loss
 from harness_g.training.resume import check_resume, truncate_logs
@@ -41,7 +42,7 @@ from harness_g.training.snc_scoring import score_beliefs, score_rollouts
 from harness_g.training import step_metrics as sm
 from harness_g.training.precision import UpdateProbe, make_accelerator
 from harness_g.training.update_plan import (MiniBatch, MicroBatch, micro_batches, mini_batch_rows, pad_to_count, padded_tokens,
-                                            question_starts, update_count)
+                                            pass_weights, question_starts, update_count)
 
 #: the per-update loss statistics :meth:`Trainer._update` averages (attributes of ``policy_loss``'s result)
 LOSS_KEYS = ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")
@@ -200,11 +201,12 @@ class Trainer:
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run ``optim.steps`` steps (from the resumed step), evaluating before and after; returns ``steps``,
-        ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches`` and, when TensorBoard is on,
+        ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches``, ``heldout_ids`` (the file
+        ``harness-g eval --question-ids`` reads: the run's held-out questions) and, when TensorBoard is on,
         ``tensorboard`` (the command that shows the curves)."""
         from harness_g.agent.session import open_view
         from harness_g.training.answerer import FrozenAnswerer
-        from harness_g.training.data import require_graph, split_questions
+        from harness_g.training.data import check_split, require_graph, split_questions, split_record, write_split
         from harness_g.training.logger import MetricsLogger
         from harness_g.training.rollout import scorer_user_text
 
@@ -223,6 +225,11 @@ class Trainer:
                                purge_step=resumed_at + 1 if resumed_at is not None else None)
         with open_view(cfg.data.graph_dir, cfg.data.store) as view:
             train_q, eval_q = split_questions(cfg, view)
+            split = split_record(cfg, train_q, eval_q)
+            if self.resume_from is not None:
+                check_split(self.out, split)  # every rank, before any collective: all refuse together
+            if self.accelerator.is_main_process:
+                write_split(self.out, split)  # RUN_DIR/split.json, RUN_DIR/heldout_ids.txt
             self.order = DataOrder(len(train_q), cfg.seed)
             if self.resume_from is not None:
                 self._restore(self.resume_from)
@@ -237,7 +244,7 @@ class Trainer:
             tb_dir = logger.tensorboard_dir
             logger.close()
         out = {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
-               "skipped_batches": self.skipped_batches}
+               "skipped_batches": self.skipped_batches, "heldout_ids": str(self.out / HELDOUT_IDS)}
         if tb_dir is not None:
             out["tensorboard"] = f"tensorboard --logdir {tb_dir}"
         return out
@@ -328,8 +335,9 @@ class Trainer:
             belief = PolicyBelief(self.accelerator.unwrap_model(self.model), self.tokenizer, scorer_user_text,
                                   max_aliases=cfg.max_aliases)
             beliefs, _ = score_beliefs(view, belief, rollouts)
-            turn_adv = igpo_advantages(beliefs, [r.reward for r in rollouts], [r.group for r in rollouts], gamma=cfg.gamma)
-            return [information_gains(b) for b in beliefs], turn_adv
+            turn_adv = igpo_advantages(beliefs, [r.reward for r in rollouts], [r.group for r in rollouts], gamma=cfg.gamma,
+                                       gain=cfg.igpo_gain)
+            return [information_gains(b, cfg.igpo_gain) for b in beliefs], turn_adv
         if cfg.scheme != "outcome" and cfg.lam != 0.0:
             gains, _ = score_rollouts(view, answerer, rollouts, frontier_size=cfg.frontier_size, eps=cfg.dead_zone)
             return [[c.total for c in compute_credit(cfg.scheme, g, cfg.gamma)] for g in gains], None
@@ -423,11 +431,14 @@ class Trainer:
     def _accumulate(self, batch: dict[str, torch.Tensor], passes: MiniBatch, old: torch.Tensor, have_old: torch.Tensor,
                     ref: torch.Tensor | None) -> dict[str, float]:
         """Forward + backward of one mini-batch's micro-batches (each trimmed to its longest row), each weighted by
-        its share of the mini-batch's policy tokens (so the step is a token mean over the mini-batch). Fills
-        ``old``/``have_old`` in place for rows without π_old. Returns the token-weighted :data:`LOSS_KEYS`."""
+        its share of the mini-batch's policy tokens over all processes (:func:`pass_weights`: the step is a token mean
+        over the whole mini-batch, DAPO's token-level loss and verl's token-mean). Fills ``old``/``have_old`` in place
+        for rows without π_old. Returns the token-weighted :data:`LOSS_KEYS` (the loop's mean over ranks of them is
+        the update's token mean)."""
         cfg = self.config.optim
         mask = batch["loss_mask"]
-        tokens = float(sum(float(mask[rows_index(rows, mask)].sum()) for rows in passes if rows)) or 1.0
+        counts = [int(mask[rows_index(rows, mask)].sum()) if rows else 0 for rows in passes]
+        weights = pass_weights(counts, sum_over_ranks(self.accelerator, sum(counts)), self.accelerator.num_processes)
         acc = dict.fromkeys(LOSS_KEYS, 0.0)
         for j, rows in enumerate(passes):
             empty = not rows
@@ -444,7 +455,7 @@ class Trainer:
                 out = policy_loss(logp, old[idx, :width], batch["advantages"][idx, :width], sub["loss_mask"],
                                   ref_logp=ref[idx, :width] if ref is not None else None, clip_eps=cfg.clip_eps,
                                   clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
-                share = 0.0 if empty else float(sub["loss_mask"].sum()) / tokens
+                share = 0.0 if empty else weights[j]
                 self.accelerator.backward(out.loss * share)
             for k in acc:
                 acc[k] += float(getattr(out, k).detach()) * share

@@ -83,3 +83,19 @@ def padded_tokens(plan: Sequence[MiniBatch], lengths: Sequence[int]) -> tuple[in
     padded = sum(len(mb) * max(lengths[i] for i in mb) for mini in plan for mb in mini if mb)
     real = sum(lengths[i] for mini in plan for mb in mini for i in mb)
     return padded, real
+
+
+def pass_weights(pass_tokens: Sequence[int], update_tokens: int, processes: int = 1) -> list[float]:
+    """The weight of each of this rank's passes in one update, so the update's loss is the mean over *all* its
+    policy tokens on all processes (DAPO's token-level loss; verl's ``token-mean`` with a global token count).
+
+    ``pass_tokens``: policy tokens of each pass on this rank; ``update_tokens``: the update's policy tokens summed
+    over every process; ``processes``: how many there are. DDP averages the ranks' gradients, so a pass of n tokens
+    weighs n x processes / update_tokens: a token's weight is 1 / update_tokens whichever rank holds it (a mean of
+    per-rank token means would weigh a token of a rank holding few tokens more). An update with no token: zeros.
+    The same rule serves GRPO: the paper does not state its aggregation, DeepSeekMath's GRPO formula averages each
+    sequence first, but the paper trained on verl (harness-g.tex l.908), whose actor default is token-mean, with
+    verl's default dual-clip and low-variance KL rows; token-mean is the reading taken."""
+    if update_tokens <= 0:
+        return [0.0 for _ in pass_tokens]
+    return [n * processes / update_tokens for n in pass_tokens]

@@ -250,7 +250,7 @@ def test_free_query_arm_trains_and_logs_query_diversity(tmp_path, store_spec):
     from harness_g.training.trainer import Trainer
 
     cfg = _config(tmp_path, steps=1, store=store_spec, **{"rollout.interface": "free-query", "rollout.constrain_actions": False,
-                                        "rollout.max_action_tokens": 8})
+                                        "rollout.max_action_tokens": 8, "credit.scheme": "outcome"})
     build_training_graph(cfg)
     result = Trainer(cfg, tmp_path / "run", progress=False).train()
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
@@ -262,7 +262,8 @@ def test_free_query_arm_trains_and_logs_query_diversity(tmp_path, store_spec):
         assert d["queries"] == [reply for reply, _, _ in d["actions"]]
         assert all(kind in {"SELECT", "LOOKUP", "ANSWER_WITH", "ANSWER"} for _, kind, _ in d["actions"])
     with pytest.raises(ConfigError, match="constrain_actions needs the menu interface"):
-        load_config(None, {"data.graph_dir": "x", "rollout.interface": "free-query", "rollout.constrain_actions": True})
+        load_config(None, {"data.graph_dir": "x", "rollout.interface": "free-query", "rollout.constrain_actions": True,
+                           "credit.scheme": "outcome"})
 
 
 def test_train_cli_show_config_and_errors(tmp_path, capsys):
