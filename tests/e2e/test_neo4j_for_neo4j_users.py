@@ -160,3 +160,62 @@ def test_the_browser_style_captions_every_element_with_a_property_it_has(loaded)
     short = _grass_rules(line.removeprefix(":style "))  # the one-line form: the same captions as the file
     assert short and all(rules[sel]["caption"] == style["caption"] for sel, style in short.items())
     assert {"node.Paragraph", "node.Sentence", "node.Entity"} <= set(short)
+
+
+TOOL_DIR = REPO_ROOT / "tools" / "browser-check"
+BROWSER_TIMEOUT_S = 90
+
+
+def _docker_readme_query_1() -> str:
+    """docker/README.md's query 1 ("a sentence in context"), without its ``// :param`` lines."""
+    text = (REPO_ROOT / "docker" / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^\*\*1\. .*?```cypher\n(.*?)```", text, flags=re.S | re.M)
+    assert match, "docker/README.md has no query 1"
+    return "\n".join(line for line in match.group(1).strip().splitlines() if not line.lstrip().startswith("//"))
+
+
+def test_neo4j_browser_draws_the_style_s_captions(loaded, neo4j_server, tmp_path) -> None:
+    """In Neo4j Browser (headless Chromium), ``:style`` with docker/harness-g.grass, then docker/README's query 1 on
+    "Giotto": the paragraph is captioned with its title, each sentence with its text, each entity with its display
+    name in its original case ("Florence", never the key "florence"). Needs Chromium and
+    tools/browser-check (``bash tools/browser-check/setup.sh``); fails, not skips, without them."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    chromium = os.environ.get("CHROMIUM") or next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
+    if not (node and chromium and (TOOL_DIR / "node_modules" / "puppeteer-core" / "package.json").is_file()):
+        pytest.fail("needs node, chromium and tools/browser-check/node_modules: bash tools/browser-check/setup.sh",
+                    pytrace=False)
+    view, driver = loaded
+    query = _docker_readme_query_1()
+    cmd = [node, str(TOOL_DIR / "browser_query.mjs"), neo4j_server.browser_url, neo4j_server.bolt_uri, query,
+           str(tmp_path / "styled.png"), "--params", json.dumps({"title": "Giotto"}), "--style", str(GRASS),
+           "--timeout-s", str(BROWSER_TIMEOUT_S), "--chromium", chromium]
+    env = {**os.environ, "NEO4J_USER": neo4j_server.user, "NEO4J_PASSWORD": neo4j_server.password}
+    done = subprocess.run(cmd, cwd=TOOL_DIR, capture_output=True, text=True, env=env, timeout=BROWSER_TIMEOUT_S + 30)
+    report = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+    context = json.dumps(report)[:3000]
+    assert done.returncode == 0 and report["ok"] and report["styled"] and report["view"] == "graph", context
+
+    [expected] = _rows(driver, "MATCH (p:Paragraph {title: 'Giotto'})-[:CONTAINS]->(s:Sentence) WITH p, s ORDER BY "
+                               "s.position LIMIT 1 OPTIONAL MATCH (s)-[:NEXT]-(n:Sentence) "
+                               "OPTIONAL MATCH (s)-[:MENTIONS]->(e:Entity) RETURN p.title AS paragraph, s.text AS first, "
+                               "collect(DISTINCT n.text) AS next, collect(DISTINCT e.surface) AS entities, "
+                               "collect(DISTINCT e.name) AS keys, count(DISTINCT e) AS entity_nodes")
+    expected["sentences"] = [expected["first"], *expected["next"]]
+    wanted = [expected["paragraph"], *expected["sentences"], *expected["entities"]]
+    captions = report["captions"]
+    assert len(captions) == report["nodes"] == 1 + len(expected["sentences"]) + expected["entity_nodes"], context
+
+    def shown_as(caption: str, value: str) -> bool:  # a long caption is cut, its last line ending in "…"
+        return value.startswith(caption.rstrip("…").rstrip()) and len(caption.rstrip("…").strip()) >= min(8, len(value))
+
+    for caption in captions:
+        assert any(shown_as(caption, value) for value in wanted), (caption, wanted)
+    for value in (expected["paragraph"], *expected["sentences"]):
+        assert any(shown_as(caption, value) for caption in captions), (value, captions)
+    assert "Florence" in captions and "Italian" in captions
+    assert not set(captions) & (set(expected["keys"]) - set(expected["entities"]))  # no lower-case keys drawn
