@@ -251,7 +251,10 @@ SUMMARY_UNITS = {
     "f1": "token F1 x100",
     "rs": "R-S: cosine(retrieved, gold evidence) x100", "evidence_recall": "% of gold units in C_T",
     "evidence_precision": "% of C_T that is gold", "answer_in_evidence": "% with a gold answer in C_T",
-    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question", "mean_seconds": "s/question",
+    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question",
+    "mean_seconds": "s/question: all it did (episode, scoring, judge, reachability)",
+    "mean_episode_seconds": "s/question: the episode (policy + environment)",
+    "mean_reachability_seconds": "s/question: the reachability search", "mean_judge_seconds": "s/question: the judge",
     "reachable_rate": "% of decided questions", "ge": "G-E x100", "ge_failures": "count",
 }
 
