@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness_g.errors import ConfigError
+from harness_g.errors import ConfigError, HarnessError
 
 
 def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -33,22 +33,49 @@ def _with_eval_settings(args: argparse.Namespace, config: Any) -> argparse.Names
 
 
 def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) -> Any:
-    """``cls`` (EnvRunConfig or EvalRunConfig): defaults < a trained checkpoint's environment (when no --config is
-    given: it is played in the environment it was trained in) < --config < the shortcut flags < --set."""
+    """``cls`` (EnvRunConfig or EvalRunConfig): defaults < a trained checkpoint's environment (it is played in the
+    environment it was trained in) < --config < the shortcut flags < --set. A --config whose environment differs
+    from the checkpoint's is refused (:func:`_refuse_env_mismatch`); flags and --set still override it on purpose."""
     from harness_g.agent.config import load_agent_config
     from harness_g.config_loader import parse_set
 
     overrides = {name: getattr(args, dest) for dest, name in shortcuts.items() if getattr(args, dest, None) is not None}
     overrides.update(parse_set(text) for text in args.set)
-    preset = getattr(args, "preset", None)
-    config = load_agent_config(cls, args.config, overrides, preset=preset)
-    trained = None if args.config else _checkpoint_settings(_with_eval_settings(args, config)).get("env")
+    if getattr(args, "preset", None) is not None:  # --preset is a shortcut flag: it wins over the checkpoint's
+        overrides.setdefault("env.preset", args.preset)
+    config = load_agent_config(cls, args.config, overrides)
+    trained = _checkpoint_settings(_with_eval_settings(args, config)).get("env")
     if trained and "preset" not in trained:  # trained before presets: under today's extended rules, anchor in article_pool
         trained = {"preset": "extended", "anchor_slot": trained.get("article_pool", True), **trained}
     if trained:
-        config = load_agent_config(cls, None, {**{f"env.{k}": v for k, v in trained.items()}, **overrides},
-                                   preset=preset)
+        played = load_agent_config(cls, args.config, {**{f"env.{k}": v for k, v in trained.items()}, **overrides})
+        if args.config:
+            _refuse_env_mismatch(args, cls, config, played, overrides)
+        config = played
     return config
+
+
+def _refuse_env_mismatch(args: argparse.Namespace, cls: type, filed: Any, played: Any, overrides: dict[str, Any]) -> None:
+    """ConfigError naming every environment setting that --config resolves differently from the checkpoint's
+    ``harness_g_policy.json`` (``filed``: the config as --config and the flags give it; ``played``: with the
+    checkpoint's env under the flags). Only what the file decides counts: a field the file does not name or change
+    from the default takes the checkpoint's value, and a flag or --set decides over both."""
+    from dataclasses import fields
+
+    from harness_g.agent.config import _env_file_as_section, load_agent_config
+    from harness_g.config_loader import read_yaml
+
+    plain = load_agent_config(cls, None, overrides).env  # what the defaults and the flags give, without the file
+    section = _env_file_as_section(cls)(read_yaml(args.config)).get("env")
+    named = set(section) if isinstance(section, dict) else set()  # the env fields the file names
+    differ = [f"{f.name} {getattr(filed.env, f.name)!r} (checkpoint {getattr(played.env, f.name)!r})"
+              for f in fields(filed.env)
+              if getattr(filed.env, f.name) != getattr(played.env, f.name)
+              and (f.name in named or getattr(filed.env, f.name) != getattr(plain, f.name))]
+    if differ:
+        raise ConfigError(f"{args.config}: env settings differ from those {args.model} was trained with "
+                          f"(harness_g_policy.json): {', '.join(differ)}; drop them from the file to play the "
+                          "checkpoint as trained, or give them with --set to evaluate it under other settings on purpose")
 
 
 def _env_config(args: argparse.Namespace):
@@ -229,10 +256,14 @@ def cmd_menu(args: argparse.Namespace) -> int:
 
 #: the terminal summary of `harness-g eval`: metric -> unit (scores are macro averages over scored questions)
 SUMMARY_UNITS = {
-    "questions": "count", "scored": "count", "errors": "count", "em": "% (x100)", "f1": "token F1 x100",
+    "questions": "count", "scored": "count", "unscored": "count", "errors": "count", "em": "% (x100)",
+    "f1": "token F1 x100",
     "rs": "R-S: cosine(retrieved, gold evidence) x100", "evidence_recall": "% of gold units in C_T",
     "evidence_precision": "% of C_T that is gold", "answer_in_evidence": "% with a gold answer in C_T",
-    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question", "mean_seconds": "s/question",
+    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question",
+    "mean_seconds": "s/question: all it did (episode, scoring, judge, reachability)",
+    "mean_episode_seconds": "s/question: the episode (policy + environment)",
+    "mean_reachability_seconds": "s/question: the reachability search", "mean_judge_seconds": "s/question: the judge",
     "reachable_rate": "% of decided questions", "ge": "G-E x100", "ge_failures": "count",
 }
 
@@ -252,6 +283,29 @@ def _check_policy_flags(args: argparse.Namespace) -> None:
                               "--model smollm2")
 
 
+def select_questions(questions: list, path: str | Path, source: str | Path) -> list:
+    """The questions whose ids ``path`` lists (one per line, blank lines skipped), in the file's order: e.g. a
+    training run's RUN_DIR/heldout_ids.txt. An id that is not among ``questions`` (read from ``source``) or is
+    listed twice is a one-line ConfigError naming the file and line; so is a file with no id."""
+    from harness_g.graph.readers.common import read_text, require_file
+
+    by_id = {q.id: q for q in questions}
+    out, seen = [], set()
+    for n, line in enumerate(read_text(require_file(path)).splitlines(), 1):
+        qid = line.strip()
+        if not qid:
+            continue
+        if qid not in by_id:
+            raise ConfigError(f"{path}:{n}: question id {qid!r} is not among the {len(by_id)} questions of {source}")
+        if qid in seen:
+            raise ConfigError(f"{path}:{n}: question id {qid!r} is listed twice")
+        seen.add(qid)
+        out.append(by_id[qid])
+    if not out:
+        raise ConfigError(f"{path}: no question id in it (one id per line)")
+    return out
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.config import EvalRunConfig
     from harness_g.agent.evaluate import run_eval
@@ -263,9 +317,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.show_config:
         print("\n".join(describe(run)))
         return 0
+    args = _with_eval_settings(args, run)
+    if not args.graph_dir:  # a train checkpoint: the graph it was trained on
+        args.graph_dir = _checkpoint_settings(args).get("graph_dir") or None
     if not args.graph_dir or not args.out:
         raise ConfigError("eval needs GRAPH_DIR and --out DIR")
-    args = _with_eval_settings(args, run)
     _check_policy_flags(args)
 
     if args.questions:
@@ -281,9 +337,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         questions = Artifact.open(args.graph_dir).questions()
         if not questions:
             raise ConfigError(f"{args.graph_dir} has no questions; pass --questions PATH --format FORMAT")
+    if args.question_ids:
+        questions = select_questions(questions, args.question_ids, args.questions or args.graph_dir)
     from harness_g.agent.judge import make_judge
 
     config, env_config = run.eval, run.env
+    if args.policy == "oracle":  # before anything is written: a question without gold labels can only be an error
+        from harness_g.agent.policies.oracle import require_gold
+
+        require_gold(questions[: config.limit])
     judge = make_judge(args.judge_base_url, args.judge_model, api_key=args.judge_api_key)
     from harness_g.graph.locks import exclusive_lock
 
@@ -296,8 +358,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                            progress=not args.quiet, judge=judge)
     from harness_g.table import format_table
 
+    records = Path(args.out) / "records.jsonl"
+    if summary["questions"] and not summary["scored"]:  # no score line: every metric would be None
+        raise HarnessError(f"nothing could be scored: of {summary['questions']} questions {summary['errors']} "
+                           f"failed and {summary['unscored']} have neither gold answers nor gold evidence; "
+                           f"the trajectories are in {records}")
     print(format_table(["metric", "value", "unit"], [[k, summary.get(k), unit] for k, unit in SUMMARY_UNITS.items() if k in summary]))
-    print(f"records: {Path(args.out) / 'records.jsonl'}  summary: {Path(args.out) / 'summary.json'}")
+    print(f"records: {records}  summary: {Path(args.out) / 'summary.json'}")
     return 0
 
 
@@ -321,10 +388,10 @@ def cmd_browse(args: argparse.Namespace) -> int:
         raise ConfigError("--port needs --serve")
     if args.cypher is not None:
         from harness_g.cli_args import parse_param
-        from harness_g.graph.load import store_for_graph
+        from harness_g.graph.load import open_store
 
         params = dict(parse_param(p) for p in args.param or [])
-        with store_for_graph(args.graph_dir, args.store) as store:
+        with open_store(args.graph_dir, args.store) as store:  # refused when it holds another graph
             data = browse.cypher_graph(store, args.cypher, params)
         title = args.title or f"harness-g browse: Cypher on {Path(args.graph_dir).name}"
     else:
@@ -369,8 +436,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="evaluate a policy on a question set (resumable; writes records + summary)",
                        description="Evaluate a policy; the run directory's config.json records the resolved config "
                                    "(eval and env sections, the policy's settings, graph version, question set).")
-    p.add_argument("graph_dir", nargs="?", metavar="GRAPH_DIR", help="graph directory (required, except with --show-config)")
+    p.add_argument("graph_dir", nargs="?", metavar="GRAPH_DIR",
+                   help="graph directory (required, except with --show-config or with a `harness-g train` checkpoint as "
+                        "--model: then the graph it was trained on)")
     p.add_argument("--questions", help="questions file (default: the questions read with the graph's corpus)")
+    p.add_argument("--question-ids", metavar="FILE",
+                   help="evaluate only the questions with these ids, one per line, in that order (e.g. a training run's "
+                        "RUN_DIR/heldout_ids.txt: its held-out questions, data.eval_questions)")
     p.add_argument("--format", help="format of --questions (hotpotqa, 2wiki, musique, nq, popqa, triviaqa, questions)")
     p.add_argument("--policy", help=f"policy ({policies}); default heuristic; oracle is privileged: it plans from the gold "
                                     "evidence labels (shortcut for --set eval.policy=NAME)")

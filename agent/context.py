@@ -79,6 +79,9 @@ class Turn:
     messages: Conversation
     reply: str = ""
     stopped: bool = True
+    #: token-in, token-out, when the backend reports them: the prompt ids it was fed and the ids it sampled
+    prompt_ids: tuple[int, ...] | None = None
+    reply_ids: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -135,8 +138,11 @@ class EpisodeContext:
         self.turns.append(Turn(msgs))
         return msgs
 
-    def reply(self, text: str, stopped: bool = True) -> None:
-        """Record the policy's reply to the chat last returned by :meth:`messages`."""
+    def reply(self, text: str, stopped: bool = True, prompt_ids: tuple[int, ...] | None = None,
+              reply_ids: tuple[int, ...] | None = None) -> None:
+        """Record the policy's reply to the chat last returned by :meth:`messages` (with its prompt and sampled ids
+        when the backend reports them)."""
         if not self.turns or len(self.turns) != len(self.responses):
             raise ConfigError("context: reply() without a pending messages() call")
-        self.turns[-1].reply, self.turns[-1].stopped = text, bool(stopped)
+        turn = self.turns[-1]
+        turn.reply, turn.stopped, turn.prompt_ids, turn.reply_ids = text, bool(stopped), prompt_ids, reply_ids

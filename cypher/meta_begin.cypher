@@ -5,7 +5,11 @@
 //   $embedding_model: string  sentence-embedding model name
 //   $embedding_dim: int       embedding dimension
 //   $loaded_at: string        ISO-8601 UTC time the load started
+//   $graph_dir: string        absolute path of the GRAPH_DIR loaded (which graph this is: one graph per database)
+//   $graph_host: string       host name of the machine that loaded it (paths are per machine)
+//   $graph_name: string       the graph's dataset name, for messages
 // Returns: nothing
 MERGE (m:GraphMeta {key: 'artifact'})
 SET m.content_hash = $content_hash, m.embedding_model = $embedding_model, m.embedding_dim = $embedding_dim,
-    m.complete = false, m.loaded_at = $loaded_at
+    m.complete = false, m.loaded_at = $loaded_at, m.graph_dir = $graph_dir, m.graph_host = $graph_host,
+    m.graph_name = $graph_name

@@ -18,12 +18,15 @@ A GRAPH_DIR is the handle every command takes. Layout::
       .lock                    held by the build/load writing this directory (see graph/locks.py)
 
 A build writes the whole new artifact into a fresh ``GRAPH_DIR/.staging-<pid>/`` (manifest
-last), then publishes it (:func:`publish`): the old manifest is removed first, the new files
-are renamed into GRAPH_DIR, the new manifest is renamed in last. ``store/`` and ``store.json``
-stay in place (the idempotent store load replaces the old graph when the content hash changed).
-So a crash (even SIGKILL) while the tables are written leaves the old artifact untouched, and a
-crash during the publish's few renames leaves no manifest: a directory that does not open and
-is rebuilt. A later build removes leftover staging directories.
+last), then publishes it (:func:`publish`) with one atomic rename as the commit: the new manifest,
+marked ``"data_dir": ".staging-<pid>"`` (its files are read from there), replaces the old one; then
+the files are hard-linked into GRAPH_DIR over the old ones and the unmarked manifest is renamed over
+the marked one. ``store/`` and ``store.json`` stay in place (the idempotent store load replaces the
+old graph when the content hash changed). So at every instant, a crash (even SIGKILL) included,
+GRAPH_DIR opens as the old artifact or the new one, each complete: before the commit the old files
+are untouched, after it the new manifest reads the complete staging copy. The next build (holding the
+lock) finishes a publish a crash interrupted (:func:`finish_publish`) and removes leftover staging
+directories.
 
 The manifest records each file's size and sha256 (``files``). :meth:`Artifact.open` always
 checks that every listed file exists with its recorded size (a few stat calls) and, with
@@ -88,6 +91,9 @@ TABLES = tuple(SCHEMAS)
 #: every data file of an artifact (the manifest aside); their sizes and sha256 go into the manifest
 ARTIFACT_FILES = (*(f"{name}.parquet" for name in TABLES), EMBEDDINGS, ENTITY_EMBEDDINGS, QUESTIONS)
 STAGING_PREFIX = ".staging-"
+#: manifest key set only between a publish's commit and its end: the staging directory (a name in GRAPH_DIR)
+#: that holds the artifact's files meanwhile
+DATA_DIR = "data_dir"
 
 
 def _atomic_path(path: Path) -> Path:
@@ -157,41 +163,111 @@ def staging_dir(graph_dir: Path) -> Path:
 
 
 def remove_staging(graph_dir: Path) -> None:
-    """Delete staging directories left by builds that died (call it holding the GRAPH_DIR lock)."""
+    """Finish a publish a crash interrupted, then delete the staging directories and publish temporaries left by
+    builds that died (call it holding the GRAPH_DIR lock)."""
     graph_dir = Path(graph_dir)
     if graph_dir.is_dir():
+        finish_publish(graph_dir)
         for path in graph_dir.glob(STAGING_PREFIX + "*"):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
+            else:  # a publish's temporary file (see publish)
+                path.unlink(missing_ok=True)
 
 
 def publish(staging: Path, graph_dir: Path) -> None:
-    """Move the complete artifact in ``staging`` (manifest included) into ``graph_dir``, manifest last.
+    """Make the complete artifact in ``staging`` (manifest included) the one ``graph_dir`` opens as; at no instant
+    does it open as neither (see the module docstring).
 
-    The old manifest goes first, so until the new one is in place the directory does not open as
-    an artifact; files of the old artifact that the new one lacks are removed. ``store/``,
-    ``store.json`` and ``.lock`` are not touched.
+    1. commit: the new manifest, marked ``"data_dir": staging.name``, is renamed over the old one (atomic);
+    2. :func:`finish_publish`: every file is hard-linked (copied where links are unsupported) into ``graph_dir``
+       over the old one, files of the old artifact that the new one lacks are removed, the unmarked manifest is
+       renamed over the marked one and ``staging`` is removed.
+
+    ``store/``, ``store.json`` and ``.lock`` are not touched. Call it holding the GRAPH_DIR lock.
     """
     staging, graph_dir = Path(staging), Path(graph_dir)
     if not (staging / MANIFEST).is_file():
         raise RuntimeError(f"{staging} holds no manifest: not a complete artifact")
-    (graph_dir / MANIFEST).unlink(missing_ok=True)
+    if staging.parent.resolve() != graph_dir.resolve() or not staging.name.startswith(STAGING_PREFIX):
+        raise RuntimeError(f"{staging} is not a staging directory of {graph_dir}")
+    manifest = json.loads((staging / MANIFEST).read_text(encoding="utf-8"))
+    marked = graph_dir / f"{staging.name}.{MANIFEST}"  # a name remove_staging clears if we die before the rename
+    marked.write_text(json.dumps({**manifest, DATA_DIR: staging.name}, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(marked, graph_dir / MANIFEST)  # the commit: from here on graph_dir opens as the new artifact
+    finish_publish(graph_dir)
+
+
+def _published_staging(graph_dir: Path) -> Path | None:
+    """The staging directory the manifest of ``graph_dir`` reads its files from (a publish not finished), else None."""
+    try:
+        manifest = json.loads((graph_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = manifest.get(DATA_DIR) if isinstance(manifest, dict) else None
+    return graph_dir / name if isinstance(name, str) and _is_staging_name(name) else None
+
+
+def _is_staging_name(name: str) -> bool:
+    return name.startswith(STAGING_PREFIX) and "/" not in name and "\\" not in name and name not in (".", "..")
+
+
+def _link_in(src: Path, dst: Path) -> None:
+    """``dst`` becomes a hard link to ``src`` (a copy where the filesystem has no links), replaced atomically."""
+    tmp = dst.with_name(f"{src.parent.name}.{dst.name}")  # a staging-prefixed name: remove_staging clears it
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def finish_publish(graph_dir: Path) -> None:
+    """Complete a committed publish (steps after the commit in :func:`publish`); a no-op when none is pending.
+    Idempotent, so a publish killed part-way is finished by the next build (holding the GRAPH_DIR lock)."""
+    graph_dir = Path(graph_dir)
+    staging = _published_staging(graph_dir)
+    if staging is None:
+        return
+    if not (staging / MANIFEST).is_file():
+        return  # the staging copy is gone (deleted by hand): Artifact.open reports the missing files
     for name in ARTIFACT_FILES:
-        src = staging / name
-        if src.exists():
-            os.replace(src, graph_dir / name)
+        if (staging / name).is_file():
+            _link_in(staging / name, graph_dir / name)
         else:
             (graph_dir / name).unlink(missing_ok=True)
-    os.replace(staging / MANIFEST, graph_dir / MANIFEST)
+    os.replace(staging / MANIFEST, graph_dir / MANIFEST)  # unmarked: the files are read from graph_dir again
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def _files_problem(path: Path, files: Any, verify: bool) -> str | None:
+def discard_staging(staging: Path, graph_dir: Path) -> None:
+    """Remove a staging directory after a failed build, unless the published manifest reads its files (a publish
+    that failed after its commit: it stays the artifact, and the next build finishes the publish)."""
+    pending = _published_staging(Path(graph_dir))
+    if pending is None or pending.resolve() != Path(staging).resolve():
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def data_file(graph_dir: Path, manifest: dict[str, Any], name: str) -> Path:
+    """Where the artifact file ``name`` of ``manifest`` is read from: the staging directory the manifest names
+    while its publish is being finished (``DATA_DIR``), else ``graph_dir``. A staging copy already removed means
+    the publish finished, and ``graph_dir`` holds the same files."""
+    staged = manifest.get(DATA_DIR)
+    if isinstance(staged, str) and _is_staging_name(staged):
+        path = graph_dir / staged / name
+        if path.exists():
+            return path
+    return graph_dir / name
+
+
+def _files_problem(path: Path, manifest: dict[str, Any], verify: bool) -> str | None:
     """What is wrong with the files a manifest lists (missing, other size, other sha256), or None."""
+    files = manifest.get("files")
     if not isinstance(files, dict):
         return None  # a manifest without per-file digests: nothing to check against
     for name, want in sorted(files.items()):
-        fpath = path / name
+        fpath = data_file(path, manifest, name)
         if not fpath.is_file():
             return f"{name} is missing"
         size = fpath.stat().st_size
@@ -199,7 +275,7 @@ def _files_problem(path: Path, files: Any, verify: bool) -> str | None:
             return f"{name} has {size} bytes, the manifest says {want.get('bytes')}"
     if verify:
         for name, want in sorted(files.items()):
-            if file_sha256(path / name) != want.get("sha256"):
+            if file_sha256(data_file(path, manifest, name)) != want.get("sha256"):
                 return f"{name} does not match its sha256 in the manifest"
     return None
 
@@ -233,9 +309,9 @@ class Artifact:
                 str(mpath),
             )
         for name in TABLES:
-            if not (path / f"{name}.parquet").exists():
+            if not data_file(path, manifest, f"{name}.parquet").exists():
                 raise InputError(f"missing table {name}.parquet; rebuild the graph", str(path))
-        problem = _files_problem(path, manifest.get("files"), verify)
+        problem = _files_problem(path, manifest, verify)
         if problem:
             raise InputError(
                 f"{problem}: the files are not the ones this manifest.json describes (an interrupted or concurrent "
@@ -266,28 +342,32 @@ class Artifact:
         return dict(self.manifest.get("counts", {}))
 
     # -- data -----------------------------------------------------------------------------
+    def file(self, name: str) -> Path:
+        """The path of artifact file ``name`` (see :func:`data_file`)."""
+        return data_file(self.path, self.manifest, name)
+
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         if name not in SCHEMAS:
             raise KeyError(f"unknown table {name!r}; known: {', '.join(TABLES)}")
-        return pq.read_table(self.path / f"{name}.parquet", columns=columns)
+        return pq.read_table(self.file(f"{name}.parquet"), columns=columns)
 
     def iter_rows(self, name: str, batch_size: int = 2000, columns: list[str] | None = None) -> Iterator[list[dict[str, Any]]]:
         """Yield the table as lists of row dicts of at most ``batch_size`` rows (file order)."""
-        pf = pq.ParquetFile(self.path / f"{name}.parquet")
+        pf = pq.ParquetFile(self.file(f"{name}.parquet"))
         for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
             yield batch.to_pylist()
 
     def embeddings(self, mmap: bool = True) -> np.ndarray:
         """Sentence embeddings, float32 [n_sentences, dim], row i = sentences.parquet row i."""
-        return np.load(self.path / EMBEDDINGS, mmap_mode="r" if mmap else None)
+        return np.load(self.file(EMBEDDINGS), mmap_mode="r" if mmap else None)
 
     def entity_embeddings(self) -> np.ndarray | None:
         """Entity display-name vectors float32 [n_entities, dim] (None for graphs built before they were stored)."""
-        path = self.path / ENTITY_EMBEDDINGS
+        path = self.file(ENTITY_EMBEDDINGS)
         return np.load(path) if path.exists() else None
 
     def questions(self) -> list[QAItem]:
-        qpath = self.path / QUESTIONS
+        qpath = self.file(QUESTIONS)
         if not qpath.exists():
             return []
         with open(qpath, encoding="utf-8") as fh:

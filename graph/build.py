@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import resource
-import shutil
 import threading
 import time
 from collections import Counter, defaultdict
@@ -41,7 +40,7 @@ from tqdm.auto import tqdm
 
 from harness_g import __version__
 from harness_g.config_loader import sources
-from harness_g.errors import InputError
+from harness_g.errors import HarnessError, InputError, os_error_reason
 from harness_g.graph import artifact as art
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
@@ -482,8 +481,12 @@ def _build_locked(
         counts, manifest = _write_artifact(staging, inputs, dataset, sentences, ent, edges, embeddings, name_vecs, config, chash,
                                            limit, corpus_tokens, spacy_name, dim, seconds, t)
         art.publish(staging, graph_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException as exc:
+        reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""  # before the space is freed
+        art.discard_staging(staging, graph_dir)  # kept when the publish failed after its commit: it is the artifact
+        if isinstance(exc, OSError):  # a full disk, a quota, a read-only mount: one line, the old artifact untouched
+            kept = f"{graph_dir} keeps its previous graph" if manifest_path.exists() else "nothing was published"
+            raise HarnessError(f"cannot write the graph artifact in {staging}: {reason}; {kept}") from exc
         raise
     return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())
 

@@ -104,8 +104,16 @@ def exclusive_lock(directory: str | Path, what: str = "directory", *, wait_s: fl
             except BaseException:
                 os.close(fd)
                 raise
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (_holder_line() + "\n").encode("utf-8"), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, (_holder_line() + "\n").encode("utf-8"), 0)
+            except OSError as exc:  # a full disk: one line naming the file, and no directory left behind
+                os.close(fd)
+                if created:
+                    _remove_if_only_the_lock(key)
+                from harness_g.errors import HarnessError, os_error_reason
+
+                raise HarnessError(f"cannot write the lock file {key / LOCK_FILE}: {os_error_reason(exc)}") from exc
             _held[key] = entry = [fd, 1]
     failed = True
     try:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from harness_g import __version__
 from harness_g.cli_args import PRESET_HELP, PRESETS, STORE_HELP, parse_param
-from harness_g.errors import ConfigError, HarnessError
+from harness_g.errors import ConfigError, HarnessError, one_line
 
 # shipped inside the package (package data), so `harness-g demo` works from a wheel too; examples/ in the repo
 # is a link to harness_g/examples/
@@ -94,7 +94,7 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
     if args.no_load:
         return 0
     # --force rebuilds the artifact and reloads the store: a skipped load would keep whatever the store holds now
-    store, report = load_graph(args.out, args.store, progress=progress, force=args.force)
+    store, report = load_graph(args.out, args.store, progress=progress, force=args.force, replace=args.replace)
     with store:
         what = "already loaded (no-op)" if report.skipped else f"loaded in {report.seconds.get('total', 0.0):.1f}s"
         # the store actually used: --store, else the one remembered in GRAPH_DIR/store.json
@@ -119,13 +119,13 @@ def _stage_table(seconds: dict[str, float]) -> str:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from harness_g.graph.artifact import Artifact
-    from harness_g.graph.load import store_for_graph
+    from harness_g.graph.load import open_store
     from harness_g.table import format_table
 
     artifact = Artifact.open(args.graph_dir)
     out: dict[str, Any] = {"graph_dir": str(artifact.path), "manifest": {k: artifact.manifest.get(k) for k in ("dataset", "counts", "models", "content_hash", "corpus_tokens", "synonym_kinds")}}
     if not args.no_store:
-        with store_for_graph(args.graph_dir, args.store) as store:
+        with open_store(args.graph_dir, args.store) as store:  # refused when it holds another graph
             out["store"] = store.stats()
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True, default=str))
@@ -147,11 +147,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_cypher(args: argparse.Namespace) -> int:
-    from harness_g.graph.load import store_for_graph
+    from harness_g.graph.load import open_store
     from harness_g.table import format_table
 
     params = dict(parse_param(p) for p in args.param or [])
-    with store_for_graph(args.graph_dir, args.store) as store:
+    with open_store(args.graph_dir, args.store) as store:  # refused when it holds another graph
         result = store.run_cypher(args.query, params)
     if args.json:
         print(json.dumps([dict(zip(result.columns, r)) for r in result.rows], indent=2, default=str))
@@ -205,7 +205,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}, preset {args.preset}")
     cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None, embedding_backend=None,
                                  device=None, input=str(source), format="hotpotqa", corpus=None, quiet=args.quiet,
-                                 out=args.out, limit=None, force=False, no_load=False, store=args.store,
+                                 out=args.out, limit=None, force=False, no_load=False, replace=False, store=args.store,
                                  preset=args.preset))
     print("\n== 2. stats")
     cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
@@ -230,7 +230,8 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     """Start a throwaway local Neo4j 5.26 (Maven Central, no Docker) in the foreground until Ctrl-C / SIGTERM."""
     from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig
 
-    config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=args.password,
+    chosen = args.password or os.environ.get("NEO4J_PASSWORD") or None
+    config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=chosen,
                               heap_mb=args.heap_mb)
     print("neo4j: starting (first time: Maven fetches Neo4j from Maven Central, ~1 min)", flush=True)
     stop = threading.Event()
@@ -239,10 +240,15 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
         with LocalNeo4j(config, quiet=False) as server:
             print(f"neo4j: Neo4j {server.version} ready (data is deleted when it stops)")
             print(f"  bolt     {server.bolt_uri}")
-            print(f"  browser  {server.browser_url}   (connect with "
-                  f"{'user neo4j and your --password' if args.password else 'No authentication'})")
-            print(f"  use it   harness-g build ... --store {server.bolt_uri}"
-                  + ("   (export NEO4J_USER=neo4j NEO4J_PASSWORD=...)" if args.password else ""))
+            print(f"  user     {server.user}")
+            if chosen is None:
+                print(f"  password {server.password}   (generated; set your own with --password or NEO4J_PASSWORD)")
+            else:
+                print(f"  password the one you set ({'--password' if args.password else 'NEO4J_PASSWORD'})")
+            print(f"  stored   {server.credentials_path}   (mode 0600: harness-g's commands read it, until stop)")
+            print(f"  browser  {server.browser_url}   (connect with user {server.user} and the password)")
+            print(f"  use it   harness-g build ... --store {server.bolt_uri}   (other clients: "
+                  f"NEO4J_USER={server.user} NEO4J_PASSWORD=...)")
             print("  stop     Ctrl-C", flush=True)
             while not stop.wait(0.5):
                 if not server.running:
@@ -307,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches, and reload the store")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
+    p.add_argument("--replace", action="store_true",
+                   help="load even when the store (a Neo4j database, a FalkorDB server's graph) holds another graph, "
+                        "replacing it; without it that is refused: one database holds one graph")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_build)
 
@@ -319,7 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "cypher",
-        help="run a read-only Cypher query against a graph and print a table",
+        help="run a read-only Cypher query against a graph and print a table (no writes, no LOAD CSV, only "
+             "schema/index procedures: graph/stores/readonly.py)",
         epilog='example: harness-g cypher G "MATCH (e:Entity {name: $n})<-[:MENTIONS]-(s) RETURN s.text LIMIT 5" --param n="paris"',
     )
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
@@ -341,15 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "neo4j",
         help="start a local Neo4j 5.26 with Neo4j Browser (fetched from Maven Central; needs Java 17 and Maven)",
-        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI and Browser URL, "
-                    "and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
+        description="Start Neo4j's in-process server on 127.0.0.1 in the foreground, print its bolt URI, Browser URL, "
+                    "user and password (authentication is always on; harness-g's own commands find the password in a "
+                    "0600 file while the server runs), and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
                     "lives in a temporary directory deleted at stop (re-run `harness-g build --store ...`: the artifact is "
                     "cached, the load takes seconds). For a database that keeps its data use a Neo4j server "
                     "(docker/README.md).",
     )
     p.add_argument("--bolt-port", type=int, default=7687, help="Bolt port on 127.0.0.1 (0 = any free port; default 7687)")
     p.add_argument("--http-port", type=int, default=7474, help="HTTP/Browser port on 127.0.0.1 (0 = any free port; default 7474)")
-    p.add_argument("--password", help="enable authentication: password of user neo4j (default: no authentication)")
+    p.add_argument("--password", help="password of user neo4j (default: $NEO4J_PASSWORD, else a generated one, printed; "
+                                      "authentication is always on)")
     p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB (default 1024)")
     p.set_defaults(func=cmd_neo4j)
 
@@ -447,6 +459,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         print(f"harness-g: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file no step expected to fail (a full disk, permissions): one line, its path when known
+        if args.verbose:
+            raise
+        print(f"harness-g: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("harness-g: interrupted", file=sys.stderr)

@@ -20,8 +20,10 @@ PRESET_HELP = ("rules preset: paper (default) = every menu and build rule as har
 #: ``--store`` help, the same for every command that opens a graph
 STORE_HELP = (
     "graph store: 'embedded' (default: FalkorDB started by harness-g, data in GRAPH_DIR/store), "
-    "'embedded:PORT' (same, on 127.0.0.1:PORT), 'falkordb://HOST:PORT' (existing FalkorDB), "
-    "'bolt://HOST:7687' or 'neo4j://…' (Neo4j; NEO4J_USER/NEO4J_PASSWORD from the environment)"
+    "'embedded:PORT' (same, on 127.0.0.1:PORT; password in GRAPH_DIR/store/falkordb.password), "
+    "'falkordb://HOST:PORT' (existing FalkorDB; FALKORDB_PASSWORD), "
+    "'bolt://HOST:7687' or 'neo4j://…' (Neo4j; NEO4J_USER/NEO4J_PASSWORD from the environment, else the credentials "
+    "a running `harness-g neo4j` stored)"
 )
 
 

@@ -427,13 +427,40 @@ def resolve_paths(cls: type, data: dict[str, Any], base: Path) -> None:
 
 
 # -- files -------------------------------------------------------------------------------------------------------
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, first: int, again: int):
+        super().__init__(f"key {key!r} is given twice (lines {first} and {again}); keep one")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` that refuses a key given twice in one mapping (PyYAML keeps the last one silently);
+    ``<<`` merge keys may still be overridden, as YAML intends."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise _DuplicateKey(key, seen[key], line)
+            if isinstance(key, typing.Hashable):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """A config file's mapping ({} when empty); errors name the file."""
+    """A config file's mapping ({} when empty); errors name the file (and the key given twice, if one is)."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_StrictLoader) or {}
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read config ({exc.strerror or exc})") from exc
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: malformed YAML (nested too deeply)") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: malformed YAML ({' '.join(str(exc).split())})") from exc
     if not isinstance(data, dict):

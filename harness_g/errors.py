@@ -1,6 +1,8 @@
 """Errors harness-g reports to users as one line, without a traceback (see ``harness_g.cli``)."""
 from __future__ import annotations
 
+import os
+
 
 class HarnessError(Exception):
     """Base class of every user-facing error."""
@@ -29,3 +31,30 @@ class StoreError(HarnessError):
 def one_line(exc: BaseException | str) -> str:
     """An exception's (or a text's) message on one line: drivers put newlines and indentation in theirs."""
     return " ".join(str(exc).split())
+
+
+def os_error_reason(exc: OSError, path: "str | os.PathLike[str] | None" = None) -> str:
+    """Why a file operation failed, for a one-line message: the system's reason ("No space left on device"), else
+    the message. numpy reports a short write without an errno ("448128 requested and 63456 written"): when the
+    filesystem of ``path`` has (almost) no space left, that is said first."""
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
+    if exc.errno is None and path is not None and low_on_space(path):
+        return f"No space left on device ({reason})"
+    return reason
+
+
+def low_on_space(path: "str | os.PathLike[str]", below: int = 1 << 20) -> bool:
+    """Whether the filesystem of ``path`` has fewer than ``below`` bytes left for an unprivileged writer."""
+    return _free_bytes(path) < below
+
+
+def _free_bytes(path: "str | os.PathLike[str]") -> int:
+    """Bytes an unprivileged writer may still use on the filesystem of ``path`` (its nearest existing ancestor)."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    try:
+        st = os.statvfs(p)
+    except OSError:
+        return 1 << 62
+    return st.f_bavail * st.f_frsize

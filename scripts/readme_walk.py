@@ -11,9 +11,10 @@ The commands run as written except for these documented changes (:func:`plan`), 
   ``examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json`` (the README's questions are in both);
 - ``eval`` with an LLM policy (transformers, openai): one question (``--limit 1``) and ``--max-turns 2``; other evals
   ``--limit 5``;
-- ``train`` / ``accelerate launch`` / ``torchrun``: one step (``--set optim.steps=1``, no held-out evaluation);
-  the paper's 8-GPU recipe (``qwen2.5-3b-paper.yaml``) cannot run on a CPU: its config is resolved and printed
-  (``harness-g train --config ... --show-config``) instead;
+- ``train`` / ``accelerate launch`` / ``torchrun``: one step (``--set optim.steps=1``, no evaluation of training
+  questions; the held-out questions are kept, so the run records them); an ``eval --model RUN/checkpoint-N`` of such
+  a run plays its last checkpoint, ``RUN/checkpoint-1``; the paper's 8-GPU recipe (``qwen2.5-3b-paper.yaml``) cannot
+  run on a CPU: its config is resolved and printed (``harness-g train --config ... --show-config``) instead;
 - ``harness-g neo4j`` (foreground): started in the background on free ports; later ``bolt://127.0.0.1:7687`` become
   its address, and it is stopped at the end;
 - ``--policy openai --base-url http://127.0.0.1:8000/v1 --model M``: the bundled OpenAI-compatible server over the
@@ -102,6 +103,7 @@ def _set_flag(argv: list[str], flag: str, value: str) -> None:
 def plan(commands: list[tuple[int, str]], shared_ok: bool) -> list[Step]:
     """What the walk does with each README command (module docstring): the argv it runs, or why it is skipped."""
     steps: list[Step] = []
+    shortened: list[str] = []  # --out of the training runs cut to one step
     for line, text in commands:
         argv = shlex.split(text)
         if argv and argv[-1] == "&":  # a server started in the background in the README: the walk does the same
@@ -135,12 +137,19 @@ def plan(commands: list[tuple[int, str]], shared_ok: bool) -> list[Step]:
             _set_flag(argv, "--limit", "1" if llm else "5")
             if llm:
                 _set_flag(argv, "--max-turns", "2")
+            model = argv[argv.index("--model") + 1] if "--model" in argv else ""
+            for run in shortened:  # a checkpoint of a run the walk cut to one step: its last one is checkpoint-1
+                if re.fullmatch(re.escape(run.rstrip("/")) + r"/checkpoint-\d+/?", model):
+                    _set_flag(argv, "--model", f"{run.rstrip('/')}/checkpoint-1")
         elif head in ("accelerate", "torchrun") or cmd == "train" or "harness_g.training" in argv:
             if any("qwen2.5-3b-paper" in a for a in argv):
                 config = next(a for a in argv if a.endswith(".yaml") and "qwen" in a)
                 step.argv, step.why = ["harness-g", "train", "--config", config, "--show-config"], "8 GPUs: config resolved only"
             else:
-                argv += ["--set", "optim.steps=1", "--set", "data.eval_questions=0", "--set", "log.eval_train_questions=0"]
+                argv += ["--set", "optim.steps=1", "--set", "log.eval_train_questions=0"]
+                for flag in ("--out", "--output-dir"):
+                    if flag in argv:
+                        shortened.append(argv[argv.index(flag) + 1])
         elif head == "python" and "harness_g.agent.llm.server" in argv:
             step.background = "llm-server"
         steps.append(step)

@@ -11,7 +11,8 @@ in ``[falkordb]`` / ``[neo4j]``); the run ends with a line counting the tests pe
                       instead of starting servers; tests that stop or kill a server start their own.
 - ``neo4j_server``    a real Neo4j 5.26 (:class:`LocalNeo4j`: Neo4j's in-process harness, fetched from
                       Maven Central and cached) started on loopback once per session, on first use;
-                      authentication off.
+                      authentication on (user ``neo4j``, a generated password: ``neo4j_server.auth``; harness-g's
+                      own commands find it through ``connect_store``, see local_neo4j.local_credentials).
 - ``neo4j_store``     one :class:`Neo4jStore` on ``neo4j_server``, shared by the session. Neo4j community
                       has one user database, so the graph in it changes with the tests: fixtures that
                       need a graph (re)load it on use (a no-op when it is already loaded).
@@ -113,7 +114,7 @@ def neo4j_server() -> Iterator[LocalNeo4j]:
 
 @pytest.fixture(scope="session")
 def neo4j_store(neo4j_server: LocalNeo4j) -> Iterator[Neo4jStore]:
-    store = Neo4jStore(neo4j_server.bolt_uri)
+    store = Neo4jStore(neo4j_server.bolt_uri, *neo4j_server.auth)
     yield store
     store.close()
 

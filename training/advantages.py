@@ -41,8 +41,15 @@ def grpo(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> t
 
 @ESTIMATORS.register("dapo")
 def dapo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
-    """GRPO-normalised advantages; DAPO's other parts (clip-higher, token-level loss, dropping
-    zero-variance groups) live in the loss config and the batch filter."""
+    """DAPO (Yu et al. 2025, arXiv 2503.14476): its advantage is GRPO's group normalisation (as in verl's DAPO recipe,
+    ``adv_estimator=grpo``); what makes a run DAPO are settings that ``optim.estimator: dapo`` requires
+    (training/config.py ``_check_dapo``): clip-higher (``optim.clip_eps_high`` 0.28 over ``clip_eps`` 0.2), dynamic
+    sampling (``optim.drop_zero_advantage_groups``: groups whose rewards are all equal leave the update; DAPO also
+    re-samples to refill the batch, here the step trains on the groups left), no KL term (``optim.kl_coef`` 0) and
+    the token-level loss (a token mean over each update: training/trainer.py ``_accumulate``, for every estimator).
+    DAPO's overlong reward shaping has nothing to act on: it penalises responses near the generation budget, and no
+    rollout here can reach ``rollout.max_response_tokens`` (max_turns x max_action_tokens + max_answer_tokens above
+    it is refused at load)."""
     return grpo(rewards, group_ids)
 
 

@@ -176,7 +176,17 @@ class PolicyBelief(FrozenAnswerer):
     """The *current* policy's belief in the gold answer, for IGPO's information gain (harness-g.tex l.1061:
     "policy-belief information gain"): the same teacher-forced, alias-maximised log-likelihood as g, computed with
     the live policy weights in eval mode and without gradients. The weights move every optimiser step, so nothing
-    is cached across calls (duplicates inside one call are still scored once)."""
+    is cached across calls (duplicates inside one call are still scored once).
+
+    Which context, against IGPO (arXiv 2510.14967): IGPO scores π_θ(a | q, o_≤t), the gold answer teacher-forced
+    after the agent's own rollout so far, because its agent answers inside that chat. Here the policy never answers
+    in its menu chat (its replies there are action ids): :meth:`LLMPolicy.answer_batch` answers from a fresh chat
+    of the question and the evidence (``agent/prompts.answer_prompt``). So the policy's probability of producing the
+    gold answer after turn t is taken on that answer chat, with every sentence surfaced so far (O_t, what its menu
+    chat has shown it) as the evidence: ``prompt_fn`` is ``scorer_user_text``, the answer prompt's text. Scoring
+    after the menu chat instead would teacher-force a reply the policy is never asked for there. Kept from g, also
+    unlike IGPO's code (its first gold answer): the max over the normalised gold aliases. The log-beliefs become
+    information gains in :func:`harness_g.training.credit.information_gains` (IGPO's probability difference)."""
 
     def __init__(self, policy: torch.nn.Module, tokenizer: Any, prompt_fn: Callable[[str, list[tuple[str, str]]], str], *,
                  max_aliases: int | None = None, batch_size: int = 8, max_context_tokens: int = 2048):

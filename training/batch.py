@@ -1,9 +1,9 @@
-"""The training batch of one step: every rollout's sequences, left-padded, with per-token advantages.
+"""The training batch of one step: every rollout's sequences, right-padded, with per-token advantages.
 
 Layout (what :func:`build_batch` returns, N rows = every rollout's :meth:`~harness_g.training.rollout.Rollout.sequences`
 in rollout order, so a question's rows are contiguous; L = the longest sequence):
 
-- ``input_ids`` [N, L] long, ``attention_mask`` [N, L] long, ``position_ids`` [N, L] long, left-padded;
+- ``input_ids`` [N, L] long, ``attention_mask`` [N, L] long, ``position_ids`` [N, L] long, right-padded;
 - ``loss_mask`` [N, L] float32: 1 on policy tokens (replies and their end-of-turn token), 0 on environment and padding;
 - ``advantages`` [N, L] float32: the advantage of every policy token (0 elsewhere);
 - ``owner`` [N] long: the index (into the ``rollouts`` argument) of each row's rollout.
@@ -44,12 +44,11 @@ def rollout_rows(rollouts: Sequence[Rollout], tokenizer: Any) -> RowSequences:
 
 
 def per_token(values: Sequence[Sequence[float]], like: torch.Tensor) -> torch.Tensor:
-    """Per-row token values (row i: one value per token of sequence i, unpadded) -> float32 [N, L] right-aligned
-    like ``like`` ([N, L], left-padded as :func:`~harness_g.training.chat.pad_batch` pads), 0 on the padding."""
+    """Per-row token values (row i: one value per token of sequence i, unpadded) -> float32 [N, L] left-aligned
+    like ``like`` ([N, L], right-padded as :func:`~harness_g.training.chat.pad_batch` pads), 0 on the padding."""
     out = torch.zeros_like(like, dtype=torch.float32)
-    length = like.shape[1]
     for i, vals in enumerate(values):
-        out[i, length - len(vals):] = torch.tensor(list(vals), dtype=torch.float32)
+        out[i, :len(vals)] = torch.tensor(list(vals), dtype=torch.float32)
     return out
 
 
@@ -135,3 +134,19 @@ def kept_rollouts(rollouts: Sequence[Rollout], dropped: set[int]) -> list[int]:
     """Indices of the rollouts outside the ``dropped`` groups; every index when that would drop them all."""
     keep = [i for i, r in enumerate(rollouts) if r.group not in dropped]
     return keep or list(range(len(rollouts)))
+
+
+def rows_index(rows: Sequence[int], like: torch.Tensor) -> torch.Tensor:
+    """``rows`` as a long index tensor on ``like``'s device (for ``x[idx, :width]`` reads and writes)."""
+    return torch.tensor(list(rows), dtype=torch.long, device=like.device)
+
+
+def micro_batch(batch: dict[str, torch.Tensor], rows: Sequence[int]) -> tuple[dict[str, torch.Tensor], int]:
+    """The model inputs of ``rows`` trimmed to their own longest row: ``input_ids``, ``attention_mask``,
+    ``position_ids``, ``loss_mask`` [len(rows), width] and ``width``. The batch is right-padded, so the first
+    ``width`` columns hold every token of these rows and the columns cut hold only padding; a result of
+    :func:`~harness_g.training.chat.tail_logprobs` on it belongs at ``[rows, :width]`` of the [N, L] batch."""
+    idx = rows_index(rows, batch["input_ids"])
+    width = int(batch["attention_mask"][idx].sum(dim=1).max())
+    keys = ("input_ids", "attention_mask", "position_ids", "loss_mask")
+    return {k: batch[k][idx, :width] for k in keys}, width

@@ -98,18 +98,20 @@ def build_sequence(tokenizer: Any, user_text: str, reply: str, stopped: bool = T
 
 
 def pad_batch(seqs: list[Sequence], pad_id: int) -> dict[str, torch.Tensor]:
-    """LEFT-pad to a batch: input_ids, attention_mask, position_ids, loss_mask [B, L] (see :func:`tail_logprobs` for
-    why only policy-token positions are ever projected to the vocabulary)."""
+    """RIGHT-pad to a batch: input_ids, attention_mask (1 on real tokens), position_ids (0.. per row), loss_mask
+    [B, L]. Right padding lets :func:`tail_logprobs` run with causal attention alone: a real token only ever attends
+    to earlier tokens of its own row, all real, so no padding mask is needed (and attention can take its fused,
+    mask-free kernel); padded positions are never scored."""
     length = max(len(s.input_ids) for s in seqs)
     ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
     attn = torch.zeros((len(seqs), length), dtype=torch.long)
     mask = torch.zeros((len(seqs), length), dtype=torch.float32)
     for i, s in enumerate(seqs):
         n = len(s.input_ids)
-        ids[i, length - n :] = torch.tensor(s.input_ids)
-        attn[i, length - n :] = 1
-        mask[i, length - n :] = torch.tensor(s.loss_mask, dtype=torch.float32)
-    positions = (attn.cumsum(-1) - 1).clamp_min(0)
+        ids[i, :n] = torch.tensor(s.input_ids)
+        attn[i, :n] = 1
+        mask[i, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
+    positions = torch.arange(length).expand(len(seqs), length).clone()
     return {"input_ids": ids, "attention_mask": attn, "position_ids": positions, "loss_mask": mask}
 
 
@@ -119,7 +121,8 @@ def tail_logprobs(model: Any, batch: dict[str, torch.Tensor], rows: slice | None
 
     Only the positions that predict a policy token are projected to the vocabulary (the model's ``logits_to_keep``
     given as indices: the union over the rows), so a multi-turn sequence -- a few reply tokens spread over thousands
-    of environment tokens -- never materialises [B, L, V] logits.
+    of environment tokens -- never materialises [B, L, V] logits. The batch is right-padded (:func:`pad_batch`), so
+    the model runs with causal attention only (no attention mask): exact for every real token.
     """
     rows = rows or slice(None)
     ids = batch["input_ids"][rows]
@@ -130,8 +133,7 @@ def tail_logprobs(model: Any, batch: dict[str, torch.Tensor], rows: slice | None
     if targets.numel() == 0:
         return full
     keep = (targets - 1).to(ids.device)
-    out = model(input_ids=ids, attention_mask=batch["attention_mask"][rows], position_ids=batch["position_ids"][rows],
-                logits_to_keep=keep)
+    out = model(input_ids=ids, position_ids=batch["position_ids"][rows], logits_to_keep=keep)
     logits = out.logits[:, -keep.numel():].float()  # [B, K, V]: predictions at positions keep, i.e. of tokens targets
     logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, targets].unsqueeze(-1)).squeeze(-1)
     full = full.index_put((torch.arange(ids.shape[0], device=ids.device)[:, None], targets[None, :].to(ids.device)), logp)

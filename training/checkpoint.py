@@ -1,21 +1,29 @@
-"""What a training run saves and restores: the data order, the run state and the exported policy.
+"""What a training run saves and restores: the data order, the run state, the checkpoint manifest and the exported
+policy.
 
 A run directory holds resume state in ``RUN_DIR/checkpoints/<tag>/`` (Accelerate's model, optimiser, scheduler and
-RNG state, plus :data:`STATE_FILE` with the step, data position and skipped-batch count) and, per save, the policy
-in ``RUN_DIR/checkpoint-N/``, loadable like a Hugging Face checkpoint (:mod:`harness_g.agent.llm.checkpoint`).
+RNG state, plus :data:`STATE_FILE` with the step, data position and skipped-batch count, :data:`CONFIG_FILE` with
+the settings that made it, and :data:`MANIFEST`, written last, with every file's size and sha256) and, per save, the
+policy in ``RUN_DIR/checkpoint-N/``, loadable like a Hugging Face checkpoint (:mod:`harness_g.agent.llm.checkpoint`).
+:func:`verify_checkpoint` checks a checkpoint against its manifest before Accelerate reads any of it.
 """
 from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness_g.errors import ConfigError
+from harness_g.errors import ConfigError, HarnessError
 
 STATE_FILE = "trainer_state.json"
+CONFIG_FILE = "config.yaml"  # the run's resolved TrainConfig when the checkpoint was saved
+MANIFEST = "manifest.json"
+#: checkpoint layout version, in STATE_FILE: 2 = with CONFIG_FILE and MANIFEST; absent = older (no manifest)
+FORMAT = 2
 
 
 class DataOrder:
@@ -61,18 +69,172 @@ class RunState:
 
 
 def write_run_state(path: Path, state: RunState) -> None:
-    """Write :data:`STATE_FILE` into the checkpoint directory ``path`` (which must exist)."""
-    (path / STATE_FILE).write_text(json.dumps(asdict(state)), encoding="utf-8")
+    """Write :data:`STATE_FILE` into the checkpoint directory ``path`` (which must exist), marked :data:`FORMAT`."""
+    (path / STATE_FILE).write_text(json.dumps({**asdict(state), "format": FORMAT}), encoding="utf-8")
 
 
-def read_run_state(path: Path) -> RunState:
-    """The :class:`RunState` of checkpoint directory ``path``; ConfigError when it is not a harness-g checkpoint."""
+def _state_json(path: Path) -> dict[str, Any]:
+    """:data:`STATE_FILE` of checkpoint ``path`` as a mapping; ConfigError (one line, naming the file) when it is
+    missing, unreadable or not a JSON object."""
     file = path / STATE_FILE
     if not file.exists():
         raise ConfigError(f"{path}: not a harness-g checkpoint (no {STATE_FILE})")
-    state = json.loads(file.read_text(encoding="utf-8"))
-    return RunState(step=int(state["step"]), epoch=int(state["epoch"]), index=int(state["index"]),
-                    skipped_batches=int(state.get("skipped_batches", 0)))
+    try:
+        state = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{file}: unreadable checkpoint state ({exc.__class__.__name__}: {exc}); resume from "
+                          "another checkpoint") from None
+    if not isinstance(state, dict):
+        raise ConfigError(f"{file}: unreadable checkpoint state (expected a JSON object)")
+    return state
+
+
+def read_run_state(path: Path) -> RunState:
+    """The :class:`RunState` of checkpoint directory ``path``; ConfigError when it is not a (readable) harness-g
+    checkpoint."""
+    state = _state_json(path)
+    try:
+        return RunState(step=int(state["step"]), epoch=int(state["epoch"]), index=int(state["index"]),
+                        skipped_batches=int(state.get("skipped_batches", 0)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{path / STATE_FILE}: unreadable checkpoint state (bad or missing {exc})") from None
+
+
+# -- the manifest ------------------------------------------------------------------------------------------------
+def _digests(path: Path) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"bytes", "sha256"}}`` of every file under checkpoint ``path`` except the manifest."""
+    from harness_g.graph.artifact import file_sha256
+
+    files = sorted(f for f in path.rglob("*") if f.is_file() and f.name != MANIFEST and not f.name.endswith(".tmp"))
+    return {f.relative_to(path).as_posix(): {"bytes": f.stat().st_size, "sha256": file_sha256(f)} for f in files}
+
+
+def write_manifest(path: Path, *, processes: int) -> None:
+    """Write :data:`MANIFEST` (every file's size and sha256, the number of processes that saved it, torch's CPU
+    thread count) into checkpoint ``path``, atomically and last: a checkpoint is complete exactly when its manifest
+    exists and matches."""
+    import torch
+
+    manifest = {"format": FORMAT, "processes": processes, "torch_threads": torch.get_num_threads(),
+                "files": _digests(path)}
+    tmp = path / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path / MANIFEST)
+
+
+def finish_checkpoint(path: Path, state: RunState, config: Any, *, processes: int) -> None:
+    """Complete checkpoint ``path`` after Accelerate's ``save_state`` (every process's files written; call on the
+    main process only): the run state, the settings (``config``, a TrainConfig, as :data:`CONFIG_FILE`), then the
+    manifest over all of it."""
+    write_run_state(path, state)
+    config.save(path / CONFIG_FILE)
+    write_manifest(path, processes=processes)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    file = path / MANIFEST
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+        files, processes = manifest["files"], int(manifest["processes"])
+        if not isinstance(files, dict):
+            raise TypeError("files is not a mapping")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise HarnessError(f"{file}: unreadable checkpoint manifest ({exc.__class__.__name__}: {exc}); resume from "
+                           "another checkpoint") from None
+    return {"files": files, "processes": processes, "torch_threads": manifest.get("torch_threads")}
+
+
+def _check_file(path: Path, name: str, entry: dict[str, Any]) -> None:
+    """One manifest entry against the file on disk: present, same size, same sha256 (the size is checked first:
+    a truncated file is named as such without hashing it)."""
+    from harness_g.graph.artifact import file_sha256
+
+    file = path / name
+    if not file.is_file():
+        raise HarnessError(f"{file}: missing (the checkpoint's {MANIFEST} lists it); resume from another checkpoint")
+    size = file.stat().st_size
+    if size != entry.get("bytes"):
+        raise HarnessError(f"{file}: {size} bytes, the checkpoint's {MANIFEST} says {entry.get('bytes')} (truncated or "
+                           "overwritten); resume from another checkpoint")
+    if file_sha256(file) != entry.get("sha256"):
+        raise HarnessError(f"{file}: content differs from the checkpoint's {MANIFEST} (sha256 mismatch); resume from "
+                           "another checkpoint")
+
+
+def verify_listed(path: Path, name: str) -> None:
+    """Check the file ``name`` of checkpoint ``path`` against the manifest, when there is one: for a file read
+    before the whole checkpoint is verified (the settings it was saved with)."""
+    if not (path / MANIFEST).exists():
+        return
+    entry = _read_manifest(path)["files"].get(name)
+    if not isinstance(entry, dict):
+        raise HarnessError(f"{path / name}: not in the checkpoint's {MANIFEST}; resume from another checkpoint")
+    _check_file(path, name, entry)
+
+
+def verify_checkpoint(path: Path, *, processes: int) -> RunState:
+    """Check checkpoint directory ``path`` before anything loads it; returns its :class:`RunState`.
+
+    A checkpoint with a manifest (:data:`FORMAT` 2) must match it file by file (size, then sha256) and have been
+    saved by as many processes as the resuming run has (each restores its own RNG state). A checkpoint without one
+    is either cut off while saving (its state says format 2: refused) or saved before manifests existed: then
+    :func:`check_legacy_checkpoint` checks what can be checked without a manifest. Errors are one line naming the
+    file."""
+    if not path.is_dir():
+        raise ConfigError(f"{path}: no such checkpoint directory")
+    if not (path / MANIFEST).exists():
+        if _state_json(path).get("format") is not None:
+            raise HarnessError(f"{path}: incomplete checkpoint (no {MANIFEST}: the save was cut off); resume from "
+                               "another checkpoint")
+        check_legacy_checkpoint(path, processes=processes)
+        return read_run_state(path)
+    manifest = _read_manifest(path)
+    if manifest["processes"] != processes:
+        raise ConfigError(f"{path}: saved by {manifest['processes']} process(es), resumed with {processes}: each "
+                          "process restores its own random state; launch as many processes as the run had")
+    for name, entry in sorted(manifest["files"].items()):
+        _check_file(path, name, entry if isinstance(entry, dict) else {})
+    _warn_threads(path, manifest["torch_threads"])
+    return read_run_state(path)
+
+
+def _warn_threads(path: Path, saved: int | None) -> None:
+    """A resume with another torch CPU thread count is allowed (another machine) but may not be bit-exact: say so."""
+    import warnings
+
+    import torch
+
+    if saved is not None and saved != torch.get_num_threads():
+        warnings.warn(f"{path} was saved with {saved} torch CPU thread(s), this run has {torch.get_num_threads()}: "
+                      "resumed CPU steps may differ from the uninterrupted run's at rounding level (set torch_threads "
+                      "to match for bit-exact steps)",
+                      stacklevel=3)
+
+
+def check_legacy_checkpoint(path: Path, *, processes: int) -> None:
+    """What can be checked of a checkpoint saved before manifests: every file Accelerate reads exists and loads
+    (catches a missing or truncated file, not one whose bytes changed in place). ``processes``: the resuming run's
+    (one RNG state file each)."""
+    import torch
+
+    weights = [path / n for n in ("model.safetensors", "pytorch_model.bin") if (path / n).is_file()]
+    if not weights:
+        raise HarnessError(f"{path / 'model.safetensors'}: missing; resume from another checkpoint")
+    needed = [path / "optimizer.bin", path / "scheduler.bin", *(path / f"random_states_{i}.pkl" for i in range(processes))]
+    for file in [*weights, *needed]:
+        if not file.is_file():
+            raise HarnessError(f"{file}: missing; resume from another checkpoint")
+        try:
+            if file.suffix == ".safetensors":
+                from safetensors import safe_open
+
+                with safe_open(str(file), framework="pt") as fh:
+                    fh.keys()
+            else:
+                torch.load(file, map_location="cpu", weights_only=False, mmap=True)
+        except Exception as exc:  # noqa: BLE001 - any failure to parse is a damaged file; named, one line
+            raise HarnessError(f"{file}: unreadable ({exc.__class__.__name__}: {' '.join(str(exc).split())[:200]}); "
+                               "resume from another checkpoint") from None
 
 
 def policy_settings(config: Any, step: int, prompt_budget: int, env: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +242,7 @@ def policy_settings(config: Any, step: int, prompt_budget: int, env: dict[str, A
     ``harness-g eval`` needs to run a checkpoint exactly as the trainer's own evaluation does
     (:mod:`harness_g.agent.llm.checkpoint`)."""
     r, m = config.rollout, config.model
-    return {"step": step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.dtype,
+    return {"step": step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.compute_dtype,
             "policy": {"max_new_tokens": r.max_action_tokens, "max_answer_tokens": r.max_answer_tokens,
                        "constrain_actions": r.constrain_actions, "context": r.context, "max_context_tokens": prompt_budget},
             "interface": r.interface, "env": env, "graph_dir": str(config.data.graph_dir)}

@@ -46,8 +46,10 @@ def _build_overrides(data: Any, name: str) -> dict[str, Any]:
 class ModelConfig(Config):
     name: str = _f("smollm2", "policy checkpoint: hub id, local dir, 'smollm2' (offline GGUF) or 'tiny-random' (built from a config)")
     gguf_file: str | None = _f(None, "GGUF file inside the model dir, if any")
-    dtype: str = _f("float32", "parameter dtype (float32, bfloat16, float16); log-probs are always computed in fp32",
-                    choices=("float32", "bfloat16", "float16"))
+    compute_dtype: str = _f("float32", "dtype of the forward/backward compute (autocast via Accelerate's mixed_precision); "
+                                       "trainable weights and AdamW state are always fp32 master copies, frozen copies "
+                                       "(KL reference, answerer, a LoRA base) are stored in it; log-probs are fp32",
+                            choices=("float32", "bfloat16", "float16"))
     lora: bool = _f(False, "train LoRA adapters instead of all weights (PEFT)")
     lora_r: int = _f(16, "LoRA rank (>= 1)", ge=1)
     lora_alpha: int = _f(32, "LoRA alpha (>= 1)", ge=1)
@@ -68,9 +70,13 @@ class DataConfig(Config):
     questions: str | None = _f(None, "optional questions file instead of the graph's questions")
     questions_format: str | None = _f(None, "format of `questions`")
     limit: int | None = _f(None, "use only the first N (>= 1) training questions", ge=1)
-    eval_questions: int = _f(0, "hold out the last N (>= 0) questions for before/after evaluation", ge=0)
+    eval_questions: int = _f(0, "hold out the last N (>= 0) questions (after data.limit; at least one is left to train "
+                                "on), evaluated greedily before and after training; the ids go to RUN_DIR/heldout_ids.txt "
+                                "(harness-g eval --question-ids) and RUN_DIR/split.json (a resume must match it); paper: "
+                                "128 per dataset (harness-g.tex appendix \"Splits and corpus preprocessing\")", ge=0)
     train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
-                                           "every N steps; evaluate it with log.eval_train_questions)", ge=1)
+                                           "every N steps; evaluate it with log.eval_train_questions); paper: 5,120 per "
+                                           "dataset, Graph-R1's split", ge=1)
     build: dict = _f({}, "BuildConfig fields (keys [preset ...] filled by the top-level preset): the build rules when "
                          "build_format makes graph_dir; a key given explicitly (e.g. embedding_model) must match a "
                          "graph_dir built otherwise, or training is refused naming it", parse=_build_overrides,
@@ -138,13 +144,20 @@ class CreditConfig(Config):
                                     "frozen next to the policy")
     max_aliases: int = _f(0, "score at most this many normalised gold aliases (max over them; 0 = all, the paper's "
                              "max over accepted aliases)", ge=0)
+    igpo_gain: str = _f("prob", "credit.scheme igpo: a turn's information gain, prob = exp(ℓ_t+1) − exp(ℓ_t), the rise in "
+                                "the policy's length-normalised probability of the gold answer (IGPO, arXiv 2510.14967, "
+                                "and its code's default); log_prob = ℓ_t+1 − ℓ_t (its code's log_prob_diff option)",
+                        choices=("prob", "log_prob"))
     equivalence_jaccard: float = _f(0.8, "evidence-overlap threshold for retrieval-equivalence classes, in [0, 1]",
                                     ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)
 class OptimConfig(Config):
-    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp",
+    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp; dapo (arXiv 2503.14476) requires its "
+                                "settings, refused otherwise: kl_coef 0, clip_eps_high > clip_eps (DAPO: 0.28 over 0.2), "
+                                "drop_zero_advantage_groups true; the loss is a token mean over each update for every "
+                                "estimator (verl's default token-mean, which the paper's GRPO ran on)",
                         choices=RegistryNames("harness_g.training.advantages:ESTIMATORS"))
     lr: float = _f(5e-7, "learning rate (> 0)", gt=0.0)
     weight_decay: float = _f(0.0, "AdamW weight decay (>= 0)", ge=0.0)
@@ -153,11 +166,14 @@ class OptimConfig(Config):
     mini_batch_questions: int = _f(32, "questions per optimiser update, over all processes: the paper's mini-batch (all "
                                        "the sequences of that many questions form one update, so a step makes "
                                        "ceil(questions_per_step / this) updates; >= 1)", ge=1)
-    micro_batch_sequences: int = _f(0, "sequences per forward/backward pass inside a mini-batch, gradients accumulated "
-                                        "(memory knob; 0 = the whole mini-batch at once)", ge=0)
+    micro_batch_sequences: int = _f(0, "at most this many sequences per forward/backward pass inside a mini-batch, "
+                                        "gradients accumulated (memory knob; 0 = no sequence cap)", ge=0)
+    micro_batch_tokens: int = _f(0, "at most this many padded tokens (rows x longest row) per forward/backward pass; "
+                                    "rows are length-sorted within the mini-batch and each pass is trimmed to its own "
+                                    "longest row (memory knob; 0 = no token cap)", ge=0)
     ppo_epochs: int = _f(1, "passes over each rollout batch (>= 1)", ge=1)
     clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0)", gt=0.0)
-    clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher); None = clip_eps", gt=0.0)
+    clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher, 0.28 in DAPO); None = clip_eps", gt=0.0)
     dual_clip: float | None = _f(3.0, "C of dual-clip (> 1; None disables)", gt=1.0)
     kl_coef: float = _f(0.001, "β_KL of the KL to the reference (>= 0)", ge=0.0)
     kl_estimator: str = _f("k3", "KL estimator: k3 = the low-variance KL (verl's low_var_kl; the only one)", choices=("k3",))
@@ -206,6 +222,9 @@ class TrainConfig(Config):
 
 #: fields that were renamed or retyped: old dotted name -> what to write instead (refused, never guessed)
 RENAMED = {
+    "model.dtype": "model.compute_dtype (model.dtype was the parameter dtype: bf16 parameters without fp32 master "
+                   "weights round away updates at lr 5e-7; trainable weights are now always fp32 and this sets the "
+                   "autocast compute dtype)",
     "optim.mini_batch_sequences": "optim.mini_batch_questions (the number of questions whose sequences form one "
                                   "optimiser update; mini_batch_sequences counted per-turn sequences)",
 }
@@ -227,6 +246,15 @@ def _validate(c: TrainConfig) -> None:
     r = c.rollout
     if r.interface == "free-query" and r.constrain_actions:
         raise ConfigError("rollout.constrain_actions needs the menu interface (free-query replies have no ids)")
+    from harness_g.training.credit import MENU_ONLY_SCHEMES
+
+    if r.interface == "free-query" and c.credit.scheme in MENU_ONLY_SCHEMES:
+        # harness-g.tex l.1060-1062: the free-query arms are outcome-only or IGPO; frontier-relative credit needs an
+        # enumerable same-state action set, which only the menu has
+        raise ConfigError(f"credit.scheme {c.credit.scheme!r} needs rollout.interface menu: the paper evaluates SNC only "
+                          "on the action menu (harness-g.tex l.1062); train the free-query arm with credit.scheme "
+                          "outcome or igpo")
+    _check_dapo(c.optim)
     if r.vllm and r.generator != "vllm":
         raise ConfigError(f"rollout.vllm settings are given but rollout.generator is {r.generator!r}")
     # the paper's response budget (Table tab:hyper, harness-g.tex line 958): every rollout's policy tokens fit in it
@@ -244,3 +272,24 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"data.build: {exc}") from None
     if not c.data.graph_dir:
         raise ConfigError("data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
+
+
+def _check_dapo(o: OptimConfig) -> None:
+    """``optim.estimator: dapo`` is DAPO as its paper defines it (Yu et al. 2025, arXiv 2503.14476; verl's
+    recipe/dapo): GRPO's group-normalised advantages with clip-higher (ε_low 0.2, ε_high 0.28), dynamic sampling
+    (groups whose rewards are all equal are dropped), no KL term and a token-level loss. The loss is a token mean for
+    every estimator here; the other three are settings, required rather than silently changed, so a run's
+    config.yaml says what it ran. One line names every setting that contradicts DAPO."""
+    if o.estimator != "dapo":
+        return
+    wrong = []
+    if o.kl_coef != 0.0:
+        wrong.append(f"optim.kl_coef=0 (no KL term; got {o.kl_coef})")
+    if o.clip_eps_high is None or o.clip_eps_high <= o.clip_eps:
+        wrong.append(f"optim.clip_eps_high > optim.clip_eps (clip-higher, DAPO: 0.28 over 0.2; got {o.clip_eps_high})")
+    if not o.drop_zero_advantage_groups:
+        wrong.append("optim.drop_zero_advantage_groups=true (dynamic sampling)")
+    if wrong:
+        raise ConfigError("optim.estimator dapo (arXiv 2503.14476) needs " + ", ".join(wrong) +
+                          "; e.g. --set optim.kl_coef=0 --set optim.clip_eps_high=0.28 "
+                          "--set optim.drop_zero_advantage_groups=true")

@@ -18,6 +18,7 @@ The ``igpo`` scheme (appendix "Factorial credit control") is group-level rather 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -115,6 +116,9 @@ def _igpo(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
 
 # Schemes whose advantages replace GRPO's A_out + λ·A_SNC (computed per group, not per trajectory).
 GROUP_SCHEMES = frozenset({"igpo"})
+# Schemes built on the frontier of same-state menu alternatives (SNC and its ablations): the paper evaluates SNC only
+# on the action menu (harness-g.tex l.1062), so ``rollout.interface: free-query`` refuses them (training/config.py).
+MENU_ONLY_SCHEMES = frozenset({"snc", "snc_no_enablement", "snc_no_frontier"})
 
 
 def compute_credit(name: str, steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
@@ -151,8 +155,11 @@ def normalise_token_credits(sequences: Sequence[Sequence[float]], s_min: float =
 # normalization, cumulative turn advantage, and reward scaling" (harness-g.tex l.1061). Per rollout i with
 # information turns t = 0..n_i-1 followed by the answer turn T_i = n_i:
 #   ℓ_{i,t}  = log p_θ(y* | q, O_t): the *current* policy's length-normalised teacher-forced gold log-likelihood
-#              (max over normalised aliases) given the scorer context before turn t; ℓ_{i,n_i} is after the last one;
-#   r_{i,t}  = w_ig · (ℓ_{i,t+1} − ℓ_{i,t})            (t < T_i; IGPO's log-probability-difference information gain)
+#              (max over normalised aliases) given the evidence surfaced before turn t; ℓ_{i,n_i} is after the last;
+#   π_{i,t}  = exp(ℓ_{i,t}): IGPO's belief π_θ(a | q, o_≤t) = exp((1/L) Σ_j log π_θ(a_j | q, o_≤t, a_<j));
+#   r_{i,t}  = w_ig · (π_{i,t+1} − π_{i,t})            (t < T_i; IGPO's information gain, a *probability*
+#              difference: IGPO paper eq. for r_{i,t}, and "prob_diff", the default info_gain_type of its reference
+#              code; credit.igpo_gain: log_prob gives the reference code's "log_prob_diff" option, ℓ_{t+1} − ℓ_t)
 #   r_{i,T}  = w_out · R_i^out                        (answer turn: the outcome reward, answer F1)
 #   Â_{i,t}  = (r_{i,t} − mean(R_g)) / (std(R_g) + ε)  R_g = every turn reward of every rollout in the group
 #                                                     (population std; 0 when std < ZERO_STD, like GRPO here)
@@ -164,16 +171,29 @@ IGPO_EPS = 1e-6
 IGPO_ZERO_STD = 1e-6  # same threshold as GRPO's zero-advantage rule (training/advantages.py)
 
 
-def information_gains(log_beliefs: Sequence[float]) -> list[float]:
-    """IG_t = ℓ_{t+1} − ℓ_t for consecutive policy log-beliefs ℓ_0..ℓ_n (n+1 values -> n gains)."""
-    return [float(b) - float(a) for a, b in zip(log_beliefs[:-1], log_beliefs[1:])]
+#: ``credit.igpo_gain`` values: prob = IGPO's information gain (a difference of probabilities), log_prob = the
+#: difference of log-probabilities (the reference code's log_prob_diff option)
+IGPO_GAINS = ("prob", "log_prob")
+
+
+def information_gains(log_beliefs: Sequence[float], gain: str = "prob") -> list[float]:
+    """IGPO's information gain of each information turn from consecutive policy log-beliefs ℓ_0..ℓ_n (n+1 values ->
+    n gains). ``gain`` "prob" (IGPO, arXiv 2510.14967): IG_t = exp(ℓ_{t+1}) − exp(ℓ_t), the rise of the policy's
+    length-normalised probability of the gold answer, in [-1, 1]; "log_prob": ℓ_{t+1} − ℓ_t (unbounded below, so a
+    turn lifting a near-zero belief from 1e-6 to 1e-3 would outweigh one lifting it from 0.2 to 0.9)."""
+    if gain == "prob":
+        return [math.exp(float(b)) - math.exp(float(a)) for a, b in zip(log_beliefs[:-1], log_beliefs[1:])]
+    if gain == "log_prob":
+        return [float(b) - float(a) for a, b in zip(log_beliefs[:-1], log_beliefs[1:])]
+    raise ValueError(f"IGPO gain {gain!r} unknown; available: {', '.join(IGPO_GAINS)}")
 
 
 def igpo_turn_rewards(log_beliefs: Sequence[float], outcome: float, *, ig_weight: float = 1.0,
-                      outcome_weight: float = 1.0) -> list[float]:
+                      outcome_weight: float = 1.0, gain: str = "prob") -> list[float]:
     """One rollout's dense reward trajectory [w_ig·IG_0, ..., w_ig·IG_{n-1}, w_out·R_out] (IGPO's reward scaling:
-    weights on the information-gain and outcome streams before the joint normalisation; 1.0 / 1.0 by default)."""
-    return [ig_weight * g for g in information_gains(log_beliefs)] + [outcome_weight * float(outcome)]
+    weights on the information-gain and outcome streams before the joint normalisation; 1.0 / 1.0 by default;
+    ``gain``: see :func:`information_gains`)."""
+    return [ig_weight * g for g in information_gains(log_beliefs, gain)] + [outcome_weight * float(outcome)]
 
 
 def igpo_group_normalise(group: Sequence[Sequence[float]], eps: float = IGPO_EPS) -> list[list[float]]:
@@ -200,15 +220,16 @@ def discounted_cumulative(values: Sequence[float], gamma: float = 1.0) -> list[f
 
 def igpo_advantages(log_beliefs: Sequence[Sequence[float]], outcomes: Sequence[float], groups: Sequence[int], *,
                     gamma: float = 1.0, ig_weight: float = 1.0, outcome_weight: float = 1.0,
-                    eps: float = IGPO_EPS) -> list[list[float]]:
+                    eps: float = IGPO_EPS, gain: str = "prob") -> list[list[float]]:
     """IGPO turn advantages for a batch of rollouts.
 
     ``log_beliefs[i]``: ℓ_0..ℓ_{n_i} of rollout i (n_i information turns; a rollout without any has just [ℓ_0]);
-    ``outcomes[i]``: its outcome reward; ``groups[i]``: its GRPO group id. Returns, per rollout, n_i + 1
+    ``outcomes[i]``: its outcome reward; ``groups[i]``: its GRPO group id; ``gain``: how a turn's information gain
+    is taken from two beliefs (:func:`information_gains`; "prob" is IGPO's). Returns, per rollout, n_i + 1
     advantages: one per information turn, then the answer turn's (see :func:`igpo_step_advantage`)."""
     if not (len(log_beliefs) == len(outcomes) == len(groups)):
         raise ValueError("log_beliefs, outcomes and groups must have one entry per rollout")
-    rewards = [igpo_turn_rewards(lb, r, ig_weight=ig_weight, outcome_weight=outcome_weight)
+    rewards = [igpo_turn_rewards(lb, r, ig_weight=ig_weight, outcome_weight=outcome_weight, gain=gain)
                for lb, r in zip(log_beliefs, outcomes)]
     out: list[list[float]] = [[] for _ in rewards]
     members: dict[int, list[int]] = {}

@@ -9,9 +9,10 @@ and ``sync(policy)``, which the trainer calls after every optimiser step). Facto
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping
 
 from harness_g.errors import ConfigError
 from harness_g.registry import Registry
@@ -36,6 +37,7 @@ class GeneratorRequest:
     workdir: Path  # the run directory; vllm exports the starting weights to workdir / "vllm-init"
     engine: Mapping[str, Any] = field(default_factory=dict)  # rollout.vllm: vllm.LLM keyword arguments (vllm only)
     num_processes: int = 1  # Accelerate processes in the run (vllm: one colocated engine, so 1 only)
+    autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext  # the run's compute-dtype region (transformers)
 
 
 GeneratorFactory = Callable[[GeneratorRequest], "RolloutGenerator"]
@@ -48,7 +50,7 @@ def transformers_generator(req: GeneratorRequest) -> Any:
     from harness_g.training.rollout import Generator
 
     return Generator(req.policy, req.tokenizer, temperature=req.temperature, top_p=req.top_p,
-                     max_prompt_tokens=req.max_prompt_tokens)
+                     max_prompt_tokens=req.max_prompt_tokens, autocast=req.autocast)
 
 
 @GENERATORS.register("vllm")

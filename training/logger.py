@@ -23,8 +23,11 @@ def tensorboard_tag(key: str) -> str:
 
 
 class MetricsLogger:
+    """``out_dir/metrics.jsonl`` (one row per logged step), TensorBoard and W&B sinks. ``purge_step``: a resumed run's
+    first step; TensorBoard hides the events of that step and later that the interrupted run wrote."""
+
     def __init__(self, out_dir: Path, *, tensorboard: bool = True, wandb: bool = False, config: dict[str, Any] | None = None,
-                 enabled: bool = True):
+                 enabled: bool = True, purge_step: int | None = None):
         self.enabled = enabled
         self.path = out_dir / "metrics.jsonl"
         self._tb = None
@@ -35,7 +38,7 @@ class MetricsLogger:
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
-                self._tb = SummaryWriter(str(out_dir / "tensorboard"))
+                self._tb = SummaryWriter(str(out_dir / "tensorboard"), purge_step=purge_step)
             except Exception:  # tensorboard not installed: JSONL is enough
                 self._tb = None
         if wandb:

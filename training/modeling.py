@@ -33,17 +33,28 @@ def load_tokenizer(cfg: ModelConfig) -> Any:
     return tok
 
 
-def _dtype(name: str) -> torch.dtype:
+def torch_dtype(name: str) -> torch.dtype:
+    """``model.compute_dtype``'s name -> the torch dtype."""
     try:
         return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
     except KeyError:
         raise ConfigError(f"unknown dtype {name!r} (float32, bfloat16, float16)") from None
 
 
-def load_policy(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
+#: Accelerate's ``mixed_precision`` for each ``model.compute_dtype``
+MIXED_PRECISION = {"float32": "no", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def load_policy(cfg: ModelConfig, tokenizer: Any, seed: int = 0, *, trainable: bool = True) -> torch.nn.Module:
+    """The policy (``trainable``) or a frozen model of ``cfg``. Mixed precision done right: what the optimiser
+    updates is fp32 (master weights: a bf16 weight rounds an update below half its ulp away, so at lr 5e-7 almost
+    nothing would move), compute runs in ``cfg.compute_dtype`` under autocast. A full fine-tune loads every weight
+    in fp32; a LoRA run stores the frozen base in the compute dtype and its adapters in fp32; a frozen model
+    (``trainable=False``) is stored in the compute dtype."""
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-    dtype = _dtype(cfg.dtype)
+    compute = torch_dtype(cfg.compute_dtype)
+    dtype = torch.float32 if trainable and not cfg.lora else compute
     if cfg.name == "tiny-random":
         torch.manual_seed(seed)
         config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=cfg.tiny_hidden, intermediate_size=cfg.tiny_hidden * 2,
@@ -63,15 +74,19 @@ def load_policy(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
 
         model = get_peft_model(model, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                                                  target_modules=list(cfg.lora_targets), task_type="CAUSAL_LM"))
+    for p in model.parameters():  # fp32 master weights for whatever the optimiser updates (PEFT adapters included)
+        if p.requires_grad and p.dtype != torch.float32:
+            p.data = p.data.float()
     return model
 
 
 class Reference:
-    """Stop-gradient reference weights (the initial checkpoint): a frozen copy, or the LoRA base with adapters off."""
+    """Stop-gradient reference weights (the initial checkpoint): a frozen copy stored in ``dtype`` (the compute
+    dtype: it is never updated, so it needs no fp32 master), or the LoRA base with adapters off."""
 
-    def __init__(self, policy: torch.nn.Module, lora: bool):
+    def __init__(self, policy: torch.nn.Module, lora: bool, dtype: torch.dtype = torch.float32):
         self.lora = lora
-        self.model = None if lora else copy.deepcopy(policy).eval()
+        self.model = None if lora else copy.deepcopy(policy).to(dtype).eval()
         if self.model is not None:
             for p in self.model.parameters():
                 p.requires_grad_(False)

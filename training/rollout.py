@@ -18,10 +18,11 @@ at its token limit (``max_action_tokens`` / ``max_answer_tokens``), where the po
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import torch
 
@@ -37,6 +38,7 @@ from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_chat_sequence
+from harness_g.training.tito import TokenContinuations, continues as ids_continue
 
 
 def scorer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
@@ -53,10 +55,13 @@ def _continues(prev: Turn, nxt: Turn) -> bool:
 
 
 def turn_sequences(tokenizer: Any, turns: Sequence[Turn]) -> list[TrainSequence]:
-    """Training sequences of one trajectory's decision turns: each maximal run of turns whose chats extend one
-    another becomes one sequence (the last turn's chat + its reply) in which the run's replies, and only those,
-    are trained, each tagged with its turn index. Multi-turn: one sequence (unless turns were dropped);
-    markov: one per turn."""
+    """Training sequences of one trajectory's decision turns: each maximal run of turns whose prompts extend one
+    another becomes one sequence (the last turn's prompt + its reply) in which the run's replies, and only those,
+    are trained, each tagged with its turn index. Multi-turn: one sequence (unless turns were dropped or a
+    continuation broke); markov: one per turn. Token-in, token-out (:mod:`harness_g.training.tito`) when every turn
+    carries its prompt and sampled ids; otherwise the chats are rendered and tokenised (backends that report text)."""
+    if turns and all(t.prompt_ids is not None and t.reply_ids is not None for t in turns):
+        return _id_sequences(turns)
     out: list[TrainSequence] = []
     start = 0
     for t in range(len(turns)):
@@ -68,6 +73,28 @@ def turn_sequences(tokenizer: Any, turns: Sequence[Turn]) -> list[TrainSequence]
         assistant = [i for i, m in enumerate(messages) if m["role"] == "assistant"][-(t - start + 1):]
         replies = [Reply(i, turn, turns[turn].stopped) for i, turn in zip(assistant, range(start, t + 1))]
         out.append(build_chat_sequence(tokenizer, messages, replies))
+        start = t + 1
+    return out
+
+
+def _id_sequences(turns: Sequence[Turn], turn_tags: Sequence[int] | None = None) -> list[TrainSequence]:
+    """Token-in, token-out sequences: a run of turns whose prompt ids each extend the previous prompt + its sampled
+    ids is one sequence, the last prompt + its sampled ids, with exactly the sampled ids of every turn of the run
+    trained (tagged with ``turn_tags[t]``, default t)."""
+    tags = list(turn_tags) if turn_tags is not None else list(range(len(turns)))
+    out: list[TrainSequence] = []
+    start = 0
+    for t, turn in enumerate(turns):
+        nxt = turns[t + 1] if t + 1 < len(turns) else None
+        if nxt is not None and ids_continue(turn.prompt_ids, turn.reply_ids, nxt.prompt_ids):
+            continue
+        ids = [*turn.prompt_ids, *turn.reply_ids]
+        mask, turn_of = [0] * len(ids), [ANSWER_TURN] * len(ids)
+        for k in range(start, t + 1):
+            a = len(turns[k].prompt_ids)
+            for pos in range(a, a + len(turns[k].reply_ids)):
+                mask[pos], turn_of[pos] = 1, tags[k]
+        out.append(TrainSequence(ids, mask, turn_of))
         start = t + 1
     return out
 
@@ -98,7 +125,9 @@ class Rollout:
         (turn :data:`~harness_g.training.chat.ANSWER_TURN`). A reply cut at its token limit has no end-of-turn
         token in its loss mask."""
         out = turn_sequences(tokenizer, self.turns)
-        if self.answer_turn is not None:
+        if self.answer_turn is not None and self.answer_turn.prompt_ids is not None and self.answer_turn.reply_ids is not None:
+            out.extend(_id_sequences([self.answer_turn], [ANSWER_TURN]))
+        elif self.answer_turn is not None:
             a = self.answer_turn
             out.append(build_chat_sequence(tokenizer, [*a.messages, {"role": "assistant", "content": a.reply}],
                                            [Reply(len(a.messages), ANSWER_TURN, a.stopped)]))
@@ -119,14 +148,19 @@ class Generator:
         return 0.0
     context_window = None
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int):
+    def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int,
+                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext):
         self.model = model
+        # one autocast region per generate call: fp32 master weights are cast to the compute dtype once per call
+        # (autocast's weight cache), not once per decoding step
+        self.autocast = autocast
         self.tokenizer = tokenizer
         self.temperature = temperature  # rollout sampling settings (collect_rollouts reads them)
         self.top_p = top_p
         self.max_prompt_tokens = max_prompt_tokens
         self.seconds = 0.0
         self.tokens = 0
+        self.continuations = TokenContinuations(tokenizer)
 
     def _stop_ids(self) -> set[int]:
         ids = {self.tokenizer.eos_token_id}
@@ -147,8 +181,8 @@ class Generator:
             return []
         t0 = time.perf_counter()
         tok = self.tokenizer
-        enc = tok([render_chat(tok, conv) for conv in batch], return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(next(self.model.parameters()).device) for k, v in enc.items()}
+        prompts = [self.continuations.prompt(conv) for conv in batch]  # token-in: continued from the last turn's ids
+        enc = left_pad([ids for ids, _ in prompts], tok.pad_token_id, next(self.model.parameters()).device)
         was_training = self.model.training
         self.model.eval()
         sample = temperature > 0
@@ -159,20 +193,44 @@ class Generator:
             from harness_g.agent.llm.constrained import allowed_tokens_fn
 
             kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, enc["input_ids"].shape[1], tok.eos_token_id)
-        gen = self.model.generate(**enc, **kwargs)
+        with self.autocast():
+            gen = self.model.generate(**enc, **kwargs)
         if was_training:
             self.model.train()
-        new = gen[:, enc["input_ids"].shape[1] :]
-        stop_t = torch.tensor(sorted(self._stop_ids()), dtype=new.dtype, device=new.device)
-        stopped = torch.isin(new, stop_t).any(dim=1).tolist()  # finished rows hold their stop token
-        counts = (new != tok.pad_token_id).sum(dim=1).tolist()
-        self.tokens += int(sum(counts))
+        sampled = sampled_ids(gen[:, enc["input_ids"].shape[1]:].tolist(), self._stop_ids())
         seconds = time.perf_counter() - t0
         self.seconds += seconds
-        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
-        return [Generation(text=text.strip(), prompt_tokens=int(p), completion_tokens=int(c), seconds=seconds,
-                           finish_reason="stop" if s else "length")
-                for text, p, c, s in zip(tok.batch_decode(new, skip_special_tokens=True), prompt_lens, counts, stopped)]
+        out = []
+        for conv, (prompt_ids, prompt_text), (ids, stopped) in zip(batch, prompts, sampled):
+            text = tok.decode(ids, skip_special_tokens=True).strip()
+            self.tokens += len(ids)
+            self.continuations.record(conv, prompt_ids, prompt_text, ids, text, stopped)  # token-out
+            out.append(Generation(text=text, prompt_tokens=len(prompt_ids), completion_tokens=len(ids), seconds=seconds,
+                                  finish_reason="stop" if stopped else "length", prompt_ids=tuple(prompt_ids),
+                                  token_ids=tuple(ids)))
+        return out
+
+
+def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
+    """Token-id prompts -> left-padded ``input_ids`` and ``attention_mask`` [B, longest] on ``device``."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, width - len(r):] = 1
+    return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+
+
+def sampled_ids(rows: Sequence[Sequence[int]], stop_ids: set[int]) -> list[tuple[list[int], bool]]:
+    """Per generated row (what ``generate`` appended, padded after a finished row): (the ids the policy sampled, up
+    to and including its first stop token; whether it stopped). A row without a stop token was cut at its limit."""
+    out = []
+    for row in rows:
+        end = next((k for k, t in enumerate(row) if t in stop_ids), None)
+        out.append((list(row[: end + 1]), True) if end is not None else (list(row), False))
+    return out
 
 
 def _observation_tokens(generator: Any, texts: Sequence[str]) -> list[int]:

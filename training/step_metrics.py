@@ -86,3 +86,28 @@ def time_metrics(times: StepTimes, rollout_stats: dict[str, float]) -> dict[str,
             **{k: rollout_stats[k] for k in ("observation_tokens_max", "observations_over_budget") if k in rollout_stats},
             "time_snc_s": times.snc, "time_update_s": times.update, "time_sync_s": times.sync, "time_total_s": times.total,
             "snc_share": times.snc / times.total if times.total else 0.0}
+
+
+class PhaseClock:
+    """Seconds per named phase of the update: :meth:`lap` charges the time since the previous lap to a phase. On
+    CUDA it synchronises first, so a phase is charged for the kernels it queued, not the next phase (a few
+    synchronisations per step)."""
+
+    def __init__(self, device: torch.device):
+        import time
+
+        self._now = time.perf_counter
+        self._cuda = device.type == "cuda"
+        self._last = self._now()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        if self._cuda:
+            torch.cuda.synchronize()
+        now = self._now()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last
+        self._last = now
+
+    def metrics(self, prefix: str) -> dict[str, float]:
+        """``{prefix}{phase}_s`` for every phase lapped."""
+        return {f"{prefix}{k}_s": v for k, v in self.seconds.items()}

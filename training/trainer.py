@@ -26,19 +26,23 @@ from harness_g.agent.config import EnvConfig
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 from harness_g.training.advantages import compute_advantages, zero_advantage_stats
-from harness_g.training.batch import build_batch, kept_rollouts, zero_advantage_groups
+from harness_g.training.batch import build_batch, kept_rollouts, micro_batch, rows_index, zero_advantage_groups
 from harness_g.training.chat import tail_logprobs
-from harness_g.training.checkpoint import DataOrder, RunState, export_policy, policy_settings, read_run_state, write_run_state
+from harness_g.training.checkpoint import DataOrder, RunState, export_policy, finish_checkpoint, policy_settings
 from harness_g.training.collectives import concat_over_ranks, max_over_ranks, mean_over_ranks, sum_over_ranks
 from harness_g.training.config import TrainConfig
 from harness_g.training.context_budget import longest_reply, prompt_budget
 from harness_g.training.credit import GROUP_SCHEMES, compute_credit, igpo_advantages, information_gains
+from harness_g.training.data import HELDOUT_IDS
 from harness_g.training.generator_protocol import RolloutGenerator
 from harness_g.training.losses import policy_loss
+from harness_g.training.resume import check_resume, truncate_logs
 from harness_g.training.rollout import Rollout, collect_rollouts
 from harness_g.training.snc_scoring import score_beliefs, score_rollouts
 from harness_g.training import step_metrics as sm
-from harness_g.training.update_plan import MiniBatch, micro_batch_counts, micro_slices, mini_batch_rows, question_starts, update_count
+from harness_g.training.precision import UpdateProbe, make_accelerator
+from harness_g.training.update_plan import (MiniBatch, MicroBatch, micro_batches, mini_batch_rows, pad_to_count, padded_tokens,
+                                            pass_weights, question_starts, update_count)
 
 #: the per-update loss statistics :meth:`Trainer._update` averages (attributes of ``policy_loss``'s result)
 LOSS_KEYS = ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")
@@ -72,7 +76,6 @@ class Trainer:
     a ``RUN_DIR/checkpoints/<tag>`` directory to continue from exactly."""
 
     def __init__(self, config: TrainConfig, output_dir: str | Path, *, resume: str | Path | None = None, progress: bool = True):
-        from accelerate import Accelerator
         from accelerate.utils import set_seed
 
         self.config = config
@@ -81,10 +84,14 @@ class Trainer:
             raise ConfigError(f"{self.out} already holds a training run; pass --resume CHECKPOINT or choose a new --out")
         self.out.mkdir(parents=True, exist_ok=True)
         self.progress = progress
-        self.accelerator = Accelerator()
+        self.accelerator = make_accelerator(config.model.compute_dtype)
         _check_backend(self.accelerator, config)
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
+        self.resume_from = Path(resume) if resume else None
+        # settings, files (manifest) and step count are checked before anything loads (training/resume.py)
+        self.resume_state = check_resume(self.resume_from, config, processes=self.accelerator.num_processes) \
+            if self.resume_from else None
         set_seed(config.seed, device_specific=True)  # rank r samples with seed + r (identical when single-process)
         model = self._prepare_model()
         r = config.rollout
@@ -94,24 +101,26 @@ class Trainer:
         self.step = 0
         self.skipped_batches = 0
         self.order: DataOrder | None = None
-        self.resume_from = Path(resume) if resume else None
 
     def _prepare_model(self) -> torch.nn.Module:
         """Load tokenizer, policy and its frozen reference; prepare model, AdamW and the warm-up schedule with
         Accelerate. Returns the policy as loaded (unwrapped)."""
-        from harness_g.training.modeling import Reference, load_policy, load_tokenizer
+        from harness_g.training.modeling import Reference, load_policy, load_tokenizer, torch_dtype
 
         config = self.config
         self.tokenizer = load_tokenizer(config.model)
-        model = load_policy(config.model, self.tokenizer, config.seed)
-        self.reference = Reference(model, config.model.lora)
+        model = load_policy(config.model, self.tokenizer, config.seed)  # trainable weights in fp32 (master weights)
+        self.reference = Reference(model, config.model.lora, torch_dtype(config.model.compute_dtype))
         params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+        # the fused CUDA kernel: one launch for every tensor (same maths as the default foreach implementation)
+        fused = {"fused": True} if self.accelerator.device.type == "cuda" else {}
+        optimizer = torch.optim.AdamW(params, lr=config.optim.lr, weight_decay=config.optim.weight_decay, **fused)
         warm = max(config.optim.warmup_steps, 0)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
         self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
         if self.reference.model is not None:  # the frozen copy (KL reference, SNC answerer) lives beside the policy
             self.reference.model.to(self.accelerator.device)
+        self.probe = UpdateProbe(self.accelerator.unwrap_model(self.model).parameters())
         return model
 
     # -- checkpoints ----------------------------------------------------------------------
@@ -120,9 +129,11 @@ class Trainer:
         checkpoint, in ``RUN_DIR/checkpoint-N`` (:mod:`harness_g.agent.llm.checkpoint`)."""
         path = self.out / "checkpoints" / (tag or f"step-{self.step:06d}")
         self.accelerator.save_state(str(path))
+        self.accelerator.wait_for_everyone()  # every process's RNG state is written before the manifest lists it
         assert self.order is not None
         if self.accelerator.is_main_process:
-            write_run_state(path, RunState(self.step, *self.order.position, skipped_batches=self.skipped_batches))
+            finish_checkpoint(path, RunState(self.step, *self.order.position, skipped_batches=self.skipped_batches),
+                              self.config, processes=self.accelerator.num_processes)
             self.export_policy()
         self.accelerator.wait_for_everyone()
         return path
@@ -140,20 +151,23 @@ class Trainer:
                              save_base=bool(m.lora and m.name == "tiny-random"))
 
     def _restore(self, path: Path) -> None:
-        state = read_run_state(path)  # checked before Accelerate reads anything
+        state = self.resume_state  # verified in __init__, before Accelerate reads anything
+        assert state is not None
         self.accelerator.load_state(str(path))
         self.step, self.skipped_batches = state.step, state.skipped_batches
         assert self.order is not None
         self.order.epoch, self.order.index = state.epoch, state.index
 
     # -- parts ------------------------------------------------------------------------------
-    def _logprobs(self, forward: Any, batch: dict[str, torch.Tensor], mb: int, start: int = 0) -> torch.Tensor:
-        """No-grad token log-probs [n − start, L] of rows start.. of the batch, mb rows per forward."""
-        outs = []
-        with torch.no_grad():
-            for s in range(start, batch["input_ids"].shape[0], mb):
-                outs.append(tail_logprobs(forward, batch, slice(s, s + mb)))
-        return torch.cat(outs)
+    def _logprobs(self, forward: Any, batch: dict[str, torch.Tensor], passes: list[MicroBatch], out: torch.Tensor) -> None:
+        """No-grad token log-probs of the rows of ``passes`` (one forward per micro-batch, each trimmed to its
+        longest row) written into ``out`` [N, L]. One autocast region for all passes, so each weight is cast to the
+        compute dtype once, not once per pass."""
+        with torch.no_grad(), self.accelerator.autocast():
+            for rows in passes:
+                if rows:
+                    sub, width = micro_batch(batch, rows)
+                    out[rows_index(rows, out), :width] = tail_logprobs(forward, sub)
 
     def _make_generator(self, policy: torch.nn.Module) -> RolloutGenerator:
         """The ``rollout.generator`` registered in ``training/generators.py`` (transformers: sample with the policy
@@ -164,7 +178,7 @@ class Trainer:
         request = GeneratorRequest(policy=policy, tokenizer=self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                                    max_prompt_tokens=self.prompt_budget, max_new_tokens=longest_reply(r),
                                    seed=self.config.seed, workdir=self.out, engine=r.vllm,
-                                   num_processes=self.accelerator.num_processes)
+                                   num_processes=self.accelerator.num_processes, autocast=self.accelerator.autocast)
         return GENERATORS.get(r.generator)(request)
 
     def _answerer_model(self) -> tuple[Any, Any]:
@@ -177,20 +191,22 @@ class Trainer:
         from harness_g.training.config import ModelConfig
         from harness_g.training.modeling import load_policy, load_tokenizer
 
-        spec = ModelConfig(name=name, dtype=self.config.model.dtype, tiny_hidden=self.config.model.tiny_hidden,
+        spec = ModelConfig(name=name, compute_dtype=self.config.model.compute_dtype, tiny_hidden=self.config.model.tiny_hidden,
                            tiny_layers=self.config.model.tiny_layers)
         tokenizer = load_tokenizer(spec)
-        model = load_policy(spec, tokenizer, self.config.seed).to(self.accelerator.device).eval().requires_grad_(False)
+        model = load_policy(spec, tokenizer, self.config.seed, trainable=False)
+        model = model.to(self.accelerator.device).eval().requires_grad_(False)
         return model, tokenizer  # FrozenAnswerer scores under no_grad and finds the device from the module
 
     # -- main loop ------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run ``optim.steps`` steps (from the resumed step), evaluating before and after; returns ``steps``,
-        ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches`` and, when TensorBoard is on,
+        ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches``, ``heldout_ids`` (the file
+        ``harness-g eval --question-ids`` reads: the run's held-out questions) and, when TensorBoard is on,
         ``tensorboard`` (the command that shows the curves)."""
         from harness_g.agent.session import open_view
         from harness_g.training.answerer import FrozenAnswerer
-        from harness_g.training.data import require_graph, split_questions
+        from harness_g.training.data import check_split, require_graph, split_questions, split_record, write_split
         from harness_g.training.logger import MetricsLogger
         from harness_g.training.rollout import scorer_user_text
 
@@ -201,10 +217,19 @@ class Trainer:
         unwrapped = self.accelerator.unwrap_model(self.model)
         generator = self._make_generator(unwrapped)
         answerer = FrozenAnswerer(*self._answerer_model(), scorer_user_text, max_aliases=cfg.credit.max_aliases)
+        resumed_at = self.resume_state.step if self.resume_state is not None else None
+        if resumed_at is not None and self.accelerator.is_main_process:
+            truncate_logs(self.out, resumed_at)  # a killed run's rows after the checkpoint: one row per step
         logger = MetricsLogger(self.out, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb, config=cfg.to_dict(),
-                               enabled=self.accelerator.is_main_process)
+                               enabled=self.accelerator.is_main_process,
+                               purge_step=resumed_at + 1 if resumed_at is not None else None)
         with open_view(cfg.data.graph_dir, cfg.data.store) as view:
             train_q, eval_q = split_questions(cfg, view)
+            split = split_record(cfg, train_q, eval_q)
+            if self.resume_from is not None:
+                check_split(self.out, split)  # every rank, before any collective: all refuse together
+            if self.accelerator.is_main_process:
+                write_split(self.out, split)  # RUN_DIR/split.json, RUN_DIR/heldout_ids.txt
             self.order = DataOrder(len(train_q), cfg.seed)
             if self.resume_from is not None:
                 self._restore(self.resume_from)
@@ -219,7 +244,7 @@ class Trainer:
             tb_dir = logger.tensorboard_dir
             logger.close()
         out = {"steps": self.step, "final_checkpoint": str(final), "last": history[-1] if history else {},
-               "skipped_batches": self.skipped_batches}
+               "skipped_batches": self.skipped_batches, "heldout_ids": str(self.out / HELDOUT_IDS)}
         if tb_dir is not None:
             out["tensorboard"] = f"tensorboard --logdir {tb_dir}"
         return out
@@ -310,8 +335,9 @@ class Trainer:
             belief = PolicyBelief(self.accelerator.unwrap_model(self.model), self.tokenizer, scorer_user_text,
                                   max_aliases=cfg.max_aliases)
             beliefs, _ = score_beliefs(view, belief, rollouts)
-            turn_adv = igpo_advantages(beliefs, [r.reward for r in rollouts], [r.group for r in rollouts], gamma=cfg.gamma)
-            return [information_gains(b) for b in beliefs], turn_adv
+            turn_adv = igpo_advantages(beliefs, [r.reward for r in rollouts], [r.group for r in rollouts], gamma=cfg.gamma,
+                                       gain=cfg.igpo_gain)
+            return [information_gains(b, cfg.igpo_gain) for b in beliefs], turn_adv
         if cfg.scheme != "outcome" and cfg.lam != 0.0:
             gains, _ = score_rollouts(view, answerer, rollouts, frontier_size=cfg.frontier_size, eps=cfg.dead_zone)
             return [[c.total for c in compute_credit(cfg.scheme, g, cfg.gamma)] for g in gains], None
@@ -325,105 +351,133 @@ class Trainer:
         return kept_rollouts(rollouts, zero_advantage_groups([r.reward for r in rollouts], [r.group for r in rollouts], turn_adv))
 
     # -- the update -----------------------------------------------------------------------
-    def _plan(self, questions: list[int]) -> list[MiniBatch]:
-        """Mini-batches (one optimiser update each) as lists of micro-batch row slices; ``questions``: the question
-        id of every row (a question's rows contiguous, as :func:`~harness_g.training.batch.build_batch` lays them
-        out). See :mod:`harness_g.training.update_plan`.
+    def _plan(self, questions: list[int], lengths: list[int]) -> list[MiniBatch]:
+        """Mini-batches (one optimiser update each) as lists of micro-batches of row indices; ``questions``: the
+        question id of every row (a question's rows contiguous, as :func:`~harness_g.training.batch.build_batch` lays
+        them out), ``lengths``: every row's real tokens. See :mod:`harness_g.training.update_plan`.
 
         A mini-batch is all the sequences of ``optim.mini_batch_questions`` questions, counted over all processes:
-        the paper's batch size / mini-batch 128 / 32 (harness-g.tex l.953) give ceil(128 / 32) = 4 updates per step.
-        Every rank cuts its own questions into that many near-even groups of whole questions. DDP forwards and
-        backwards are collective, so the update count comes from the global question count and micro-batch counts
-        are the max over ranks; a rank with fewer rows gets empty slices, run as zero-weight passes."""
+        the paper's batch size / mini-batch 128 / 32 (Harness-G appendix "Implementation Details") give
+        ceil(128 / 32) = 4 updates per step. Every rank cuts its own questions into that many near-even groups of
+        whole questions, then each group into length-sorted passes (``optim.micro_batch_sequences``,
+        ``optim.micro_batch_tokens``). DDP forwards and backwards are collective, so the update count comes from the
+        global question count and every rank runs the most passes any rank needs (a rank with fewer gets empty
+        passes, run at zero weight)."""
         cfg = self.config.optim
         starts = question_starts(questions)
         updates = update_count(sum_over_ranks(self.accelerator, len(starts)), cfg.mini_batch_questions)
-        chunks = mini_batch_rows(starts, len(questions), updates)
-        return micro_slices(chunks, max_over_ranks(self.accelerator, micro_batch_counts(chunks, cfg.micro_batch_sequences)))
+        plan = [micro_batches(range(a, b), lengths, cfg.micro_batch_sequences, cfg.micro_batch_tokens)
+                for a, b in mini_batch_rows(starts, len(questions), updates)]
+        return pad_to_count(plan, max_over_ranks(self.accelerator, [len(mb) for mb in plan]))
 
     def _update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """Clipped-surrogate updates over one batch (keys and [N, L] shapes: :mod:`harness_g.training.batch`; an
         optional ``question`` [N] maps rows to questions, else each row is its own question). ``ppo_epochs`` passes
-        over :meth:`_plan`'s mini-batches, one optimiser step each. Returns the mean of each of :data:`LOSS_KEYS`
-        and ``grad_norm`` over the steps taken, ``skipped_batches`` (run total) and ``optimizer_steps``."""
+        over :meth:`_plan`'s mini-batches, one optimiser step each. Returns the mean of each of :data:`LOSS_KEYS`,
+        ``grad_norm`` and ``param_update_frac`` over the steps taken, ``skipped_batches`` (run total),
+        ``optimizer_steps``, ``pad_ratio`` (positions the training passes compute / real tokens in them) and the
+        update's seconds by phase (``time_update_{ref,old,train,optim}_s``)."""
         cfg = self.config.optim
         n = batch["input_ids"].shape[0]
         questions = batch["question"].tolist() if "question" in batch else list(range(n))
         if len(questions) != n:
             raise ValueError(f"batch['question'] has {len(questions)} entries for {n} rows")
-        plan = self._plan(questions)
-        micro = max((s.stop - s.start for mb in plan for s in mb), default=1) or 1
-        old, have_old = self._old_logprobs(batch, plan, micro)
-        ref = self._logprobs(self.reference, batch, micro) if cfg.kl_coef else None
-        stats: dict[str, list[float]] = {k: [] for k in (*LOSS_KEYS, "grad_norm")}
+        lengths = batch["attention_mask"].sum(dim=1).tolist()
+        plan = self._plan(questions, lengths)
+        padded, real = padded_tokens(plan, lengths)
+        clock = sm.PhaseClock(self.accelerator.device)
+        old, have_old = self._old_logprobs(batch, plan)
+        clock.lap("old")
+        ref = None
+        if cfg.kl_coef:
+            ref = torch.zeros_like(batch["loss_mask"])
+            self._logprobs(self.reference, batch, [mb for mini in plan for mb in mini], ref)
+        clock.lap("ref")
+        stats: dict[str, list[float]] = {k: [] for k in (*LOSS_KEYS, "grad_norm", "param_update_frac")}
         self.model.train()
         for _ in range(cfg.ppo_epochs):
-            for slices in plan:
-                acc = self._accumulate(batch, slices, old, have_old, ref)
-                norm = self._optimizer_step()
-                if norm is None:
+            for passes in plan:
+                acc = self._accumulate(batch, passes, old, have_old, ref)
+                clock.lap("train")
+                step = self._optimizer_step()
+                clock.lap("optim")
+                if step is None:
                     continue
                 for k, v in acc.items():
                     stats[k].append(v)
-                stats["grad_norm"].append(norm)
+                stats["grad_norm"].append(step[0])
+                stats["param_update_frac"].append(step[1])
 
         def avg(xs: list[float]) -> float:
             return sum(xs) / len(xs) if xs else float("nan")
 
         return {**{k: avg(v) for k, v in stats.items()}, "skipped_batches": float(self.skipped_batches),
-                "optimizer_steps": float(len(stats["loss"]))}
+                "optimizer_steps": float(len(stats["loss"])), "pad_ratio": padded / real if real else float("nan"),
+                **clock.metrics("time_update_")}
 
-    def _old_logprobs(self, batch: dict[str, torch.Tensor], plan: list[MiniBatch], micro: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _old_logprobs(self, batch: dict[str, torch.Tensor], plan: list[MiniBatch]) -> tuple[torch.Tensor, torch.Tensor]:
         """(π_old log-probs [N, L], have_old [N] bool). π_old is only needed where the weights have already moved:
         with one PPO epoch, the first mini-batch's rows take it from their own (detached) forward in
         :meth:`_accumulate` (exact on-policy, a pass saved); every later row is scored now, before the first step."""
-        n = batch["input_ids"].shape[0]
-        start = plan[0][-1].stop if self.config.optim.ppo_epochs == 1 else 0
         old = torch.zeros_like(batch["loss_mask"])
-        if start < n:
-            old[start:] = self._logprobs(self.accelerator.unwrap_model(self.model), batch, micro, start=start)
-        return old, torch.arange(n) >= start
+        have_old = torch.zeros(batch["input_ids"].shape[0], dtype=torch.bool)
+        later = plan[1:] if self.config.optim.ppo_epochs == 1 else plan
+        passes = [mb for mini in later for mb in mini if mb]
+        if passes:
+            self._logprobs(self.accelerator.unwrap_model(self.model), batch, passes, old)
+            have_old[[i for mb in passes for i in mb]] = True
+        return old, have_old
 
-    def _accumulate(self, batch: dict[str, torch.Tensor], slices: MiniBatch, old: torch.Tensor, have_old: torch.Tensor,
+    def _accumulate(self, batch: dict[str, torch.Tensor], passes: MiniBatch, old: torch.Tensor, have_old: torch.Tensor,
                     ref: torch.Tensor | None) -> dict[str, float]:
-        """Forward + backward of one mini-batch's micro-batches, each weighted by its share of the mini-batch's policy
-        tokens (so the step is a token mean over the mini-batch). Fills ``old``/``have_old`` in place for rows
-        without π_old. Returns the token-weighted :data:`LOSS_KEYS`."""
+        """Forward + backward of one mini-batch's micro-batches (each trimmed to its longest row), each weighted by
+        its share of the mini-batch's policy tokens over all processes (:func:`pass_weights`: the step is a token mean
+        over the whole mini-batch, DAPO's token-level loss and verl's token-mean). Fills ``old``/``have_old`` in place
+        for rows without π_old. Returns the token-weighted :data:`LOSS_KEYS` (the loop's mean over ranks of them is
+        the update's token mean)."""
         cfg = self.config.optim
-        tokens = float(sum(batch["loss_mask"][sl].sum() for sl in slices)) or 1.0
+        mask = batch["loss_mask"]
+        counts = [int(mask[rows_index(rows, mask)].sum()) if rows else 0 for rows in passes]
+        weights = pass_weights(counts, sum_over_ranks(self.accelerator, sum(counts)), self.accelerator.num_processes)
         acc = dict.fromkeys(LOSS_KEYS, 0.0)
-        for j, sl in enumerate(slices):
-            empty = sl.stop <= sl.start
-            rows = slice(0, 1) if empty else sl  # an empty slice still joins the collective, at weight 0
+        for j, rows in enumerate(passes):
+            empty = not rows
+            rows = rows or [0]  # an empty pass still joins the collective, at weight 0
+            idx = rows_index(rows, mask)
+            sub, width = micro_batch(batch, rows)
             # DDP: all-reduce gradients once per optimiser step, not once per micro-batch
-            sync = contextlib.nullcontext() if j == len(slices) - 1 else self.accelerator.no_sync(self.model)
+            sync = contextlib.nullcontext() if j == len(passes) - 1 else self.accelerator.no_sync(self.model)
             with sync:
-                logp = tail_logprobs(self.model, batch, rows)
+                logp = tail_logprobs(self.model, sub)
                 if not empty and not bool(have_old[rows].all()):  # exact on-policy: π_old = π_θ before this step
-                    old[rows] = logp.detach()
+                    old[idx, :width] = logp.detach()
                     have_old[rows] = True
-                out = policy_loss(logp, old[rows], batch["advantages"][rows], batch["loss_mask"][rows],
-                                  ref_logp=ref[rows] if ref is not None else None, clip_eps=cfg.clip_eps,
+                out = policy_loss(logp, old[idx, :width], batch["advantages"][idx, :width], sub["loss_mask"],
+                                  ref_logp=ref[idx, :width] if ref is not None else None, clip_eps=cfg.clip_eps,
                                   clip_eps_high=cfg.clip_eps_high, dual_clip=cfg.dual_clip, kl_coef=cfg.kl_coef)
-                share = 0.0 if empty else float(batch["loss_mask"][rows].sum()) / tokens
+                share = 0.0 if empty else weights[j]
                 self.accelerator.backward(out.loss * share)
             for k in acc:
                 acc[k] += float(getattr(out, k).detach()) * share
         return acc
 
-    def _optimizer_step(self) -> float | None:
-        """Clip the gradient norm and step optimiser and scheduler; a non-finite norm (global, so every rank agrees)
-        rejects the batch before the optimiser sees it: counted in ``skipped_batches``, returns None."""
+    def _optimizer_step(self) -> tuple[float, float] | None:
+        """Clip the gradient norm and step optimiser and scheduler; returns (gradient norm, fraction of the sampled
+        trainable elements the step changed: :class:`~harness_g.training.precision.UpdateProbe`). A non-finite norm
+        (global, so every rank agrees) rejects the batch before the optimiser sees it: counted in
+        ``skipped_batches``, returns None."""
         norm = self.accelerator.clip_grad_norm_(self.model.parameters(), self.config.optim.max_grad_norm)
         norm_f = float(norm) if norm is not None else 0.0
         if not math.isfinite(norm_f):
             self.skipped_batches += 1
             self.optimizer.zero_grad(set_to_none=True)
             return None
+        self.probe.before()
         self.optimizer.step()
+        frac = self.probe.after()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return norm_f
+        return norm_f, frac
 
     # -- evaluation -----------------------------------------------------------------------
     def eval_policy(self) -> Any:

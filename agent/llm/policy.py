@@ -223,7 +223,8 @@ class LLMPolicy(Policy):
         gens = self.backend.generate(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                      top_p=self.top_p, seed=seed, stop=self.stop, **extra)
         for i, chat, gen in zip(live, chats, gens):
-            chat.context.reply(gen.text, stopped=gen.finish_reason != "length")
+            chat.context.reply(gen.text, stopped=gen.finish_reason != "length", prompt_ids=gen.prompt_ids,
+                               reply_ids=gen.token_ids)
             s = chat.stats
             s.act_calls += 1
             s.prompt_tokens += gen.prompt_tokens
@@ -260,7 +261,8 @@ class LLMPolicy(Policy):
             s.answer_completion_tokens += gen.completion_tokens
             s.answer_seconds += gen.seconds / len(observations)
             s.answer_truncated = gen.finish_reason == "length"
-            chat.answer = Turn(conv, gen.text, stopped=gen.finish_reason != "length")
+            chat.answer = Turn(conv, gen.text, stopped=gen.finish_reason != "length", prompt_ids=gen.prompt_ids,
+                               reply_ids=gen.token_ids)
             s.failures += gen.finish_reason == "error"
             self._answered.append(key)
             answers.append(clean_answer(gen.text))

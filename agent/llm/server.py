@@ -1,7 +1,11 @@
 """A minimal OpenAI-compatible server over any :class:`ChatBackend` (``/v1/chat/completions``, ``/v1/models``).
 
 For tests and local use, not production: requests are served by threads, generation is serialized
-by the backend. No streaming, ``n`` must be 1.
+by the backend. No streaming, ``n`` must be 1. It listens on 127.0.0.1 unless told otherwise, sends
+no CORS headers (a web page cannot call it), and refuses what it cannot serve with a status code
+(:class:`ServerLimits`): 413 for a body over ``max_body_bytes``, 503 + ``Retry-After`` when
+``max_pending`` requests already wait, 400 naming the field for a bad parameter
+(:mod:`.server_request`).
 
     python -m harness_g.agent.llm.server --model smollm2 --port 8011
     harness-g ... --policy openai  (base_url=http://127.0.0.1:8011/v1, model=smollm2)
@@ -14,35 +18,113 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from harness_g.agent.llm.backends import BackendError, ChatBackend, InvalidRequest
+from harness_g.agent.llm.server_request import DEFAULT_MAX_TOKENS, RequestFieldError, parse_chat_request
 from harness_g.errors import HarnessError
 
-DEFAULT_MAX_TOKENS = 256
+__all__ = ["DEFAULT_MAX_TOKENS", "ServerLimits", "base_url", "main", "serve"]
+
+DRAIN_SECONDS = 10.0  # how long a refused request's unread body is read and discarded before closing
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What the server accepts. Everything beyond a limit gets an HTTP status, never a reset connection."""
+
+    max_body_bytes: int = 4 * 2**20  # a request body larger than this (bytes) is answered 413
+    max_pending: int = 64  # chat requests generating or waiting to; one more is answered 503 + Retry-After
+    backlog: int = 1024  # listen() backlog: connections the kernel queues before accept (capped by somaxconn)
+    max_tokens: int = 4096  # the largest max_tokens / max_completion_tokens a request may ask for
+    timeout_s: float = 60.0  # a client silent this long while sending its request is disconnected
+    retry_after_s: int = 1  # the Retry-After (seconds) sent with 503
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_pending", "backlog", "max_tokens", "retry_after_s"):
+            if int(getattr(self, name)) < 1:
+                raise HarnessError(f"server limit {name} must be >= 1 (got {getattr(self, name)})")
+        if not self.timeout_s > 0:
+            raise HarnessError(f"server limit timeout_s must be > 0 (got {self.timeout_s})")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limits: ServerLimits):
+        self.request_queue_size = limits.backlog  # read by server_activate's listen()
+        super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # the client went away or stalled: nothing to report, keep serving
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "harness-g-llm/0.1"
     backend: ChatBackend
     model_name: str
+    limits: ServerLimits
+    slots: threading.BoundedSemaphore  # one per pending chat request (ServerLimits.max_pending)
     quiet: bool = True
 
     def log_message(self, fmt: str, *args: Any) -> None:  # noqa: D401 - http.server hook
         if not self.quiet:
             sys.stderr.write("%s - %s\n" % (self.address_string(), fmt % args))
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
 
-    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        self._send(status, {"error": {"message": message, "type": kind}})
+    def _error(self, status: int, message: str, kind: str = "invalid_request_error",
+               headers: dict[str, str] | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": kind}}, headers)
+
+    def _refuse(self, status: int, message: str, unread: int | None) -> None:
+        """Answer ``status`` and close; first read and discard up to ``unread`` body bytes (None: whatever
+        arrives), so a client still sending its body reads the answer instead of a reset connection."""
+        self._error(status, message, headers={"Connection": "close"})
+        self.wfile.flush()
+        self.close_connection = True
+        deadline = time.monotonic() + DRAIN_SECONDS
+        left = unread if unread is not None else 1 << 62
+        try:
+            self.connection.settimeout(1.0)
+            while left > 0 and time.monotonic() < deadline:
+                chunk = self.rfile.read1(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass  # timed out or gone: the answer was sent
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None once the request was refused (411/400/413)."""
+        if self.headers.get("Transfer-Encoding"):
+            self._refuse(411, "send the body with a Content-Length header (no Transfer-Encoding)", None)
+            return None
+        raw = self.headers.get("Content-Length")
+        try:
+            length = int(raw) if raw is not None else -1
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._refuse(411 if raw is None else 400, f"bad or missing Content-Length: {raw!r}", None)
+            return None
+        if length > self.limits.max_body_bytes:
+            self._refuse(413, f"request body of {length} bytes is over this server's limit of "
+                              f"{self.limits.max_body_bytes} bytes (--max-body-bytes)", length)
+            return None
+        return self.rfile.read(length)
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path.rstrip("/") in ("/v1/models", "/models"):
@@ -54,43 +136,38 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route GET {self.path}")
 
     def do_POST(self) -> None:  # noqa: N802
+        body = self._read_body()
+        if body is None:
+            return
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._error(404, f"no route POST {self.path}")
             return
+        if not self.slots.acquire(blocking=False):
+            self._error(503, f"server busy: {self.limits.max_pending} requests are already pending; retry later",
+                        "server_busy", headers={"Retry-After": str(self.limits.retry_after_s)})
+            return
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            req = json.loads(self.rfile.read(length).decode("utf-8"))
-            if not isinstance(req, dict):
-                raise ValueError("body must be a JSON object")
+            self._complete(body)
+        finally:
+            self.slots.release()
+
+    def _complete(self, body: bytes) -> None:
+        try:
+            req = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             self._error(400, f"invalid JSON body: {exc}")
             return
-        messages = req.get("messages")
-        if not isinstance(messages, list) or not messages or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-                for m in messages):
-            self._error(400, "messages must be a non-empty list of {role, content} objects with string content")
+        except RecursionError:
+            self._error(400, "invalid JSON body: nested too deeply")
             return
-        if req.get("stream"):
-            self._error(400, "stream=true is not supported by this server")
-            return
-        if int(req.get("n") or 1) != 1:
-            self._error(400, "only n=1 is supported")
-            return
-        stop = req.get("stop")
-        stop = [stop] if isinstance(stop, str) else list(stop) if stop else None
         try:
-            max_tokens = int(req.get("max_completion_tokens") or req.get("max_tokens") or DEFAULT_MAX_TOKENS)
-            temperature = float(req["temperature"]) if req.get("temperature") is not None else 1.0
-            top_p = float(req["top_p"]) if req.get("top_p") is not None else 1.0
-            seed = int(req["seed"]) if req.get("seed") is not None else None
-        except (TypeError, ValueError) as exc:
-            self._error(400, f"bad sampling parameter: {exc}")
+            chat = parse_chat_request(req, max_tokens_limit=self.limits.max_tokens)
+        except RequestFieldError as exc:
+            self._error(400, str(exc))
             return
-        conv = [{"role": m["role"], "content": m["content"]} for m in messages]
         try:
-            gen = self.backend.generate([conv], max_new_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                                        seed=seed, stop=stop)[0]
+            gen = self.backend.generate([chat.messages], max_new_tokens=chat.max_tokens, temperature=chat.temperature,
+                                        top_p=chat.top_p, seed=chat.seed, stop=chat.stop)[0]
         except InvalidRequest as exc:
             self._error(400, str(exc))
             return
@@ -102,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, {
             "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion", "created": int(time.time()),
-            "model": req.get("model") or self.model_name,
+            "model": chat.model or self.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
                          "finish_reason": gen.finish_reason if gen.finish_reason in ("stop", "length") else "stop"}],
             "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
@@ -111,13 +188,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(backend: ChatBackend, host: str = "127.0.0.1", port: int = 0, *, model_name: str | None = None,
-          quiet: bool = True) -> tuple[ThreadingHTTPServer, threading.Thread]:
+          quiet: bool = True, limits: ServerLimits | None = None) -> tuple[ThreadingHTTPServer, threading.Thread]:
     """Start serving in a daemon thread; returns ``(server, thread)``. ``server.server_address[1]`` is
     the port (``port=0`` picks a free one). Stop with ``server.shutdown(); server.server_close()``."""
-    handler = type("Handler", (_Handler,), {"backend": backend, "quiet": quiet,
-                                            "model_name": model_name or getattr(backend, "name", "model")})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    limits = limits or ServerLimits()
+    handler = type("Handler", (_Handler,), {
+        "backend": backend, "quiet": quiet, "model_name": model_name or getattr(backend, "name", "model"),
+        "limits": limits, "slots": threading.BoundedSemaphore(limits.max_pending), "timeout": limits.timeout_s})
+    server = _Server((host, port), handler, limits)
     thread = threading.Thread(target=server.serve_forever, name="harness-g-llm-server", daemon=True)
     thread.start()
     return server, thread
@@ -136,18 +214,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32", choices=["auto", "float32", "float16", "bfloat16"])
     p.add_argument("--num-threads", type=int, help="torch threads for generation (default: torch's; 1 is best on a busy CPU)")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: loopback only; the server has no authentication)")
     p.add_argument("--port", type=int, default=8011)
     p.add_argument("--served-model-name", help="name reported by /v1/models (default: --model)")
     p.add_argument("--verbose", action="store_true", help="log every request")
+    defaults = ServerLimits()
+    p.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes,
+                   help="larger request bodies are answered 413 (default: %(default)s)")
+    p.add_argument("--max-pending", type=int, default=defaults.max_pending,
+                   help="chat requests generating or waiting; more are answered 503 + Retry-After (default: %(default)s)")
+    p.add_argument("--backlog", type=int, default=defaults.backlog,
+                   help="listen backlog, connections queued before accept (default: %(default)s)")
+    p.add_argument("--max-tokens-limit", type=int, default=defaults.max_tokens,
+                   help="the largest max_tokens a request may ask for (default: %(default)s)")
     args = p.parse_args(argv)
     try:
         from harness_g.agent.llm.transformers_backend import TransformersBackend
 
+        limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_pending=args.max_pending,
+                              backlog=args.backlog, max_tokens=args.max_tokens_limit)
+
         backend = TransformersBackend(args.model, gguf_file=args.gguf_file, device=args.device, dtype=args.dtype,
                                      num_threads=args.num_threads)
         server, thread = serve(backend, args.host, args.port, model_name=args.served_model_name or args.model,
-                               quiet=not args.verbose)
+                               quiet=not args.verbose, limits=limits)
     except (HarnessError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -38,6 +38,19 @@ from harness_g.graph.types import QAItem
 
 #: the one-line error where no gold labels can reach the policy (``harness-g ask``)
 NEEDS_GOLD = "the oracle policy needs gold evidence labels: use `harness-g eval`"
+
+
+def require_gold(questions: Iterable[QAItem]) -> None:
+    """ConfigError unless every question carries gold evidence labels (sentence or paragraph ids): the oracle plans
+    from them, so a question without any could only be recorded as an error (``harness-g eval`` checks first)."""
+    items = list(questions)
+    bare = [q.id for q in items if not (q.gold_sentence_ids or q.gold_paragraph_ids)]
+    if bare:
+        raise ConfigError(f"the oracle policy needs gold evidence labels, and {len(bare)} of the {len(items)} questions "
+                          f"have none (e.g. {bare[0]!r}); use questions with gold evidence (hotpotqa, 2wiki, musique, "
+                          "nq, popqa) or another --policy")
+
+
 #: subset goals one turn tries at most when the full goal has no plan
 MAX_SUBSET_GOALS = 8
 #: a planning state: (C_t in commit order, U_t, V_t, turns used)

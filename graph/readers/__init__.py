@@ -32,6 +32,7 @@ from harness_g.graph.readers.chunking import (
 )
 from harness_g.graph.readers.common import iter_json_array, iter_jsonl, require_file
 from harness_g.graph.readers.corpus import read_folder, read_jsonl_corpus
+from harness_g.graph.readers.flashrag import read_flashrag
 from harness_g.graph.readers.multihop import read_2wiki, read_hotpotqa
 from harness_g.graph.readers.musique import read_musique
 from harness_g.graph.readers.open_domain import read_nq, read_popqa
@@ -76,6 +77,8 @@ _SPECS = (
     ReaderSpec("popqa", read_popqa, "PopQA JSON array with paragraphs (HippoRAG-2 layout)", True, True),
     ReaderSpec("triviaqa", read_triviaqa, "TriviaQA JSONL {id, question, answers}; questions only", False, True),
     ReaderSpec("questions", read_questions, "generic JSONL {id?, question, answers?|answer?}; questions only", False, True),
+    ReaderSpec("flashrag", read_flashrag, "FlashRAG / Search-R1 JSONL: questions {id, question, golden_answers, "
+               "metadata?} (--format) or corpus {id, contents: \"Title\"\\ntext} (--corpus flashrag:FILE)", True, True),
     ReaderSpec("jsonl", read_jsonl_corpus, "generic corpus JSONL {id?, title?, text}; no questions", True, False),
     ReaderSpec("folder", read_folder, "folder of .txt/.md files, paragraphs on blank lines; no questions", True, False, True),
 )
@@ -167,6 +170,10 @@ def detect_format(path: str | Path) -> str | None:
         return "musique"
     if "ctxs" in keys and "question" in keys:
         return "nq"
+    if "question" in keys and "golden_answers" in keys:
+        return "flashrag"
+    if "contents" in keys and "text" not in keys:
+        return "flashrag"
     if "question" in keys:
         return "triviaqa" if "trivia" in name and "answers" in keys and "id" in keys else "questions"
     if "text" in keys:

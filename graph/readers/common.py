@@ -21,6 +21,12 @@ any old graph is touched):
   (chunking cuts at whitespace every ``chunk_tokens`` tokens, so only a run of text with too
   little whitespace can exceed it). spaCy refuses texts over 1,000,000 characters and needs
   about 1 GB per 100,000; such a paragraph is rejected naming file and line.
+
+What is read is bounded: an input must be a regular file (``/dev/zero``, a FIFO or a socket is
+refused before anything is read), a JSON Lines line or a JSON array record may hold at most
+:data:`MAX_RECORD_BYTES` bytes (read at most that far, then refused naming file and line), and
+JSON nested deeper than Python's decoder can follow is refused naming the file and line instead
+of ending in ``RecursionError``.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ import gzip
 import hashlib
 import json
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +71,10 @@ _CONTROL_NAMES = {0: "NUL", 7: "BEL", 8: "BACKSPACE", 0x0B: "VERTICAL TAB", 0x0C
 
 #: the most characters one paragraph (chunk) may hold; see the module docstring
 MAX_PARAGRAPH_CHARS = 100_000
+
+#: the most bytes one JSON Lines line (or characters one JSON array record) may hold: 32 MiB, far above any
+#: dataset's record (an NQ line with 100 passages is ~70 KB); a longer one is refused unread past this
+MAX_RECORD_BYTES = 32 * 2**20
 
 
 def unstorable_char(text: str) -> tuple[int, str] | None:
@@ -118,13 +129,26 @@ def check_paragraph_length(title: str, text: str, error: Callable[[str], InputEr
 
 
 def require_file(path: str | Path) -> Path:
-    """``path`` as a Path, or InputError if it is missing or not a regular file."""
+    """``path`` as a Path, or InputError if it is missing or not a regular file (a device such as
+    ``/dev/zero``, a FIFO or a socket would be read without end)."""
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", str(p))
     if p.is_dir():
         raise InputError("is a directory, expected a file", str(p))
+    if not p.is_file():
+        raise InputError(f"is not a regular file ({_file_kind(p)}); give a file on disk", str(p))
     return p
+
+
+def _file_kind(p: Path) -> str:
+    """A name for what non-regular file ``p`` is."""
+    mode = p.stat().st_mode
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def require_dir(path: str | Path) -> Path:
@@ -239,13 +263,18 @@ class Record:
 
 
 def iter_jsonl(path: Path) -> Iterator[Record]:
-    """Stream the objects of a JSON Lines file one line at a time (blank lines are skipped)."""
+    """Stream the objects of a JSON Lines file one line at a time (blank lines are skipped).
+
+    A line over :data:`MAX_RECORD_BYTES` is refused after reading that much of it."""
     spath = str(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         # Binary lines decoded one by one, so a bad byte is reported at its own line.
         with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_RECORD_BYTES + 1), b""), start=1):
+                if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
+                    raise InputError(f"line is longer than {MAX_RECORD_BYTES} bytes, the limit for one record "
+                                     "(is this a JSON Lines file?)", spath, lineno)
                 try:
                     line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
                 except UnicodeDecodeError:
@@ -256,11 +285,17 @@ def iter_jsonl(path: Path) -> Iterator[Record]:
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise InputError(_decode_message(e, line), spath, lineno) from None
+                except RecursionError:
+                    raise InputError(TOO_DEEP, spath, lineno) from None
                 if not isinstance(obj, dict):
                     raise InputError(f"expected a JSON object, got {json_type_name(obj)}", spath, lineno)
                 yield Record(obj, spath, line=lineno)
     except (OSError, EOFError) as e:  # e.g. a corrupt .gz
         raise InputError(f"cannot read: {e}", spath) from None
+
+
+#: the message for JSON nested deeper than the decoder's recursion limit
+TOO_DEEP = "malformed JSON: nested too deeply (thousands of levels of arrays/objects)"
 
 
 def iter_json_array(path: Path) -> Iterator[Record]:
@@ -294,6 +329,8 @@ def iter_json_array(path: Path) -> Iterator[Record]:
             got = json_type_name(top)
         except json.JSONDecodeError:
             got = "invalid JSON"
+        except RecursionError:
+            got = "JSON nested too deeply"
         raise InputError(f"expected a JSON array of records, got {got}", spath)
     i = skip_ws(i + 1)
     index = 0
@@ -302,12 +339,18 @@ def iter_json_array(path: Path) -> Iterator[Record]:
     while True:
         if i >= n:
             raise fail("unexpected end of file (truncated?)", n, index)
+        start = i
         try:
             obj, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
             if _ran_out(e, text):
                 raise fail("unexpected end of file (truncated?)", n, index) from None
             raise fail(e.msg, e.pos, index) from None
+        except RecursionError:
+            raise fail(TOO_DEEP.removeprefix("malformed JSON: "), start, index) from None
+        if i - start > MAX_RECORD_BYTES:
+            raise fail(f"record is {i - start} characters long, over the limit of {MAX_RECORD_BYTES} for one record",
+                       start, index)
         if not isinstance(obj, dict):
             raise InputError(f"record {index}: expected a JSON object, got {json_type_name(obj)}", spath)
         yield Record(obj, spath, index=index)
@@ -423,6 +466,37 @@ class QuestionIds:
             qid = f"{base}-{k}"
         self._seen[qid] = _where(rec)
         return qid
+
+
+class DocumentIds:
+    """First-wins bookkeeping of corpus document ids: :meth:`first` says whether a document is the first with its
+    id; :meth:`warn` then logs one line for the file counting the later ones, which are skipped (and how many of
+    them had a different title or text), so a repeated id is never dropped without a word."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[int | None, str, str]] = {}  # doc id -> (line, title, text) of the kept document
+        self._repeats: list[tuple[str, int | None, int | None, bool]] = []  # (id, kept line, skipped line, differs)
+
+    def first(self, doc_id: str, title: str, text: str, rec: Record) -> bool:
+        """True for the first document with ``doc_id``; False (recorded for :meth:`warn`) for a later one."""
+        kept = self._kept.get(doc_id)
+        if kept is None:
+            self._kept[doc_id] = (rec.line, title, text)
+            return True
+        self._repeats.append((doc_id, kept[0], rec.line, kept[1:] != (title, text)))
+        return False
+
+    def warn(self, path: Path, logger: Any) -> None:
+        """One warning line on ``logger`` for ``path`` when any id repeated (nothing when none did)."""
+        if not self._repeats:
+            return
+        differing = [d for d in self._repeats if d[3]]
+        example = (differing or self._repeats)[0]
+        logger.warning(
+            "%s: %d document(s) repeat an earlier id (%d distinct id(s)), %d of them with a different title or text; "
+            "the first document with each id is kept, the later ones are skipped (e.g. id %r: line %s kept, line %s skipped)",
+            path, len(self._repeats), len({d[0] for d in self._repeats}), len(differing), example[0], example[1], example[2],
+        )
 
 
 def _where(rec: Record) -> str:

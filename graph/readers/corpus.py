@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness_g.errors import InputError
 from harness_g.graph.readers.common import (
+    DocumentIds,
     ParagraphPool,
     add_document,
     check_text_file,
@@ -48,26 +49,14 @@ def read_jsonl_corpus(
     """
     name = file_stem(path)
     pool = ParagraphPool()
-    first: dict[str, tuple[int | None, str, str]] = {}  # doc id -> (line, title, text) of the kept document
-    duplicates: list[tuple[str, int | None, int | None, bool]] = []  # (id, kept line, skipped line, differs)
+    ids = DocumentIds()
     for rec in take(iter_jsonl(path), limit):
         text = rec.require("text", str)
         doc_id = str(rec.get("id", (str, int), f"{name}:{rec.line}"))
         title = rec.get("title", str, None) or doc_id
-        if doc_id in first:
-            kept_line, kept_title, kept_text = first[doc_id]
-            duplicates.append((doc_id, kept_line, rec.line, (kept_title, kept_text) != (title, text)))
-            continue
-        first[doc_id] = (rec.line, title, text)
-        add_document(pool, title, text, doc_id, chunk_tokens, chunk_overlap, rec.error)
-    if duplicates:
-        differing = [d for d in duplicates if d[3]]
-        example = (differing or duplicates)[0]
-        log.warning(
-            "%s: %d document(s) repeat an earlier id (%d distinct id(s)), %d of them with a different title or text; "
-            "the first document with each id is kept, the later ones are skipped (e.g. id %r: line %s kept, line %s skipped)",
-            path, len(duplicates), len({d[0] for d in duplicates}), len(differing), example[0], example[1], example[2],
-        )
+        if ids.first(doc_id, title, text, rec):
+            add_document(pool, title, text, doc_id, chunk_tokens, chunk_overlap, rec.error)
+    ids.warn(path, log)
     return finish(name, path, pool, [], needs_paragraphs=True, needs_questions=False)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness_g.errors import InputError
 from harness_g.graph.readers.common import (
     ParagraphPool,
     QuestionIds,
@@ -46,11 +47,35 @@ def read_questions(
 ) -> Dataset:
     """Generic question JSONL: ``question`` (required), ``id`` (optional; default ``q_`` +
     sha1(question)[:12]), ``answers`` list and/or ``answer`` string (optional; ``answer``
-    first). The dataset name is the file stem. Yields zero paragraphs."""
+    first). The dataset name is the file stem. Yields zero paragraphs.
+
+    A file in which no row has ``answers`` or ``answer`` is refused naming the fields its rows have (a FlashRAG
+    file's ``golden_answers`` would otherwise be lost and every score be None): give ``"answers": []`` to mean
+    "no answers" on purpose, or read FlashRAG files with ``--format flashrag``."""
     name = file_stem(path)
     ids = QuestionIds()
-    questions = [_generic_question(rec, name, ids) for rec in take(iter_jsonl(path), limit)]
+    seen: set[str] = set()
+    questions = []
+    for rec in take(iter_jsonl(path), limit):
+        seen.update(rec.data)
+        questions.append(_generic_question(rec, name, ids))
+    if questions and not seen & set(ANSWER_FIELDS):
+        raise InputError(f"no row has an answer field ({' or '.join(ANSWER_FIELDS)}); the rows' fields are "
+                         f"{', '.join(sorted(seen))}{_hint(seen)}", str(path))
     return finish(name, path, ParagraphPool(), questions, needs_paragraphs=False, needs_questions=True)
+
+
+#: the fields the generic ``questions`` format reads answers from
+ANSWER_FIELDS = ("answers", "answer")
+
+
+def _hint(fields: set[str]) -> str:
+    """What to use instead, for answer fields of known layouts."""
+    if "golden_answers" in fields:
+        return " (a FlashRAG / Search-R1 file: use --format flashrag)"
+    if "possible_answers" in fields:
+        return " (a PopQA file: use --format popqa)"
+    return ""
 
 
 def _generic_question(rec: Record, name: str, ids: QuestionIds) -> QAItem:

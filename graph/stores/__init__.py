@@ -4,10 +4,13 @@ Accepted specs (``SPEC_FORMS``)::
 
     (none) | embedded          embedded FalkorDB on a unix socket, data in GRAPH_DIR/store
     embedded:PORT              embedded FalkorDB, also listening on 127.0.0.1:PORT
-    falkordb://HOST:PORT[?graph=NAME]   an existing FalkorDB server (graph name default harness_g)
+    falkordb://HOST:PORT[?graph=NAME]   an existing FalkorDB server (graph name default harness_g);
+                               password from FALKORDB_PASSWORD when the server requires one
     neo4j://... | bolt://... | neo4j+s://... | bolt+s://... (and +ssc)
                                Neo4j 5; credentials from NEO4J_USER (or NEO4J_USERNAME) and
-                               NEO4J_PASSWORD, database from NEO4J_DATABASE (default: the server's)
+                               NEO4J_PASSWORD, database from NEO4J_DATABASE (default: the server's). Without
+                               NEO4J_PASSWORD, a loopback URI served by a running ``harness-g neo4j`` / LocalNeo4j
+                               uses the credentials that server stored for harness-g (``local_neo4j.local_credentials``)
 """
 from __future__ import annotations
 
@@ -112,15 +115,28 @@ def connect_store(spec: str | None, graph_dir: Path | None) -> GraphStore:
         from harness_g.graph.stores.falkordb_store import DEFAULT_GRAPH, FalkorDBStore
 
         assert parsed.host is not None and parsed.port is not None
-        return FalkorDBStore.connect(parsed.host, parsed.port, graph=parsed.graph or DEFAULT_GRAPH)
+        return FalkorDBStore.connect(parsed.host, parsed.port, graph=parsed.graph or DEFAULT_GRAPH,
+                                     password=os.environ.get("FALKORDB_PASSWORD") or None)
     from harness_g.graph.stores.neo4j_store import Neo4jStore
 
-    return Neo4jStore(
-        parsed.uri or "",
-        user=os.environ.get("NEO4J_USER") or os.environ.get("NEO4J_USERNAME"),
-        password=os.environ.get("NEO4J_PASSWORD"),
-        database=os.environ.get("NEO4J_DATABASE") or None,
-    )
+    user, password = neo4j_credentials(parsed.uri or "")
+    return Neo4jStore(parsed.uri or "", user=user, password=password, database=os.environ.get("NEO4J_DATABASE") or None)
 
 
-__all__ = ["CypherResult", "GraphStore", "LoadReport", "SPEC_FORMS", "StoreSpec", "describe_store", "connect_store", "parse_store_spec"]
+def neo4j_credentials(uri: str) -> tuple[str | None, str | None]:
+    """(user, password) for a Neo4j URI: NEO4J_USER (or NEO4J_USERNAME) and NEO4J_PASSWORD when NEO4J_PASSWORD is
+    set; else, for a loopback URI a running local Neo4j serves, the credentials it stored for harness-g; else none."""
+    user = os.environ.get("NEO4J_USER") or os.environ.get("NEO4J_USERNAME")
+    password = os.environ.get("NEO4J_PASSWORD")
+    if password:
+        return user, password
+    from harness_g.graph.stores.local_neo4j import local_credentials
+
+    local = local_credentials(uri)
+    if local is not None:
+        return local
+    return user, password
+
+
+__all__ = ["CypherResult", "GraphStore", "LoadReport", "SPEC_FORMS", "StoreSpec", "describe_store", "connect_store",
+           "neo4j_credentials", "parse_store_spec"]

@@ -45,6 +45,15 @@ from harness_g.graph.stores.schema import LABELS, MISSING, REL_TYPES, TIE_MARGIN
 Rows = list[dict[str, Any]]
 
 
+def graph_identity(artifact: Artifact) -> dict[str, str]:
+    """Which graph an artifact is, as GraphMeta records it: ``graph_dir`` (absolute path), ``graph_host`` (the
+    machine's host name: paths are per machine) and ``graph_name`` (the dataset name, for messages)."""
+    import socket
+
+    return {"graph_dir": str(artifact.path.resolve()), "graph_host": socket.gethostname(),
+            "graph_name": str(artifact.manifest.get("dataset") or artifact.path.name)}
+
+
 @dataclass
 class LoadReport:
     """What a load did: rows sent per table, seconds per stage, whether it was a no-op."""
@@ -78,6 +87,10 @@ class GraphStore(ABC):
     _POLL_MAX_S = 0.5
 
     _vector_index_seen: bool = False  # cached: checking the index on every vector query would double its cost
+    #: True when the store belongs to one GRAPH_DIR (the embedded FalkorDB in GRAPH_DIR/store), so whatever it
+    #: holds is that graph's; False for a database graphs share (Neo4j, a FalkorDB server), where loading or
+    #: reading one graph over another is refused (see graph/load.py)
+    private: bool = False
 
     # -- primitives every backend implements ------------------------------------------------------
     @abstractmethod
@@ -86,7 +99,8 @@ class GraphStore(ABC):
 
     @abstractmethod
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
-        """Run a user-supplied query read-only (writes are refused by the database); for ``harness-g cypher``."""
+        """Run a user-supplied query read-only, for ``harness-g cypher`` / ``browse``: writes are refused by the database,
+        LOAD CSV and procedures outside the allow-list by :mod:`harness_g.graph.stores.readonly` (``QueryRefused``)."""
 
     @abstractmethod
     def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -137,8 +151,13 @@ class GraphStore(ABC):
         """Send one batch of load rows through the ``load_*`` query ``name`` (``UNWIND $rows``)."""
         self.write(name, {"rows": rows})
 
+    def other_graph_hint(self) -> str:
+        """How to give a graph a database of its own here, for the one-line error refusing to load it over another."""
+        return "use --store embedded (a store inside GRAPH_DIR)"
+
     def meta(self) -> dict[str, Any] | None:
-        """The GraphMeta row (content_hash, embedding_model, embedding_dim, complete, loaded_at) or None."""
+        """The GraphMeta row (content_hash, embedding_model, embedding_dim, complete, loaded_at, and which graph it
+        is: graph_dir, graph_host, graph_name) or None."""
         rows = self.query("meta_get")
         return rows[0] if rows else None
 
@@ -245,6 +264,7 @@ class GraphStore(ABC):
             "embedding_model": artifact.embedding_model,
             "embedding_dim": artifact.embedding_dim,
             "loaded_at": utc_now(),
+            **graph_identity(artifact),
         })
         run_stages(artifact, self.write_batch, report, batch_size=batch_size, progress=progress,
                    encode_vector=self.encode_vector, embeddings=embeddings)
@@ -284,6 +304,8 @@ class GraphStore(ABC):
             "embedding_model": meta.get("embedding_model"),
             "embedding_dim": meta.get("embedding_dim"),
             "loaded_at": meta.get("loaded_at"),
+            "graph_dir": meta.get("graph_dir"),
+            "graph_name": meta.get("graph_name"),
         }
 
     def __enter__(self) -> "GraphStore":

@@ -1,16 +1,29 @@
 """The embedded FalkorDB: a ``redis-server`` with the FalkorDB module, one per data directory.
 
 Everything the server writes lives in ``data_dir`` (``graph.rdb`` snapshot, ``falkordb.pid``,
-``falkordb.log``); only its unix socket lives elsewhere, under ``/tmp/harness-g-<uid>/``, because
-socket paths are limited to ~107 bytes and a GRAPH_DIR path can be longer than that.
+``falkordb.log``, ``falkordb.users``, its config ``falkordb.conf``); only its unix socket lives elsewhere, under
+``/tmp/harness-g-<uid>/`` (a folder only this user can enter), because socket paths are limited to ~107 bytes
+and a GRAPH_DIR path can be longer than that.
 
-The server always listens on that socket; with ``port`` it also listens on ``127.0.0.1:port``.
+The server always listens on that socket (mode 0700); with ``port`` it also listens on ``127.0.0.1:port``, never
+on another interface. Clients must authenticate: the password is generated once per data directory and kept in
+``data_dir/falkordb.password`` (mode 0600), where harness-g's later processes that reuse the server read it; the
+server gets it on standard input, so it never appears on a command line. ``CONFIG``, ``DEBUG`` and ``MODULE`` are
+renamed away (``rename-command X ""``): a client with the password can query and load graphs but cannot make the
+server write files elsewhere (``CONFIG SET dir``), load code or crash it. harness-g itself needs none of them: it
+learns the served directory from ``INFO server``'s ``config_file`` and the port from its ``tcp_port``.
+``LOAD CSV`` reads only the empty ``data_dir/import/`` (FalkorDB's ``IMPORT_FOLDER``).
 If a server already serves ``data_dir`` (its socket answers PING and its pid is alive), it is
 reused and left running on :meth:`EmbeddedFalkorDB.stop` so several processes can share one graph.
 When the process that started it stops while others are still connected (the ranks of a multi-process
 training run, an eval beside a training run), it hands the server over (``falkordb.handover`` holds the
 server's pid) and the last of the reusing processes to stop saves and shuts it down: no server outlives
 every process that used it. Start, stop and hand-over decisions hold the data directory's lock.
+
+A process killed with SIGKILL never stops anything, so the server runs under a small watchdog process
+(:mod:`harness_g.graph.stores.falkordb_watchdog`): every process that starts or reuses the server is listed in
+``falkordb.users``, and about a second after the last listed process is gone the watchdog saves and stops the
+server (and it stops with the watchdog, should that be killed).
 """
 from __future__ import annotations
 
@@ -21,6 +34,7 @@ import hashlib
 import os
 import signal
 import socket
+import struct
 import subprocess
 import time
 import weakref
@@ -30,13 +44,21 @@ from typing import Any, Callable, Iterator
 
 import redis
 
-from harness_g.errors import StoreError
+from harness_g.errors import StoreError, low_on_space, os_error_reason
+from harness_g.graph.stores.falkordb_watchdog import register_user, unregister_user, watchdog_argv
+from harness_g.graph.stores.private import ensure_private_dir, new_password, read_private, write_private
 
 RDB_FILE = "graph.rdb"
 PID_FILE = "falkordb.pid"
 LOG_FILE = "falkordb.log"
 LOCK_FILE = ".falkordb.lock"
 HANDOVER_FILE = "falkordb.handover"  # the pid of a server its starter left to the processes still using it
+PASSWORD_FILE = "falkordb.password"  # the server's password (mode 0600), for every harness-g process using it
+CONF_FILE = "falkordb.conf"  # the server's config (everything but the password, which it reads on stdin)
+IMPORT_DIR = "import"  # FalkorDB's IMPORT_FOLDER: LOAD CSV file:// URLs resolve here, and it is kept empty
+#: commands no client may run (renamed to ""): CONFIG SET dir/dbfilename writes files anywhere, MODULE LOAD runs
+#: code, DEBUG crashes or stalls the server
+DISABLED_COMMANDS = ("CONFIG", "DEBUG", "MODULE")
 HOST = "127.0.0.1"
 
 _owned_servers: "weakref.WeakSet[EmbeddedFalkorDB]" = weakref.WeakSet()
@@ -101,6 +123,11 @@ def _last_log_line(path: Path) -> str:
     return lines[-1] if lines else "(empty log)"
 
 
+def _quote(value: str) -> str:
+    """A redis config argument in double quotes (backslashes and quotes escaped): paths may hold spaces."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _port_free(port: int) -> bool:
     """Can a listener bind 127.0.0.1:port? (SO_REUSEADDR like redis, so TIME_WAIT leftovers don't count.)"""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -128,18 +155,25 @@ class EmbeddedFalkorDB:
         self.socket_path = socket_path_for(self.data_dir)
         self.port = port
         self.owned = False  # True when this object started the process (and so stops it)
-        self.pid: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None  # the redis-server's
+        self._process: subprocess.Popen[bytes] | None = None  # the watchdog running it (see falkordb_watchdog)
         self._owner_pid = 0  # the process that spawned or adopted the server; a forked child never stops it
         self._start_timeout_s = start_timeout_s
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(self.socket_path.parent)
+        self.password = ""
         with self._dir_lock():  # one starter at a time per data dir, so two processes never both spawn a server
-            if self._try_reuse():
-                self._owner_pid = os.getpid()
-                _reused_servers.add(self)
-            else:
-                self._spawn()
+            self.password = self._load_password()
+            register_user(self.data_dir)  # before a server exists: its watchdog never sees it without a user
+            try:
+                if self._try_reuse():
+                    self._owner_pid = os.getpid()
+                    _reused_servers.add(self)
+                else:
+                    self._spawn()
+            except BaseException:
+                unregister_user(self.data_dir)
+                raise
 
     @contextmanager
     def _dir_lock(self) -> Iterator[None]:
@@ -163,15 +197,30 @@ class EmbeddedFalkorDB:
         """Human-readable endpoint clients use: ``127.0.0.1:PORT`` or ``unix:/tmp/...sock``."""
         return f"{HOST}:{self.port}" if self.port else f"unix:{self.socket_path}"
 
+    @property
+    def password_file(self) -> Path:
+        """Where the server's password is kept (mode 0600): ``data_dir/falkordb.password``."""
+        return self.data_dir / PASSWORD_FILE
+
     def client_kwargs(self) -> dict[str, Any]:
-        """Connection arguments for ``falkordb.FalkorDB`` / ``redis.Redis``."""
+        """Connection arguments for ``falkordb.FalkorDB`` / ``redis.Redis`` (the password included)."""
         if self.port:
-            return {"host": HOST, "port": self.port}
-        return {"unix_socket_path": str(self.socket_path)}
+            return {"host": HOST, "port": self.port, "password": self.password}
+        return {"unix_socket_path": str(self.socket_path), "password": self.password}
 
     def _admin(self, timeout_s: float | None = 5.0) -> redis.Redis:
         # always the socket: it exists whether or not a TCP port was asked for
-        return redis.Redis(unix_socket_path=str(self.socket_path), socket_connect_timeout=1.0, socket_timeout=timeout_s)
+        return redis.Redis(unix_socket_path=str(self.socket_path), password=self.password, socket_connect_timeout=1.0,
+                           socket_timeout=timeout_s)
+
+    def _load_password(self) -> str:
+        """The data directory's password: read from :data:`PASSWORD_FILE`, or generated and stored there (0600)."""
+        text = read_private(self.password_file)
+        if text and text.strip():
+            return text.strip()
+        password = new_password()
+        write_private(self.password_file, password + "\n")
+        return password
 
     def ping(self) -> bool:
         """True when the server answers PING (False while it is still loading its snapshot)."""
@@ -188,13 +237,19 @@ class EmbeddedFalkorDB:
     def alive(self) -> bool:
         """True while the server process runs."""
         if self._process is not None:
-            return self._process.poll() is None
+            self._process.poll()  # reap an exited watchdog
         return self.pid is not None and _pid_alive(self.pid)
+
+    def _starting(self) -> bool:
+        """While the spawned server starts: its watchdog runs (it exits with the server's exit code)."""
+        return self._process is not None and self._process.poll() is None
 
     # -- start ---------------------------------------------------------------------------------
     def _try_reuse(self) -> bool:
         """Attach to a server already serving data_dir; clean up a stale pid file / socket."""
         pid_file = self.data_dir / PID_FILE
+        if self._refuses_password():
+            self._stop_foreign_orphan()
         if self.ping():  # answers on our socket (even if someone deleted its pid file)
             if not self._stop_if_orphaned():
                 self._adopt()
@@ -216,14 +271,68 @@ class EmbeddedFalkorDB:
         self.socket_path.unlink(missing_ok=True)
         return False
 
+    def _refuses_password(self) -> bool:
+        """True when a server answers on our socket but refuses this directory's password."""
+        if not self.socket_path.exists():
+            return False
+        client = self._admin(timeout_s=2.0)
+        try:
+            client.ping()
+            return False
+        except redis.exceptions.AuthenticationError:
+            return True
+        except redis.exceptions.ResponseError as exc:  # "AUTH ... called without any password configured"
+            return "AUTH" in str(exc).upper()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            return False
+        finally:
+            client.close()
+
+    def _socket_peer_pid(self) -> int | None:
+        """The pid of the process listening on our socket (Linux ``SO_PEERCRED``); None where it cannot be known."""
+        if not hasattr(socket, "SO_PEERCRED"):
+            return None
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(1.0)
+                probe.connect(str(self.socket_path))
+                creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return None
+        return struct.unpack("3i", creds)[0] or None
+
+    def _stop_foreign_orphan(self) -> None:
+        """A server on our socket refuses our password. When it serves a deleted directory (``rm -rf GRAPH_DIR`` took
+        its password file with it) it is an orphan nobody can use: SIGKILL it (there is nothing to save) and free the
+        socket. Otherwise it is not ours to stop: a one-line error names it."""
+        pid = self._socket_peer_pid()
+        if pid is not None and _is_redis(pid):
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                cwd = ""
+            if cwd.endswith(" (deleted)") or (cwd and not Path(cwd).is_dir()):
+                os.kill(pid, signal.SIGKILL)
+                self._wait_for(lambda: not _pid_alive(pid), lambda: True, 10.0)
+                self.socket_path.unlink(missing_ok=True)
+                return
+        who = f"FalkorDB (pid {pid})" if pid else "the FalkorDB server"
+        stop = f"stop it (kill {pid})" if pid else "stop it"
+        raise StoreError(f"{who} on {self.socket_path} refuses the password in {self.password_file}; {stop} and retry")
+
+    def _served_dir(self, client: redis.Redis) -> str:
+        """The data directory a server of ours serves: the folder of its config file (``INFO server``)."""
+        config_file = str(client.info("server").get("config_file") or "")
+        return str(Path(config_file).parent) if config_file else ""
+
     def _stop_if_orphaned(self) -> bool:
         """A server on our socket whose data directory was deleted while it ran (``rm -rf GRAPH_DIR`` then a rebuild at
         the same path: the socket name is a hash of the path) serves nothing of ours and would refuse to be adopted;
         it is shut down without saving. Returns whether it was."""
         client = self._admin()
         try:
-            served = client.config_get("dir").get("dir", "")
-            if served and Path(served).is_dir():
+            served = self._served_dir(client)
+            if not served or Path(served).is_dir():  # no config file: not one of ours (_adopt says so), never stopped
                 return False
             try:
                 client.shutdown(nosave=True)
@@ -241,57 +350,90 @@ class EmbeddedFalkorDB:
         client = self._admin()
         try:
             info = client.info("server")
-            config = client.config_get("dir") | client.config_get("port")
+            served = self._served_dir(client)
         except redis.exceptions.RedisError as exc:
             raise StoreError(f"FalkorDB at {self.address} does not answer: {exc}") from exc
         finally:
             client.close()
-        if Path(config.get("dir", "")).resolve() != self.data_dir:
-            raise StoreError(f"the server on {self.socket_path} serves {config.get('dir')}, not {self.data_dir}")
-        self.pid = int(info["process_id"])
-        self.port = int(config.get("port", 0)) or None
+        pid = int(info["process_id"])
+        if not served:  # started without a config file: by hand, or by a harness-g from before passwords
+            raise StoreError(f"the server on {self.socket_path} (pid {pid}) was not started by harness-g (no config "
+                             f"file, so no password); stop it (kill {pid}) and retry")
+        if Path(served).resolve() != self.data_dir:
+            raise StoreError(f"the server on {self.socket_path} serves {served}, not {self.data_dir}")
+        self.pid = pid
+        self.port = int(info.get("tcp_port", 0)) or None
 
     def _spawn(self) -> None:
         server, module = _binaries()
         if self.port is not None and not _port_free(self.port):
             raise StoreError(f"{HOST}:{self.port} is already in use")
         log = self.data_dir / LOG_FILE
-        argv = [
-            server,
-            "--loadmodule", module,
-            "--dir", str(self.data_dir),
-            "--dbfilename", RDB_FILE,
-            "--unixsocket", str(self.socket_path),
-            "--unixsocketperm", "700",
-            "--port", str(self.port or 0),
-            "--bind", HOST,
-            "--pidfile", str(self.data_dir / PID_FILE),
-            "--logfile", str(log),
-            "--save", "",  # no periodic snapshots: the store SAVEs after each load ...
-            "--shutdown-on-sigterm", "save",  # ... and stop() / a plain `kill` save on the way out
-            "--shutdown-on-sigint", "save",
-            "--appendonly", "no",
-            "--daemonize", "no",
-        ]
+        conf = self.data_dir / CONF_FILE
+        write_private(conf, self._config_text(module))
+        # "-": the rest of the config (the password) comes on stdin, never on the command line; the watchdog hands
+        # its stdin to the server
+        command = watchdog_argv(self.data_dir, self.data_dir / LOCK_FILE, self.socket_path, self.data_dir / PID_FILE,
+                                self.data_dir / HANDOVER_FILE, [server, str(conf), "-"])
         with open(log, "ab") as log_fh:
-            # own session: a Ctrl-C in the CLI must not kill the server before stop() saves it
+            # own session: a Ctrl-C in the CLI must not kill the server before stop() saves it;
+            # "-": the rest of the config (the password) comes on stdin, never on the command line
             self._process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_fh, start_new_session=True
+                command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log_fh, start_new_session=True
             )
-        self.pid = self._process.pid
-        (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
+        assert self._process.stdin is not None
+        try:
+            self._process.stdin.write(f"requirepass {_quote(self.password)}\n".encode())
+            self._process.stdin.close()
+        except OSError:  # it died at once; the wait below reports why
+            pass
         self.owned = True
         self._owner_pid = os.getpid()
         _owned_servers.add(self)
-        if not self._wait_for(self.ping, self.alive, self._start_timeout_s):
+        if self._wait_for(self.ping, self._starting, self._start_timeout_s):
+            self._adopt()  # the server's pid, from the server
+            try:
+                (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
+            except OSError as exc:  # a full disk: no server left running unowned, one line naming the file
+                self._kill()
+                self.owned = False
+                _owned_servers.discard(self)
+                raise StoreError(f"cannot start FalkorDB: cannot write {self.data_dir / PID_FILE}: "
+                                 f"{os_error_reason(exc, self.data_dir)}") from exc
+        else:
             code = self._process.poll()
             last = _last_log_line(log)
             self._kill()
+            self.owned = False
+            _owned_servers.discard(self)
             if self.port is not None and "in use" in last.lower():
                 raise StoreError(f"{HOST}:{self.port} is already in use")
             if code is not None:
                 raise StoreError(f"FalkorDB server exited during start-up (exit code {code}): {last}")
             raise StoreError(f"FalkorDB server did not become ready within {self._start_timeout_s:.0f} s: {last}")
+
+    def _config_text(self, module: str) -> str:
+        """The server's config file: loopback only, the socket mode 0700, no periodic snapshots, no CONFIG/DEBUG/MODULE."""
+        import_dir = ensure_private_dir(self.data_dir / IMPORT_DIR)
+        lines = [
+            f"loadmodule {_quote(module)} IMPORT_FOLDER {_quote(str(import_dir) + os.sep)}",
+            f"dir {_quote(str(self.data_dir))}",
+            f"dbfilename {RDB_FILE}",
+            f"unixsocket {_quote(str(self.socket_path))}",
+            "unixsocketperm 700",
+            f"port {self.port or 0}",
+            f"bind {HOST}",
+            f"pidfile {_quote(str(self.data_dir / PID_FILE))}",
+            f"logfile {_quote(str(self.data_dir / LOG_FILE))}",
+            'save ""',  # no periodic snapshots: the store SAVEs after each load ...
+            "shutdown-on-sigterm save",  # ... and stop() / a plain `kill` save on the way out
+            "shutdown-on-sigint save",
+            "appendonly no",
+            "daemonize no",
+            *(f'rename-command {name} ""' for name in DISABLED_COMMANDS),
+        ]
+        return "# written by harness-g (graph/stores/falkordb_server.py) at each start; the password comes on stdin\n" + \
+            "\n".join(lines) + "\n"
 
     @staticmethod
     def _wait_for(ready: Callable[[], bool], running: Callable[[], bool], timeout_s: float) -> bool:
@@ -308,13 +450,38 @@ class EmbeddedFalkorDB:
     # -- persistence / stop --------------------------------------------------------------------
     def save(self) -> None:
         """Write the snapshot now (blocking SAVE) so a crash after a load loses nothing."""
+        log_start = self._log_size()
         client = self._admin(timeout_s=None)
         try:
             client.save()
-        except redis.exceptions.RedisError as exc:
-            raise StoreError(f"cannot save FalkorDB snapshot in {self.data_dir}: {exc}") from exc
+        except redis.exceptions.RedisError as exc:  # a failed SAVE answers a bare "ERR": the log says why
+            raise StoreError(f"cannot save FalkorDB snapshot in {self.data_dir}: {self._save_error(exc, log_start)}") from exc
         finally:
             client.close()
+
+    def _log_size(self) -> int:
+        try:
+            return (self.data_dir / LOG_FILE).stat().st_size
+        except OSError:
+            return 0
+
+    def _save_error(self, exc: Exception, log_start: int) -> str:
+        """Why a SAVE failed: the server's answer, else the warning it logged since byte ``log_start`` of its log
+        (e.g. "Write error while saving DB to the disk(fflush): No space left on device"), else a full disk."""
+        if str(exc).strip():
+            return str(exc).strip()
+        try:
+            with open(self.data_dir / LOG_FILE, "rb") as fh:
+                fh.seek(log_start)
+                lines = fh.read(65536).decode("utf-8", "replace").splitlines()
+        except OSError:
+            lines = []
+        warnings = [line.split(" # ", 1)[1].strip() for line in lines if " # " in line]
+        if warnings:
+            return warnings[-1]
+        if low_on_space(self.data_dir):  # the server could not even log it
+            return "No space left on device"
+        return f"the server gave no reason (see {self.data_dir / LOG_FILE})"
 
     def _other_clients(self) -> int:
         """Connected clients other than the admin connection asking (0 when the server cannot be asked)."""
@@ -340,6 +507,8 @@ class EmbeddedFalkorDB:
         if os.getpid() != self._owner_pid:
             return
         with self._dir_lock():  # a process attaching now waits, then finds the server running or starts its own
+            if self.owned or self in _reused_servers:
+                unregister_user(self.data_dir)
             if self.owned:
                 self.owned = False
                 _owned_servers.discard(self)
@@ -386,6 +555,11 @@ class EmbeddedFalkorDB:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
+                pass
+        if self._process is not None and self._process.poll() is None:
+            try:  # the watchdog and a server that never answered: its session's process group
+                os.killpg(self._process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
         self._reap()
 

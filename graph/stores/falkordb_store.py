@@ -1,6 +1,7 @@
 """FalkorDB implementation of :class:`GraphStore` (the default, embedded backend).
 
-Reads go through ``GRAPH.RO_QUERY`` so the database itself refuses writes; loads use
+Reads go through ``GRAPH.RO_QUERY`` so the database itself refuses writes (and ``run_cypher`` refuses LOAD CSV and
+procedures outside an allow-list first: :mod:`harness_g.graph.stores.readonly`); loads use
 ``GRAPH.QUERY`` with batched ``UNWIND $rows`` MERGE statements from ``cypher/``. Query
 parameters are sent by the client in FalkorDB's text parameter header, never spliced into Cypher.
 """
@@ -28,6 +29,7 @@ from harness_g.errors import StoreError, one_line
 from harness_g.graph.stores.base import CypherResult, GraphStore, LoadReport
 from harness_g.graph.stores.falkordb_server import EmbeddedFalkorDB
 from harness_g.graph.stores.queries import load_query
+from harness_g.graph.stores.readonly import check_plan, check_text, falkordb_operators
 from harness_g.graph.stores.schema import MISSING, RANGE_INDEXES, VECTOR_INDEX
 
 DEFAULT_GRAPH = "harness_g"
@@ -127,6 +129,9 @@ class FalkorDBStore(GraphStore):
             db = FalkorDB(**kwargs, socket_connect_timeout=5.0, retry=Retry(NoBackoff(), 1))
             db.connection.ping()
             db.list_graphs()
+        except redis.exceptions.AuthenticationError as exc:
+            raise StoreError(f"FalkorDB at {address} refused the password (a falkordb:// server reads it from "
+                             f"FALKORDB_PASSWORD): {one_line(exc)}") from exc
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise StoreError(f"cannot reach FalkorDB at {address}: {one_line(exc)}") from exc
         except redis.exceptions.ResponseError as exc:
@@ -141,7 +146,9 @@ class FalkorDBStore(GraphStore):
         """
         server = EmbeddedFalkorDB(data_dir, port=port)
         try:
-            return cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=True)
+            store = cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=True)
+            store.private = True  # the store of one GRAPH_DIR: what it holds is that graph's
+            return store
         except BaseException:
             server.stop()
             raise
@@ -152,9 +159,10 @@ class FalkorDBStore(GraphStore):
         return cls._open(server.client_kwargs(), server.address, graph=graph, server=server, owns_server=False)
 
     @classmethod
-    def connect(cls, host: str, port: int, *, graph: str = DEFAULT_GRAPH) -> "FalkorDBStore":
-        """Open ``graph`` on an existing FalkorDB server at ``host:port`` (``falkordb://host:port``)."""
-        return cls._open({"host": host, "port": port}, f"falkordb://{host}:{port}", graph=graph)
+    def connect(cls, host: str, port: int, *, graph: str = DEFAULT_GRAPH, password: str | None = None) -> "FalkorDBStore":
+        """Open ``graph`` on an existing FalkorDB server at ``host:port`` (``falkordb://host:port``); ``password``
+        for a server that requires one (``connect_store`` passes ``FALKORDB_PASSWORD``)."""
+        return cls._open({"host": host, "port": port, "password": password}, f"falkordb://{host}:{port}", graph=graph)
 
     # -- execution -------------------------------------------------------------------------------
     def _execute(self, text: str, params: Mapping[str, Any] | None, *, write: bool, what: str) -> QueryResult | None:
@@ -171,6 +179,18 @@ class FalkorDBStore(GraphStore):
             if not write and _EMPTY_GRAPH in str(exc):
                 return None
             raise StoreError(f"FalkorDB {what} failed on graph {self.graph_name!r}: {one_line(exc)}") from exc
+
+    def _explain(self, text: str, params: Mapping[str, Any] | None) -> list[str] | None:
+        """``GRAPH.EXPLAIN``'s operator lines for ``text``; None for a graph never written (FalkorDB's "empty key")."""
+        try:
+            plan = self._graph.explain(text, dict(params) if params else None)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise StoreError(f"cannot reach FalkorDB at {self.address}: {one_line(exc)}") from exc
+        except redis.exceptions.ResponseError as exc:
+            if _EMPTY_GRAPH in str(exc):
+                return None
+            raise StoreError(f"FalkorDB query failed on graph {self.graph_name!r}: {one_line(exc)}") from exc
+        return [line.decode() if isinstance(line, bytes) else str(line) for line in plan.plan]
 
     @staticmethod
     def _columns(result: QueryResult | None) -> list[str]:
@@ -189,6 +209,13 @@ class FalkorDBStore(GraphStore):
         return self._rows(self._execute(load_query(name, self.dialect), params, write=True, what=f"write {name!r}"))
 
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
+        """Run a user's query with ``GRAPH.RO_QUERY``, after :mod:`~harness_g.graph.stores.readonly` checked its text and
+        FalkorDB's ``GRAPH.EXPLAIN`` plan of it (no LOAD CSV, only allowed procedures)."""
+        found = check_text(text, self.dialect)
+        plan = self._explain(text, params)
+        if plan is None:  # a graph never written: nothing to read (and nothing to plan against)
+            return CypherResult(columns=[], rows=[])
+        check_plan(found, falkordb_operators(plan), self.dialect)
         result = self._execute(text, params, write=False, what="query")
         rows = [[_plain(v) for v in row] for row in (result.result_set if result is not None else [])]
         return CypherResult(columns=self._columns(result), rows=rows)
@@ -196,6 +223,11 @@ class FalkorDBStore(GraphStore):
     @property
     def where(self) -> str:
         return f"FalkorDB graph {self.graph_name!r} at {self.address}"
+
+    def other_graph_hint(self) -> str:
+        if self.address.startswith("falkordb://"):
+            return f"give each graph a name of its own: --store {self.address}?graph=NAME, or use --store embedded"
+        return super().other_graph_hint()
 
     # -- vectors and indexes ---------------------------------------------------------------------------------
     def index_state(self) -> dict[str, str]:

@@ -58,7 +58,7 @@ def check_embeddings(artifact: Artifact) -> np.ndarray:
     """The embedding matrix, checked against the sentences table and the manifest's dimension."""
     matrix = artifact.embeddings(mmap=True)
     n_sentences = artifact.table("sentences", columns=["id"]).num_rows
-    where = str(artifact.path / EMBEDDINGS)
+    where = str(artifact.file(EMBEDDINGS))
     if matrix.ndim != 2 or matrix.shape[0] != n_sentences:
         raise InputError(f"embeddings have shape {matrix.shape}, expected ({n_sentences}, dim); rebuild the graph", where)
     if matrix.shape[1] != artifact.embedding_dim:

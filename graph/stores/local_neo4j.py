@@ -13,6 +13,15 @@ idempotent and artifacts are cached in GRAPH_DIR, so re-loading a graph into a f
 seconds. The JVM is started with ``--stop-on-stdin-eof``: if the Python process that started it dies,
 its stdin closes and the server stops, so nothing is left behind.
 
+Authentication is always on: user ``neo4j`` with the configured password, or a generated one
+(:attr:`LocalNeo4j.password`). The launcher reads it from a file in the server's private work directory (never
+from its command line). Once the server is up, the credentials are stored for harness-g's own later commands in
+``/tmp/harness-g-<uid>/neo4j-<bolt port>.json`` (mode 0600, in a folder only this user can enter; see
+:mod:`harness_g.graph.stores.private`) and removed when it stops; ``connect_store`` finds them through
+:func:`local_credentials` for a ``bolt://127.0.0.1:PORT`` spec when ``NEO4J_PASSWORD`` is not set. The HTTP API sends
+no wildcard CORS (``Access-Control-Allow-Origin`` is the server's own origin, where Neo4j Browser is served), and
+``LOAD CSV`` can read no file and fetch no URL (see ``neo4j_launcher/.../LocalNeo4j.java``).
+
 Needs Java 17+ (``java``) and Maven (``mvn``) on PATH; without them :class:`LocalNeo4jError` says what is
 missing and how to install it.
 """
@@ -30,9 +39,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit
 
 from harness_g.errors import HarnessError
 from harness_g.graph.locks import exclusive_lock
+from harness_g.graph.stores.private import new_password, read_private, runtime_dir, write_private
 
 #: the Neo4j version the launcher's pom pins (checked against what the server reports)
 NEO4J_VERSION = "5.26.30"
@@ -42,6 +53,11 @@ _LAUNCHER_FILES = ("pom.xml", "src/main/java/dev/harnessg/LocalNeo4j.java")
 _MAIN_CLASS = "dev.harnessg.LocalNeo4j"
 #: how long a build waits for another process building the same launcher (a first Maven build takes ~1 min)
 BUILD_LOCK_WAIT_S = 900.0
+#: the one user of the local server
+USER = "neo4j"
+#: hosts a bolt URI may name for :func:`local_credentials` to answer (the server listens on 127.0.0.1 only)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_BOLT_PORT = 7687
 
 
 class LocalNeo4jError(HarnessError):
@@ -55,7 +71,7 @@ class LocalNeo4jConfig:
     Attributes:
         bolt_port: Bolt port on 127.0.0.1; 0 = any free port.
         http_port: HTTP port on 127.0.0.1 (Neo4j Browser at ``/browser``); 0 = any free port.
-        password: password of user ``neo4j``; None turns authentication off (the tests' default).
+        password: password of user ``neo4j``; None = a generated one (authentication is always on).
         heap_mb: JVM maximum heap in MiB.
         page_cache_mb: Neo4j page cache in MiB.
         start_timeout_s: how long to wait for the server to report ready (seconds).
@@ -72,6 +88,42 @@ class LocalNeo4jConfig:
 def cache_root() -> Path:
     root = os.environ.get("HARNESS_G_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "harness-g"
+
+
+def credentials_file(bolt_port: int) -> Path:
+    """Where a local server on ``bolt_port`` stores its credentials for harness-g: ``/tmp/harness-g-<uid>/neo4j-<port>.json``."""
+    return runtime_dir() / f"neo4j-{int(bolt_port)}.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def local_credentials(uri: str) -> tuple[str, str] | None:
+    """(user, password) of the running local Neo4j that serves ``uri`` (a loopback bolt/neo4j URI), from the file it
+    stored for harness-g; None for any other URI, or when no live local server stored one for that port."""
+    try:
+        parts = urlsplit(uri)
+        host, port = parts.hostname, parts.port or DEFAULT_BOLT_PORT
+    except ValueError:
+        return None
+    if host not in LOOPBACK_HOSTS:
+        return None
+    text = read_private(credentials_file(port))
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+        pid, user, password = int(record["pid"]), str(record["user"]), str(record["password"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return (user, password) if _alive(pid) else None  # a SIGKILLed server's file names a dead JVM
 
 
 def _port_in_use(port: int) -> bool:
@@ -147,6 +199,11 @@ class LocalNeo4j:
     def __init__(self, config: LocalNeo4jConfig | None = None, *, quiet: bool = True):
         self.config = config or LocalNeo4jConfig()
         self.quiet = quiet
+        #: user and password every client must present (the password is generated when the config names none)
+        self.user = USER
+        self.password = self.config.password or new_password()
+        #: where the credentials are stored for harness-g's own commands while the server runs
+        self.credentials_path: Path | None = None
         self.bolt_uri: str = ""
         self.http_uri: str = ""
         self.version: str = ""
@@ -157,6 +214,11 @@ class LocalNeo4j:
     @property
     def browser_url(self) -> str:
         return f"{self.http_uri}/browser/"
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        """(user, password), e.g. for ``neo4j.GraphDatabase.driver(uri, auth=server.auth)``."""
+        return self.user, self.password
 
     @property
     def running(self) -> bool:
@@ -171,20 +233,41 @@ class LocalNeo4j:
                                       "choose another port, or 0 for any free one")
         classes, classpath = build_launcher(quiet=self.quiet)
         java = _require_tool("java", "install a Java 17+ runtime")
-        self._workdir = Path(tempfile.mkdtemp(prefix="harness-g-neo4j-"))
+        self._workdir = Path(tempfile.mkdtemp(prefix="harness-g-neo4j-"))  # mode 0700
+        password_file = self._workdir / "password"  # the launcher reads it, then deletes it
+        write_private(password_file, self.password + "\n")
         cfg = self.config
         cmd = [java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", "-cp", f"{classes}{os.pathsep}{classpath}", _MAIN_CLASS,
                "--dir", str(self._workdir), "--bolt-port", str(cfg.bolt_port), "--http-port", str(cfg.http_port),
-               "--page-cache-mb", str(cfg.page_cache_mb), "--stop-on-stdin-eof"]
-        if cfg.password is not None:
-            cmd += ["--password", cfg.password]
+               "--page-cache-mb", str(cfg.page_cache_mb), "--password-file", str(password_file), "--stop-on-stdin-eof"]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, encoding="utf-8", errors="replace", start_new_session=True)
         ready = self._wait_ready(self._proc.stdout, cfg.start_timeout_s)
         self.bolt_uri, self.http_uri, self.version = ready["bolt"], ready["http"], ready["version"]
+        self._store_credentials()
         # keep draining the server's output so a chatty log never blocks it on a full pipe
         threading.Thread(target=self._drain, args=(self._proc.stdout,), daemon=True, name="neo4j-log").start()
         return self
+
+    def _store_credentials(self) -> None:
+        """Write the credentials file of :func:`credentials_file` (0600) for harness-g's later commands."""
+        assert self._proc is not None
+        path = credentials_file(int(self.bolt_uri.rsplit(":", 1)[1]))
+        record = {"bolt": self.bolt_uri, "http": self.http_uri, "user": self.user, "password": self.password,
+                  "pid": self._proc.pid}
+        write_private(path, json.dumps(record) + "\n")
+        self.credentials_path = path
+
+    def _remove_credentials(self) -> None:
+        """Delete the credentials file, unless another server has taken the port (and the file) since."""
+        path, self.credentials_path = self.credentials_path, None
+        if path is None:
+            return
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("password") == self.password:
+                path.unlink(missing_ok=True)
+        except (OSError, ValueError):
+            pass
 
     def _wait_ready(self, stream: IO[str] | None, timeout_s: float) -> dict[str, str]:
         assert stream is not None and self._proc is not None
@@ -222,7 +305,9 @@ class LocalNeo4j:
             self._log_tail = (self._log_tail + [line.rstrip()])[-20:]
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop the server (closing its stdin, then SIGTERM, then SIGKILL) and delete its database."""
+        """Stop the server (closing its stdin, then SIGTERM, then SIGKILL), delete its database and its stored
+        credentials."""
+        self._remove_credentials()
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:

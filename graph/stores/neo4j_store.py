@@ -4,7 +4,8 @@ Traversal queries are the same files FalkorDB runs; ``cypher/neo4j/`` overrides 
 ``vector_top_k``, ``load_sentences``, ``list_indexes`` and the queries whose subqueries need Neo4j's
 variable-scope ``CALL (x) { … }`` (the importing ``WITH`` form is deprecated since 5.23, and FalkorDB
 does not parse the new one). Named queries and free-form ``run_cypher`` run in managed *read*
-transactions, so Neo4j itself refuses writes; loads run batched ``UNWIND $rows`` MERGEs in write
+transactions, so Neo4j itself refuses writes (and ``run_cypher`` refuses LOAD CSV and procedures outside an
+allow-list first: :mod:`harness_g.graph.stores.readonly`); loads run batched ``UNWIND $rows`` MERGEs in write
 transactions. Every session shares one bookmark manager, so on a ``neo4j://`` cluster a read always
 sees this store's earlier writes (a freshly created index is never reported missing by a lagging member).
 """
@@ -20,6 +21,7 @@ from neo4j.graph import Node, Path, Relationship
 from harness_g.errors import StoreError, one_line
 from harness_g.graph.stores.base import CypherResult, GraphStore
 from harness_g.graph.stores.queries import load_query
+from harness_g.graph.stores.readonly import check_plan, check_text, neo4j_operators
 from harness_g.graph.stores.schema import MISSING, RANGE_INDEXES, VECTOR_INDEX
 
 CLEAR_BATCH = 10_000  # nodes per delete transaction
@@ -138,6 +140,10 @@ class Neo4jStore(GraphStore):
     def where(self) -> str:
         return f"Neo4j at {self.address}"
 
+    def other_graph_hint(self) -> str:
+        return ("give each graph a database of its own: NEO4J_DATABASE=NAME (Neo4j Enterprise), a second Neo4j server "
+                "(`harness-g neo4j`), or --store embedded")
+
     def _session(self, access_mode: str | None = None) -> Any:
         kwargs: dict[str, Any] = {"database": self.database, "bookmark_manager": self._bookmarks}
         if access_mode is not None:
@@ -199,7 +205,21 @@ class Neo4jStore(GraphStore):
         return [dict(zip(columns, row)) for row in rows]
 
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
-        columns, rows = self._read(text, params, "query")
+        """Run a user's query in a read transaction, after :mod:`~harness_g.graph.stores.readonly` checked its text and
+        Neo4j's ``EXPLAIN`` plan of it (no LOAD CSV, only allowed procedures) in the same transaction."""
+        found = check_text(text, self.dialect)
+
+        def work(tx: ManagedTransaction) -> tuple[list[str], list[list[Any]]]:
+            plan = tx.run("EXPLAIN " + text, dict(params or {})).consume().plan
+            check_plan(found, neo4j_operators(plan), self.dialect)
+            result = tx.run(text, dict(params or {}))
+            return list(result.keys()), [list(record.values()) for record in result]
+
+        def run() -> tuple[list[str], list[list[Any]]]:
+            with self._session(READ_ACCESS) as session:
+                return session.execute_read(work)
+
+        columns, rows = self._call("query", run)
         return CypherResult(columns=columns, rows=[[_plain(v) for v in row] for row in rows])
 
     # -- indexes ---------------------------------------------------------------------------------

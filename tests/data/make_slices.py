@@ -38,10 +38,26 @@ def copy_slice(src: Path, dst: Path, n: int) -> None:
         dst.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
 
 
+def flashrag_slice(hotpot: Path, dst: Path) -> None:
+    """The HotpotQA slice in FlashRAG's layouts (RUC-NLPIR/FlashRAG README): ``hotpotqa/dev.jsonl`` questions
+    ``{id, question, golden_answers, metadata}`` and ``corpus.jsonl`` ``{id, contents: '"Title"\\ntext'}`` (wiki-18
+    style, title in double quotes), one corpus row per distinct context paragraph, sentences joined as HotpotQA
+    writes them (each sentence keeps its leading space)."""
+    records = json.loads(hotpot.read_text(encoding="utf-8"))
+    questions = [{"id": r["_id"], "question": r["question"], "golden_answers": [r["answer"]],
+                  "metadata": {"type": r["type"], "level": r["level"]}} for r in records]
+    paragraphs = dict.fromkeys((title, "".join(sentences)) for r in records for title, sentences in r["context"])
+    corpus = [{"id": str(k), "contents": f'"{title}"\n{text}'} for k, (title, text) in enumerate(paragraphs)]
+    for rel, rows in (("hotpotqa/dev.jsonl", questions), ("corpus.jsonl", corpus)):
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dst / rel).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+
+
 def main() -> None:
     shared = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "data"
     for folder, (name, n) in SLICES.items():
         copy_slice(shared / folder / name, REPO / "tests" / "data" / folder / name, n)
+    flashrag_slice(REPO / "tests" / "data" / "hotpotqa" / SLICES["hotpotqa"][0], REPO / "tests" / "data" / "flashrag")
     folder, name, n, dst = EXAMPLE
     copy_slice(shared / folder / name, dst, n)
 

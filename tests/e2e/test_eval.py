@@ -205,6 +205,46 @@ def test_cli_resume_with_another_policy_option_is_refused(hotpot_dir, tmp_path: 
     assert len(_lines(out / RECORDS)) == 1
 
 
+def test_cli_resume_with_another_query_encoder_is_refused(hotpot_dir, store_kind: str, tmp_path: Path, capsys) -> None:
+    """The query encoder embeds every menu's retrieval and R-S: a resume with another backend (onnx-int8 is
+    approximate) was accepted and not recorded (issue 28 §6)."""
+    out = tmp_path / "run"
+    assert main(["eval", str(hotpot_dir), "--out", str(out), "--limit", "1", "--max-turns", "2", "-q"]) == 0
+    built_with = Artifact.open(hotpot_dir).embedding_backend
+    config = json.loads((out / "config.json").read_text())
+    other = "onnx-int8" if built_with != "onnx-int8" else "torch"
+    capsys.readouterr()
+    assert main(["eval", str(hotpot_dir), "--out", str(out), "--limit", "2", "--max-turns", "2", "-q",
+                 "--embedding-backend", other]) != 0, "a resume with another query encoder was accepted"
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"encoder.backend: {built_with!r} -> {other!r}" in err, err
+    assert "use another --out" in err and len(_lines(out / RECORDS)) == 1
+    assert json.loads((out / "config.json").read_text()) == config
+    assert config["encoder"] == {"model": Artifact.open(hotpot_dir).embedding_model, "backend": built_with}
+    assert config["store"] == store_kind
+
+
+def test_resume_with_other_question_content_or_store_is_refused(falkordb_hotpot_view, neo4j_hotpot_view, hotpot_questions,
+                                                                tmp_path: Path) -> None:
+    """The same question ids with other answers or gold labels (another file, another --format), or another store
+    (its vector index finds other neighbours), are other settings too."""
+    from dataclasses import replace
+
+    out = tmp_path / "run"
+    run_eval(falkordb_hotpot_view, make_policy("heuristic"), hotpot_questions, out, env_config=SHORT,
+             config=EvalConfig(limit=1), progress=False)
+    before = _lines(out / RECORDS)
+    relabelled = [replace(q, answers=("something else",)) for q in hotpot_questions]
+    with pytest.raises(ConfigError, match=r"questions\.content_sha256: '[0-9a-f]{64}' -> '[0-9a-f]{64}'"):
+        run_eval(falkordb_hotpot_view, make_policy("heuristic"), relabelled, out, env_config=SHORT,
+                 config=EvalConfig(limit=2), progress=False)
+    neo4j_hotpot_view.store.load(neo4j_hotpot_view.artifact, progress=False)  # another test may have swapped it
+    with pytest.raises(ConfigError, match=r"store: 'falkordb' -> 'neo4j'"):
+        run_eval(neo4j_hotpot_view, make_policy("heuristic"), hotpot_questions, out, env_config=SHORT,
+                 config=EvalConfig(limit=2), progress=False)
+    assert _lines(out / RECORDS) == before
+
+
 def test_truncated_last_line_is_recomputed(hotpot_view, hotpot_questions, tmp_path: Path) -> None:
     out = tmp_path / "run"
     policy = make_policy("heuristic")

@@ -49,6 +49,38 @@ def test_score_beliefs_uses_the_given_policy_and_unchanged_contexts_gain_exactly
     assert moved[0][0] != pytest.approx(beliefs[0][0], rel=1e-4)  # the live weights, not a frozen copy
 
 
+def test_the_belief_is_the_policys_answer_chat_probability_of_the_gold_answer():
+    """What IGPO's π_θ(a | q, o_≤t) is here (training/answerer.py ``PolicyBelief``): the live policy's mean log-prob of
+    the gold answer teacher-forced after the very chat it answers from (``LLMPolicy.answer_batch``: a fresh chat of
+    the question and the evidence, rendered by the eval backend), with the evidence surfaced so far; its exp is the
+    belief whose rise is the turn's information gain."""
+    import math
+
+    from harness_g.agent.context import answer_messages
+    from harness_g.agent.llm.transformers_backend import TransformersBackend
+    from harness_g.training.answerer import PolicyBelief, ScoreRequest
+    from harness_g.training.config import ModelConfig
+    from harness_g.training.modeling import load_policy, load_tokenizer
+    from harness_g.training.rollout import scorer_user_text
+
+    tok = load_tokenizer(ModelConfig(name="tiny-random"))
+    policy = load_policy(ModelConfig(name="tiny-random"), tok, seed=3)
+    question, gold = "What is the capital of France?", "paris"
+    contexts = [[], [("France", "Paris is the capital of France.")],
+                [("France", "Paris is the capital of France."), ("Lyon", "Lyon is a city in France.")]]
+    requests = [ScoreRequest("q1", question, tuple(t for t, _ in ev), ev, [gold]) for ev in contexts]
+    beliefs = PolicyBelief(policy, tok, scorer_user_text).log_scores_many(requests)
+    backend = TransformersBackend.from_loaded(policy, tok)
+    for ev, belief in zip(contexts, beliefs):
+        prompt = tok(backend.render(answer_messages(question, ev)), add_special_tokens=False)["input_ids"]
+        answer = tok(gold, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logits = policy(input_ids=torch.tensor([prompt + answer])).logits[0].float()
+        logp = torch.log_softmax(logits[len(prompt) - 1:-1], -1).gather(-1, torch.tensor(answer)[:, None]).squeeze(-1)
+        assert belief == pytest.approx(float(logp.mean()), abs=1e-5)
+    assert information_gains(beliefs) == pytest.approx([math.exp(b) - math.exp(a) for a, b in zip(beliefs, beliefs[1:])])
+
+
 def test_build_batch_puts_each_turn_advantage_on_its_tokens_without_snc_scale():
     from harness_g.training.config import CreditConfig, ModelConfig
     from harness_g.training.modeling import load_tokenizer

@@ -3,9 +3,14 @@
 docker/README.md tells users to browse harness-g graphs in Neo4j Browser and lists queries worth running
 there. This test loads the real HotpotQA test graph into the session's Neo4j, then drives the Browser with
 ``tools/browser-check/browser_query.mjs`` (puppeteer-core + the system Chromium): it opens the Browser,
-connects with no authentication, sets ``:param title => "Giotto"``, runs README query 1 ("a sentence in
-context") exactly as the README prints it, waits for the graph view and takes a screenshot. The test
-checks what the Browser reported against the same query run through :class:`Neo4jStore`.
+signs in with the server's user and password (the local Neo4j always has authentication on), sets
+``:param title => "Giotto"``, runs README query 1 ("a sentence in context") exactly as the README prints it,
+waits for the graph view and takes a screenshot. The test checks what the Browser reported against the same
+query run through :class:`Neo4jStore`.
+
+``tools/browser-check/cross_origin.mjs`` plays a web page the user opens while the server runs: from another
+origin its script cannot read the HTTP API's answers (no wildcard CORS), not even with the password, and writes
+nothing; from the Browser's own origin the same request works.
 
 Needs Chromium and the node tool's dependencies: ``bash tools/browser-check/setup.sh`` (the test fails,
 not skips, without them). ``HARNESS_G_UPDATE_SCREENSHOTS=1`` also copies the screenshot, once the test has
@@ -73,25 +78,33 @@ def _require_tools() -> tuple[str, str]:
     return node, chromium
 
 
-def _run_browser_query(node: str, chromium: str, server: LocalNeo4j, query: str, params: dict[str, Any],
-                       out: Path) -> dict[str, Any]:
-    cmd = [node, str(SCRIPT), server.browser_url, server.bolt_uri, query, str(out), "--params", json.dumps(params),
-           "--width", str(WIDTH), "--height", str(HEIGHT), "--timeout-s", str(SCRIPT_TIMEOUT_S), "--chromium", chromium]
+def _run_node(cmd: list[str], server: LocalNeo4j) -> dict[str, Any]:
+    """Run one node tool with the server's credentials in its environment (never on its command line); its last
+    JSON line, plus ``exit_code`` and ``stderr_tail``."""
+    name = Path(cmd[1]).name
+    env = {**os.environ, "NEO4J_USER": server.user, "NEO4J_PASSWORD": server.password}
     # its own process group, so a hung run can be ended with its Chromium (the script has a watchdog too)
     proc = subprocess.Popen(cmd, cwd=TOOL_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     try:
         stdout, stderr = proc.communicate(timeout=SCRIPT_TIMEOUT_S + 30)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
-        pytest.fail(f"browser_query.mjs did not finish in {SCRIPT_TIMEOUT_S + 30} s: {stdout[-2000:]} {stderr[-2000:]}")
+        pytest.fail(f"{name} did not finish in {SCRIPT_TIMEOUT_S + 30} s: {stdout[-2000:]} {stderr[-2000:]}")
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    assert lines, f"browser_query.mjs printed no JSON (exit {proc.returncode}): {stdout[-2000:]} {stderr[-2000:]}"
+    assert lines, f"{name} printed no JSON (exit {proc.returncode}): {stdout[-2000:]} {stderr[-2000:]}"
     report: dict[str, Any] = json.loads(lines[-1])
     report["exit_code"] = proc.returncode
     report["stderr_tail"] = stderr[-2000:]
     return report
+
+
+def _run_browser_query(node: str, chromium: str, server: LocalNeo4j, query: str, params: dict[str, Any],
+                       out: Path) -> dict[str, Any]:
+    return _run_node([node, str(SCRIPT), server.browser_url, server.bolt_uri, query, str(out), "--params",
+                      json.dumps(params), "--width", str(WIDTH), "--height", str(HEIGHT), "--timeout-s",
+                      str(SCRIPT_TIMEOUT_S), "--chromium", chromium], server)
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -128,7 +141,7 @@ def test_neo4j_browser_runs_readme_query(request: pytest.FixtureRequest, tmp_pat
     hotpot_graph_dir: Path = request.getfixturevalue("hotpot_graph_dir")
 
     # the database holds one graph at a time and other tests share this server: (re)load ours first
-    store = Neo4jStore(neo4j_server.bolt_uri)
+    store = Neo4jStore(neo4j_server.bolt_uri, *neo4j_server.auth)
     try:
         store.load(Artifact.open(hotpot_graph_dir), progress=False)
         expected = store.run_cypher(query, params)
@@ -160,3 +173,43 @@ def test_neo4j_browser_runs_readme_query(request: pytest.FixtureRequest, tmp_pat
         DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(png, DOCS_SCREENSHOT)
         print(f"updated {DOCS_SCREENSHOT.relative_to(ROOT)}")
+
+
+def test_a_foreign_web_page_cannot_use_the_http_api(request: pytest.FixtureRequest) -> None:
+    """A page from another origin (another port on 127.0.0.1) POSTs to the transaction endpoint from headless
+    Chromium: the browser hands it no response (the server's Access-Control-Allow-Origin names only its own origin),
+    not even when the script knows the password, and a preflight-free text/plain POST is refused (401: no
+    credentials). Nothing is written. From the Browser's own origin the same request works (200), so the refusals
+    are the server's doing, not a broken request. Before: ``Access-Control-Allow-Origin: *`` and no authentication,
+    so any page could read and write the database."""
+    node, chromium = _require_tools()
+    neo4j_server: LocalNeo4j = request.getfixturevalue("neo4j_server")
+    store = Neo4jStore(neo4j_server.bolt_uri, *neo4j_server.auth)
+    probes = "MATCH (n:CorsProbe) RETURN count(n) AS n"
+    try:
+        assert store.run_cypher(probes).rows == [[0]]
+        report = _run_node([node, str(TOOL_DIR / "cross_origin.mjs"), neo4j_server.http_uri, "--timeout-s",
+                            str(SCRIPT_TIMEOUT_S), "--chromium", chromium], neo4j_server)
+        context = json.dumps(report, indent=1)[:3000]
+        assert report["ok"] and report["exit_code"] == 0, context
+        assert report["foreign_origin"] != report["target_origin"] == neo4j_server.http_uri, context
+        results = report["results"]
+        assert results["foreign_json_no_auth"].get("blocked") is True, context
+        assert results["foreign_json_password"].get("blocked") is True, context
+        # sent without a preflight, so the server answers; the page may not read it, and it had no credentials
+        simple = results["foreign_simple_no_auth"]
+        assert simple.get("blocked") is True or simple.get("status") == 401, context
+        same = results["same_origin_password"]
+        assert same.get("status") == 200 and '"errors":[]' in same.get("body", "").replace(" ", ""), context
+        # only the same-origin request wrote its node
+        assert store.run_cypher(probes).rows == [[1]]
+    finally:
+        _delete_probes(neo4j_server)
+        store.close()
+
+
+def _delete_probes(server: LocalNeo4j) -> None:
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(server.bolt_uri, auth=server.auth) as driver:
+        driver.execute_query("MATCH (n:CorsProbe) DETACH DELETE n")

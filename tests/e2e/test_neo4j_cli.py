@@ -1,6 +1,8 @@
 """A new user's Neo4j session, end to end through the installed ``harness-g`` command (real processes):
-``harness-g neo4j`` starts a local Neo4j, then ``build --store bolt://…``, ``stats``, ``ask``, ``eval`` and
-``cypher`` run against it, and SIGTERM stops it. No driver warning or deprecation notice may reach stderr."""
+``harness-g neo4j`` starts a local Neo4j with authentication on and prints its generated password, then
+``build --store bolt://…``, ``stats``, ``ask``, ``eval`` and ``cypher`` run against it (with no NEO4J_PASSWORD:
+they read the credentials the server stored, mode 0600), and SIGTERM stops it and removes them. No driver
+warning or deprecation notice may reach stderr."""
 from __future__ import annotations
 
 import json
@@ -21,10 +23,12 @@ DATA = TEST_DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"
 HARNESS_G = shutil.which("harness-g") or str(Path(sys.executable).with_name("harness-g"))
 
 pytestmark = pytest.mark.neo4j
+#: the environment of every command here: no NEO4J_* variables, so the password is generated and found, not given
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")}
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS_G, *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([HARNESS_G, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
 
 
 def _port_open(port: int) -> bool:
@@ -41,7 +45,7 @@ def _clean_stderr(stderr: str) -> None:
 
 def test_new_user_neo4j_session(tmp_path: Path) -> None:
     server = subprocess.Popen([HARNESS_G, "neo4j", "--bolt-port", "0", "--http-port", "0"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         lines: list[str] = []
         deadline = time.monotonic() + 240
@@ -53,8 +57,17 @@ def test_new_user_neo4j_session(tmp_path: Path) -> None:
         printed = "".join(lines)
         uri = re.search(r"bolt\s+(bolt://127\.0\.0\.1:\d+)", printed).group(1)
         browser = re.search(r"browser\s+(http://127\.0\.0\.1:\d+/browser/)", printed).group(1)
-        assert "Neo4j 5.26." in printed and "No authentication" in printed and f"--store {uri}" in printed
+        password = re.search(r"password (\S+)\s+\(generated", printed).group(1)
+        stored = Path(re.search(r"stored\s+(\S+)", printed).group(1))
+        assert "Neo4j 5.26." in printed and "user     neo4j" in printed and f"--store {uri}" in printed
+        assert "No authentication" not in printed
         port = int(uri.rsplit(":", 1)[1])
+        assert stored.stat().st_mode & 0o777 == 0o600 and json.loads(stored.read_text())["password"] == password
+        import neo4j
+
+        with pytest.raises(neo4j.exceptions.AuthError):  # authentication is on
+            with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
+                driver.verify_connectivity()
 
         graph = tmp_path / "graph"
         build = _cli("build", "--format", "hotpotqa", "--input", str(DATA), "--limit", "2", "--out", str(graph),
@@ -102,6 +115,41 @@ def test_new_user_neo4j_session(tmp_path: Path) -> None:
     assert server.returncode == 0, err
     assert "neo4j: stopped" in out
     assert not _port_open(port), "the Neo4j server outlived harness-g neo4j"
+    assert not stored.exists(), "the stored credentials outlived the server"
+
+
+def test_neo4j_command_takes_the_password_from_neo4j_password() -> None:
+    """A password the user sets (NEO4J_PASSWORD; --password works the same) is the one the server requires; it is not
+    printed, and a harness-g command finds it through the stored credentials."""
+    chosen = "my-own-Passw0rd"
+    server = subprocess.Popen([HARNESS_G, "neo4j", "--bolt-port", "0", "--http-port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**ENV, "NEO4J_PASSWORD": chosen})
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 240
+        assert server.stdout is not None
+        while not any(line.strip().startswith("stop") for line in lines):
+            line = server.stdout.readline()
+            assert line and time.monotonic() < deadline, f"harness-g neo4j did not come up: {lines}"
+            lines.append(line)
+        printed = "".join(lines)
+        assert "password the one you set (NEO4J_PASSWORD)" in printed and chosen not in printed
+        uri = re.search(r"bolt\s+(bolt://127\.0\.0\.1:\d+)", printed).group(1)
+        import neo4j
+
+        with neo4j.GraphDatabase.driver(uri, auth=("neo4j", chosen)) as driver:
+            driver.verify_connectivity()
+        from harness_g.graph.stores.local_neo4j import local_credentials
+
+        assert local_credentials(uri) == ("neo4j", chosen)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert server.returncode == 0
 
 
 def test_neo4j_command_needs_java(tmp_path: Path) -> None:

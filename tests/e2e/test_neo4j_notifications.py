@@ -30,7 +30,7 @@ PARAMS: dict[str, Any] = {
     "ids": ["p_curie:0", "p_paris:1", "e_curie"], "paragraph_ids": ["p_curie", "p_paris"], "names": ["curie", "paris"],
     "entity_ids": ["e_curie", "e_sorbonne"], "entity_id": "e_curie", "lookupable_only": True, "articles": True, "vector": [0.1] * 8,
     "k": 3, "dim": 8, "limit": 1, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m",
-    "embedding_dim": 8, "loaded_at": "2024-01-01T00:00:00Z",
+    "embedding_dim": 8, "loaded_at": "2024-01-01T00:00:00Z", "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
     "rows": [],  # load_*: UNWIND over no rows; the statement is still planned, so notifications still come
 }
 #: the queries whose shared text Neo4j reports as deprecated, overridden in cypher/neo4j/
@@ -39,7 +39,7 @@ OVERRIDDEN = ("count_nodes_by_label", "count_relationships_by_type", "lookup_can
 
 @pytest.fixture(scope="module")
 def store(neo4j_server: LocalNeo4j, tiny_artifact: Artifact) -> Iterator[Neo4jStore]:
-    store = Neo4jStore(neo4j_server.bolt_uri)
+    store = Neo4jStore(neo4j_server.bolt_uri, *neo4j_server.auth)
     store.load(tiny_artifact, progress=False)
     yield store
     store.close()
@@ -47,7 +47,7 @@ def store(neo4j_server: LocalNeo4j, tiny_artifact: Artifact) -> Iterator[Neo4jSt
 
 @pytest.fixture(scope="module")
 def driver(neo4j_server: LocalNeo4j) -> Iterator[neo4j.Driver]:
-    with neo4j.GraphDatabase.driver(neo4j_server.bolt_uri, auth=None) as drv:
+    with neo4j.GraphDatabase.driver(neo4j_server.bolt_uri, auth=neo4j_server.auth) as drv:
         yield drv
 
 

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from helpers.store_checks import check_counts
@@ -21,7 +20,7 @@ from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores import connect_store
 from harness_g.graph.stores import neo4j_store as neo4j_store_module
-from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig, cache_root
+from harness_g.graph.stores.local_neo4j import LocalNeo4j, cache_root
 from harness_g.graph.stores.neo4j_store import MIN_SERVER_VERSION, Neo4jStore, parse_server_version
 from harness_g.graph.stores.queries import load_query
 from harness_g.graph.stores.schema import VECTOR_INDEX
@@ -71,7 +70,7 @@ def test_oldest_allowed_driver_loads_and_queries(neo4j_server: LocalNeo4j, tiny_
 import json, neo4j
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.neo4j_store import Neo4jStore
-store = Neo4jStore({neo4j_server.bolt_uri!r})
+store = Neo4jStore({neo4j_server.bolt_uri!r}, *{neo4j_server.auth!r})
 store.clear()
 report = store.load(Artifact.open({str(tiny_artifact.path)!r}), progress=False)
 rows = store.query("lookup_candidates", {{"entity_id": "e_curie"}})
@@ -148,20 +147,15 @@ def test_foreign_vector_index_is_replaced(neo4j_store: Neo4jStore, tiny_artifact
 
 
 # -- credentials ---------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def neo4j_with_password() -> Iterator[LocalNeo4j]:
-    server = LocalNeo4j(LocalNeo4jConfig(password="harness-g-test", heap_mb=512)).start()
-    yield server
-    server.stop()
-
-
-def test_credentials_from_the_environment(neo4j_with_password: LocalNeo4j, monkeypatch: pytest.MonkeyPatch,
+def test_credentials_from_the_environment(neo4j_server: LocalNeo4j, monkeypatch: pytest.MonkeyPatch,
                                           tmp_path: Path) -> None:
-    uri = neo4j_with_password.bolt_uri
+    """NEO4J_USER / NEO4J_PASSWORD win over the credentials the local server stored for harness-g (a wrong one is
+    refused, not silently replaced); without them see test_server_security.py."""
+    uri = neo4j_server.bolt_uri
     monkeypatch.setenv("NEO4J_USER", "neo4j")
     monkeypatch.setenv("NEO4J_PASSWORD", "wrong")
     with pytest.raises(StoreError, match=rf"^Neo4j at {uri} refused the credentials \(set NEO4J_USER / NEO4J_PASSWORD\)"):
         connect_store(uri, tmp_path)
-    monkeypatch.setenv("NEO4J_PASSWORD", "harness-g-test")
+    monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
     with connect_store(uri, tmp_path) as store:
         assert store.run_cypher("RETURN 1 AS one").rows == [[1]]

@@ -2,9 +2,12 @@
 SmolLM2 backend, a closed port, and tiny handlers that answer garbage or keep failing."""
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -16,7 +19,7 @@ import pytest
 
 from harness_g.agent.llm.backends import BackendError
 from harness_g.agent.llm.openai_backend import OpenAIBackend
-from harness_g.agent.llm.server import base_url, serve
+from harness_g.agent.llm.server import ServerLimits, base_url, serve
 from harness_g.errors import ConfigError
 
 HELLO = [{"role": "user", "content": "What is the capital of France? Answer briefly."}]
@@ -185,3 +188,146 @@ def test_model_the_server_does_not_serve_is_refused(smol_server) -> None:
     with pytest.raises(ConfigError, match=r"does not serve model 'nope' \(it serves: smollm2\); check --model"):
         make_policy("openai", base_url=url, model="nope")
     assert make_policy("openai", base_url=url, model="smollm2").backend.model == "smollm2"
+
+
+# --- limits: every refusal is a status code (issue 28 item 4) -------------------------------------------------
+
+def _raw(url: str, method: str, path: str, body: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One request with http.client (exact bytes, any method); returns (status, headers, body)."""
+    host_port = url.split("//", 1)[1].split("/", 1)[0]
+    conn = http.client.HTTPConnection(host_port, timeout=60)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def _chat(url: str, body: bytes) -> tuple[int, str]:
+    status, _, raw = _raw(url, "POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    payload = json.loads(raw)
+    return status, payload["error"]["message"] if status != 200 else payload["choices"][0]["message"]["content"]
+
+
+@needs_smollm2
+def test_server_caps_the_request_body_with_413(smol_server):
+    url, _ = smol_server
+    limit = ServerLimits().max_body_bytes
+    padded = json.dumps({"messages": HELLO, "max_tokens": 1, "model": "x" * limit}).encode()
+    status, message = _chat(url, padded)
+    assert status == 413 and f"limit of {limit} bytes" in message and "--max-body-bytes" in message
+    status, message = _chat(url, b"{" + b" " * (50 * 2**20) + b"}")  # the 50 MB body that OOM-killed it
+    assert status == 413 and str(50 * 2**20 + 2) in message
+    status, _, raw = _raw(url, "POST", "/v1/chat/completions", iter([b'{"messages": []}']),
+                          {"Transfer-Encoding": "chunked"})  # no Content-Length: cannot be bounded up front
+    assert status == 411 and b"Content-Length" in raw
+    status, _, _ = _raw(url, "POST", "/v1/chat/completions", b"{}", {"Content-Length": "-1"})
+    assert status == 400
+    assert _chat(url, json.dumps({"messages": HELLO, "max_tokens": 4, "temperature": 0}).encode())[0] == 200
+
+
+BAD_FIELDS = [  # (field named in the 400, request fields)
+    ("temperature", {"temperature": "NaN"}), ("temperature", {"temperature": float("nan")}),
+    ("temperature", {"temperature": float("inf")}), ("temperature", {"temperature": 2.5}),
+    ("temperature", {"temperature": True}), ("top_p", {"top_p": 0}), ("top_p", {"top_p": 1.5}),
+    ("top_p", {"top_p": "0.9"}), ("max_tokens", {"max_tokens": 0}), ("max_tokens", {"max_tokens": 1.5}),
+    ("max_tokens", {"max_tokens": "8"}), ("max_tokens", {"max_tokens": 10**12}),
+    ("max_completion_tokens", {"max_completion_tokens": -3}), ("n", {"n": 2}), ("n", {"n": "1"}),
+    ("seed", {"seed": "7"}), ("seed", {"seed": 1.5}), ("seed", {"seed": 2**64}),
+    ("stop", {"stop": ["a", "b", "c", "d", "e"]}), ("stop", {"stop": [1]}), ("stop", {"stop": ""}),
+    ("stream", {"stream": True}), ("presence_penalty", {"presence_penalty": 1.0}),
+    ("top_k", {"top_k": 5}), ("messages[0]", {"messages": [{"role": "robot", "content": "hi"}]}),
+]
+
+
+@needs_smollm2
+@pytest.mark.parametrize(("field", "fields"), BAD_FIELDS, ids=[f"{f}-{i}" for i, (f, _) in enumerate(BAD_FIELDS)])
+def test_server_refuses_bad_sampling_parameters_naming_the_field(smol_server, field, fields):
+    url, _ = smol_server
+    body = json.dumps({"messages": HELLO, "max_tokens": 2, **fields}).encode()  # NaN/Infinity as JSON literals
+    status, message = _chat(url, body)
+    assert status == 400 and message.startswith(f"{field}: "), message
+
+
+@needs_smollm2
+def test_server_refuses_deeply_nested_json_with_400(smol_server):
+    url, _ = smol_server
+    status, message = _chat(url, b"[" * 50_000 + b"]" * 50_000)
+    assert status == 400 and "nested too deeply" in message
+    assert _chat(url, json.dumps({"messages": HELLO, "max_tokens": 2, "temperature": 0}).encode())[0] == 200
+
+
+def _burst(port: int, clients: int, body: bytes) -> list[tuple[str, dict[str, str]]]:
+    """``clients`` raw connections opened at the same instant, each sending one chat request; per client the
+    status code and headers of the answer, or the exception's name (a reset, a timeout)."""
+    barrier = threading.Barrier(clients)
+    results: list[tuple[str, dict[str, str]]] = [("none", {})] * clients
+    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)) + body
+
+    def client(i: int) -> None:
+        barrier.wait()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+                sock.sendall(request)
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+            head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            headers = dict(line.split(": ", 1) for line in head[1:] if ": " in line)
+            results[i] = (head[0].split(" ")[1] if data else "empty", headers)
+        except OSError as exc:
+            results[i] = (type(exc).__name__, {})
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+@needs_smollm2
+def test_200_concurrent_clients_each_get_a_status_never_a_reset(smol_server):
+    url, backend = smol_server
+    body = json.dumps({"messages": HELLO, "max_tokens": 1, "temperature": 0}).encode()
+    port = int(url.split(":")[2].split("/")[0])
+    results = _burst(port, 200, body)  # default limits: the old backlog of 5 left clients reset or hanging
+    assert {status for status, _ in results} <= {"200", "503"}, sorted({s for s, _ in results})
+    assert any(status == "200" for status, _ in results)
+    busy, thread = serve(backend, limits=ServerLimits(max_pending=2))  # a small queue: the excess is refused
+    try:
+        results = _burst(busy.server_address[1], 200, body)
+    finally:
+        busy.shutdown()
+        busy.server_close()
+        thread.join(timeout=5)
+    statuses = [status for status, _ in results]
+    assert set(statuses) == {"200", "503"}, sorted(set(statuses))
+    assert all(headers.get("Retry-After") == "1" for status, headers in results if status == "503")
+
+
+@needs_smollm2
+def test_server_cli_listens_on_loopback_without_cors_and_takes_its_limits():
+    proc = subprocess.Popen([sys.executable, "-m", "harness_g.agent.llm.server", "--port", "0", "--num-threads", "1",
+                             "--max-body-bytes", "65536"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving smollm2 at http://127.0.0.1:"), (line, proc.poll())  # loopback by default
+        url = line.split(" at ", 1)[1].strip()
+        origin = {"Origin": "https://attacker.example"}
+        status, headers, _ = _raw(url, "OPTIONS", "/v1/chat/completions", None, {
+            **origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"})
+        assert status >= 400 and not any(h.startswith("access-control-") for h in headers)  # no CORS preflight
+        status, headers, _ = _raw(url, "GET", "/v1/models", None, origin)
+        assert status == 200 and not any(h.startswith("access-control-") for h in headers)
+        status, message = _chat(url, json.dumps({"messages": HELLO, "model": "x" * 70_000}).encode())
+        assert status == 413 and "limit of 65536 bytes" in message
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    bad = subprocess.run([sys.executable, "-m", "harness_g.agent.llm.server", "--max-pending", "0"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: server limit max_pending must be >= 1 (got 0)"

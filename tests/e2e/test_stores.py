@@ -20,7 +20,7 @@ from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
-from harness_g.graph.stores.base import GraphStore
+from harness_g.graph.stores.base import GraphStore, graph_identity
 from harness_g.graph.stores import connect_store
 from harness_g.graph.stores.falkordb_server import HANDOVER_FILE, PID_FILE, EmbeddedFalkorDB, socket_path_for
 from harness_g.graph.stores.falkordb_store import FalkorDBStore
@@ -48,7 +48,7 @@ def test_forced_reload_merges_without_duplicates(scratch_store: GraphStore, tiny
     assert not first.skipped and first.rows["mentions"] == 14 and first.rows["next"] == 7
     # un-finish the load (what a crash right after meta_begin leaves): the next load must re-run everything
     scratch_store.write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": "m",
-                                       "embedding_dim": 8, "loaded_at": "x"})
+                                       "embedding_dim": 8, "loaded_at": "x", **graph_identity(tiny_artifact)})
     assert scratch_store.loaded_hash() is None
     again = scratch_store.load(tiny_artifact, progress=False, batch_size=4)
     assert not again.skipped and again.rows == first.rows
@@ -283,9 +283,11 @@ def test_embedded_on_tcp_port(tiny_artifact: Artifact, tmp_path: Path) -> None:
     with connect_store(f"embedded:{port}", tmp_path) as store:
         assert isinstance(store, FalkorDBStore) and store.address == f"127.0.0.1:{port}"
         store.load(tiny_artifact, progress=False)
-        with FalkorDBStore.connect("127.0.0.1", port) as remote:  # the same graph over TCP
+        assert store.server is not None
+        # the same graph over TCP, with the server's password (without it: tests/e2e/test_server_security.py)
+        with FalkorDBStore.connect("127.0.0.1", port, password=store.server.password) as remote:
             assert remote.loaded_hash() == tiny_artifact.content_hash
-        assert store.server is not None and store.server.alive()
+        assert store.server.alive()
 
 
 def test_dead_server_mid_run_and_stale_pid(tiny_artifact: Artifact, tmp_path: Path) -> None:

@@ -33,14 +33,16 @@ def test_loss_mask_covers_exactly_the_reply_and_its_end_token(tokenizer):
     assert "Question: who?" in tokenizer.decode(seq.input_ids[:start])
 
 
-def test_left_padding_keeps_masks(tokenizer):
+def test_right_padding_keeps_masks(tokenizer):
     a = build_sequence(tokenizer, "short prompt", "A0")
     b = build_sequence(tokenizer, "a much longer prompt " * 10, "A12")
     batch = pad_batch([a, b], tokenizer.pad_token_id)
+    n = len(a.input_ids)
     assert batch["loss_mask"].sum().item() == sum(a.loss_mask) + sum(b.loss_mask)
-    assert batch["loss_mask"][0, -3:].sum().item() >= 1  # replies sit at the right edge (template may add a newline)
-    assert batch["attention_mask"][0, 0].item() == 0
-    assert batch["position_ids"][0, -1].item() == len(a.input_ids) - 1
+    assert batch["input_ids"][0, :n].tolist() == a.input_ids  # rows start at column 0, padding after
+    assert batch["loss_mask"][0, :n].tolist() == a.loss_mask and batch["loss_mask"][0, n:].sum().item() == 0
+    assert batch["attention_mask"][0, :n].sum().item() == n and batch["attention_mask"][0, -1].item() == 0
+    assert batch["position_ids"][0, n - 1].item() == n - 1
 
 
 def test_policy_token_logprobs_equal_the_full_forward(tokenizer):
@@ -188,8 +190,12 @@ def test_malformed_config_is_a_clear_error(tmp_path):
 
 @pytest.fixture
 def store_spec(request, store_kind: str):
-    """``data.store`` for the run: None (embedded FalkorDB in the graph dir) or the session's Neo4j."""
-    return None if store_kind == "falkordb" else request.getfixturevalue("neo4j_server").bolt_uri
+    """``data.store`` for the run: None (embedded FalkorDB in the graph dir) or the session's Neo4j, emptied first (it
+    holds one graph: a run is refused on a database holding another test's graph)."""
+    if store_kind == "falkordb":
+        return None
+    request.getfixturevalue("neo4j_store").clear()
+    return request.getfixturevalue("neo4j_server").bolt_uri
 
 
 def _config(tmp_path: Path, steps: int, store: str | None = None, **extra):
@@ -244,7 +250,7 @@ def test_free_query_arm_trains_and_logs_query_diversity(tmp_path, store_spec):
     from harness_g.training.trainer import Trainer
 
     cfg = _config(tmp_path, steps=1, store=store_spec, **{"rollout.interface": "free-query", "rollout.constrain_actions": False,
-                                        "rollout.max_action_tokens": 8})
+                                        "rollout.max_action_tokens": 8, "credit.scheme": "outcome"})
     build_training_graph(cfg)
     result = Trainer(cfg, tmp_path / "run", progress=False).train()
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
@@ -256,7 +262,8 @@ def test_free_query_arm_trains_and_logs_query_diversity(tmp_path, store_spec):
         assert d["queries"] == [reply for reply, _, _ in d["actions"]]
         assert all(kind in {"SELECT", "LOOKUP", "ANSWER_WITH", "ANSWER"} for _, kind, _ in d["actions"])
     with pytest.raises(ConfigError, match="constrain_actions needs the menu interface"):
-        load_config(None, {"data.graph_dir": "x", "rollout.interface": "free-query", "rollout.constrain_actions": True})
+        load_config(None, {"data.graph_dir": "x", "rollout.interface": "free-query", "rollout.constrain_actions": True,
+                           "credit.scheme": "outcome"})
 
 
 def test_train_cli_show_config_and_errors(tmp_path, capsys):

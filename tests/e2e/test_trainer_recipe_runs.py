@@ -36,19 +36,21 @@ def test_paper_batch_is_128_questions_in_4_updates_of_32(tmp_path):
     assert trainer.config.rollout.questions_per_step == 128 and trainer.config.optim.mini_batch_questions == 32
     # row -> question: 8 rollouts per question, 1..7 sequences each (turns + the answer)
     questions = [q for q in range(128) for r in range(8) for _ in range(1 + (q + r) % 7)]
-    plan = trainer._plan(questions)
+    lengths = [100 + (i * 37) % 900 for i in range(len(questions))]
+    plan = trainer._plan(questions, lengths)
     assert len(plan) == 4
     covered = []
-    for slices in plan:
-        assert len(slices) == 1  # micro_batch_sequences 0: one pass per update
-        rows = range(slices[0].start, slices[0].stop)
+    for passes in plan:
+        assert len(passes) == 1  # no micro-batch cap: one pass per update
+        rows = passes[0]
         covered.extend(rows)
         assert len({questions[i] for i in rows}) == 32
-    assert covered == list(range(len(questions)))
+        assert [lengths[i] for i in rows] == sorted((lengths[i] for i in rows), reverse=True)
+    assert sorted(covered) == list(range(len(questions)))
     # the memory knob splits an update into passes without changing what the update holds
-    micro = _trainer(tmp_path / "micro", **{"optim.micro_batch_sequences": 64})._plan(questions)
-    assert [(s[0].start, s[-1].stop) for s in micro] == [(s[0].start, s[0].stop) for s in plan]
-    assert all(sl.stop - sl.start <= 64 for s in micro for sl in s)
+    micro = _trainer(tmp_path / "micro", **{"optim.micro_batch_sequences": 64})._plan(questions, lengths)
+    assert [sorted(i for mb in mini for i in mb) for mini in micro] == [sorted(mini[0]) for mini in plan]
+    assert all(len(mb) <= 64 for mini in micro for mb in mini)
 
 
 def test_set_lr_from_the_help_example_is_a_float_and_trains(tmp_path, capsys):

@@ -9,6 +9,7 @@ SAMPLE_PARAMS = {
     "ids": ["p_curie:0", "p_paris:1"], "paragraph_ids": ["p_curie"], "names": ["curie"], "entity_ids": ["e_curie"],
     "entity_id": "e_curie", "lookupable_only": True, "articles": True, "rows": [], "vector": [0.1] * 8, "k": 3, "dim": 8,
     "ef_runtime": 10, "ef_construction": 50, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
+    "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
 }
 #: a ``$parameter`` reference in Cypher text (group 1: its name)
 PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -111,6 +111,29 @@ def test_yaml_errors_name_the_file(tmp_path: Path, text: str, message: str) -> N
         L.load(Outer, tmp_path / "missing.yaml")
 
 
+@pytest.mark.parametrize("text, message", [
+    ("steps: 3\nwhere: a\nsteps: 4\n", "key 'steps' is given twice (lines 1 and 3); keep one"),
+    ("inner:\n  lr: 0.5\n  mode: b\n  lr: 0.1\n", "key 'lr' is given twice (lines 2 and 4); keep one"),
+    ("[" * 50_000 + "]" * 50_000, "malformed YAML (nested too deeply)"),
+])
+def test_a_key_given_twice_or_deep_yaml_is_refused_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+    """PyYAML kept the last of two equal keys silently (steps 4 trained while the file also said 3); 50,000 nested
+    brackets ended in RecursionError."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        L.load(Outer, path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_yaml_merge_keys_may_still_be_overridden(tmp_path: Path) -> None:
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &b {lr: 0.5, mode: b}\ninner:\n  <<: *b\n  lr: 0.25\n")
+    with pytest.raises(ConfigError, match="unknown toy config field.*base"):  # the anchor key itself is unknown
+        L.load(Outer, path)
+    assert L.read_yaml(path)["inner"] == {"lr": 0.25, "mode": "b"}
+
+
 # -- the same loader for every command's config -------------------------------------------------------------------------------
 def test_build_env_eval_and_train_configs_share_the_loader(tmp_path: Path) -> None:
     build = BuildConfig.load(None, {"link_top_k": "3", "ner_labels": "[PERSON, ORG]"})

@@ -25,17 +25,37 @@ S = 0.5 / (0.5 + 1e-6)  # |Â| when a group's pooled turn rewards are half 0, ha
 
 
 # -- maths on a hand-computed example -----------------------------------------------------------------------
-def test_information_gain_is_the_log_belief_difference():
-    # ℓ = log p_θ(y* | q, O_t): -3 -> -2 -> -2 -> -2.5
-    assert information_gains([-3.0, -2.0, -2.0, -2.5]) == pytest.approx([1.0, 0.0, -0.5])
+def test_information_gain_is_igpos_probability_difference():
+    """IGPO (arXiv 2510.14967): π_θ(a | q, o_≤t) = exp((1/L) Σ_j log π_θ(a_j | ...)) and r_t = π_t − π_{t−1}, a
+    difference of probabilities (its code's default info_gain_type "prob_diff"). The beliefs come in as
+    ℓ = log π: 0.1 -> 0.4 -> 0.4 -> 0.25 gains +0.3, 0, -0.15. The old rule took ℓ differences (+1.386, 0, -0.470),
+    which make a rise from 1e-6 to 1e-3 (+6.9) outweigh one from 0.2 to 0.9 (+1.5)."""
+    log = [math.log(p) for p in (0.1, 0.4, 0.4, 0.25)]
+    assert information_gains(log) == pytest.approx([0.3, 0.0, -0.15])
+    assert information_gains(log, "log_prob") == pytest.approx([math.log(4.0), 0.0, math.log(0.625)])
+    tiny, big = information_gains([math.log(1e-6), math.log(1e-3)]), information_gains([math.log(0.2), math.log(0.9)])
+    assert big[0] > tiny[0] and tiny[0] == pytest.approx(0.000999)
     assert information_gains([-1.0]) == []  # no information turn
+    with pytest.raises(ValueError, match="IGPO gain 'nats' unknown; available: prob, log_prob"):
+        information_gains(log, "nats")
 
 
 def test_turn_rewards_end_with_the_scaled_outcome():
     # IGPO's reward scaling: w_ig on the information gains, w_out on the outcome (answer) turn
-    assert igpo_turn_rewards([-3.0, -2.0, -2.5], 0.8) == pytest.approx([1.0, -0.5, 0.8])
-    assert igpo_turn_rewards([-3.0, -2.0, -2.5], 0.8, ig_weight=0.5, outcome_weight=2.0) == pytest.approx([0.5, -0.25, 1.6])
+    log = [math.log(p) for p in (0.1, 0.4, 0.25)]
+    assert igpo_turn_rewards(log, 0.8) == pytest.approx([0.3, -0.15, 0.8])
+    assert igpo_turn_rewards(log, 0.8, ig_weight=0.5, outcome_weight=2.0) == pytest.approx([0.15, -0.075, 1.6])
+    assert igpo_turn_rewards([-3.0, -2.0, -2.5], 0.8, gain="log_prob") == pytest.approx([1.0, -0.5, 0.8])
     assert igpo_turn_rewards([-1.0], 1.0) == [1.0]  # answered at once: only the answer turn
+
+
+def test_the_trainer_config_names_the_gain_and_defaults_to_igpos():
+    from harness_g.errors import ConfigError
+    from harness_g.training.config import load_config
+
+    assert load_config(None, {"data.graph_dir": "x", "credit.scheme": "igpo"}).credit.igpo_gain == "prob"
+    with pytest.raises(ConfigError, match="credit.igpo_gain 'nats' unknown; available: prob, log_prob"):
+        load_config(None, {"data.graph_dir": "x", "credit.igpo_gain": "nats"})
 
 
 def test_hand_computed_group_normalisation_and_cumulative_advantage():
@@ -52,7 +72,7 @@ def test_hand_computed_group_normalisation_and_cumulative_advantage():
     log_beliefs = [[-2.0, -1.0, -1.0], [-2.0, -2.0, -1.0], [-2.0, -1.0], [-2.0, -3.0], [-1.0, -0.5]]
     outcomes = [1.0, 0.0, 0.0, 0.0, 0.5]
     groups = [0, 0, 1, 1, 2]
-    adv = igpo_advantages(log_beliefs, outcomes, groups, gamma=0.5)
+    adv = igpo_advantages(log_beliefs, outcomes, groups, gamma=0.5, gain="log_prob")  # gains written as ℓ differences
     assert adv[0] == pytest.approx([0.75 * S, -0.5 * S, 1.0 * S])
     assert adv[1] == pytest.approx([-0.75 * S, 0.5 * S, -1.0 * S])
     r2 = math.sqrt(0.5)
@@ -60,8 +80,18 @@ def test_hand_computed_group_normalisation_and_cumulative_advantage():
     assert adv[3] == pytest.approx([-1.0 / (r2 + 1e-6), 0.0])
     assert adv[4] == [0.0, 0.0]
     # γ = 1 (the default): plain cumulative sums of the normalised turn rewards
-    adv1 = igpo_advantages(log_beliefs, outcomes, groups)
+    adv1 = igpo_advantages(log_beliefs, outcomes, groups, gain="log_prob")
     assert adv1[0] == pytest.approx([1.0 * S, 0.0, 1.0 * S]) and adv1[1] == pytest.approx([-1.0 * S, 0.0, -1.0 * S])
+    # the same group with IGPO's probability gains: beliefs 0.2 -> 0.6 (A) and 0.2 -> 0.2 -> 0.6 (B): the same
+    # pooled rewards [0.4, 0, 1] / [0, 0.4, 0]: hand-normalised below
+    probs = [[math.log(0.2), math.log(0.6), math.log(0.6)], [math.log(0.2), math.log(0.2), math.log(0.6)]]
+    pooled = [0.4, 0.0, 1.0, 0.0, 0.4, 0.0]
+    mean = sum(pooled) / 6
+    std = math.sqrt(sum((v - mean) ** 2 for v in pooled) / 6)
+    a, b = igpo_advantages(probs, [1.0, 0.0], [0, 0])
+    norm = [(v - mean) / (std + 1e-6) for v in pooled]
+    assert a == pytest.approx([sum(norm[0:3]), sum(norm[1:3]), norm[2]])
+    assert b == pytest.approx([sum(norm[3:6]), sum(norm[4:6]), norm[5]])
 
 
 def test_normalisation_is_per_group_not_batch_global():

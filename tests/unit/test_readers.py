@@ -35,6 +35,8 @@ FILES = {
     "triviaqa": "triviaqa/triviaqa_test.subset.jsonl",
 }
 CORPUS = DATA / "generic" / "corpus.jsonl"
+FLASHRAG_QUESTIONS = DATA / "flashrag" / "hotpotqa" / "dev.jsonl"
+FLASHRAG_CORPUS = DATA / "flashrag" / "corpus.jsonl"
 DOCS = DATA / "generic" / "docs"
 
 
@@ -306,13 +308,15 @@ def test_detect_format() -> None:
     for fmt, rel in FILES.items():
         assert detect_format(DATA / rel) == fmt
     assert detect_format(CORPUS) == "jsonl"
+    assert detect_format(FLASHRAG_QUESTIONS) == detect_format(FLASHRAG_CORPUS) == "flashrag"
     assert detect_format(DOCS) == "folder"
     assert detect_format(DATA / "nope.json") is None
     assert detect_format(DATA / "hotpotqa" / "README.md") is None
 
 
 def test_registry_lists_every_format() -> None:
-    assert set(FORMATS) == {"hotpotqa", "2wiki", "musique", "nq", "popqa", "triviaqa", "questions", "jsonl", "folder"}
+    assert set(FORMATS) == {"hotpotqa", "2wiki", "musique", "nq", "popqa", "triviaqa", "questions", "flashrag", "jsonl",
+                            "folder"}
     help_text = describe_formats()
     assert all(name in help_text for name in FORMATS)
     assert not FORMATS["triviaqa"].has_passages and not FORMATS["folder"].has_questions
@@ -373,7 +377,7 @@ def write(path: Path, text: str | bytes) -> Path:
 
 def test_unknown_format() -> None:
     assert_error(
-        "unknown format 'hotpot_qa' (known: 2wiki, folder, hotpotqa, jsonl, musique, nq, popqa, questions, triviaqa)",
+        "unknown format 'hotpot_qa' (known: 2wiki, flashrag, folder, hotpotqa, jsonl, musique, nq, popqa, questions, triviaqa)",
         read_dataset, "hotpot_qa", CORPUS,
     )
 
@@ -539,3 +543,71 @@ def test_full_dev_sets(fmt: str, n_questions: int) -> None:
             assert set(q.gold_sentence_ids) <= sents
     if fmt in ("musique", "nq", "popqa"):
         assert all(q.gold_paragraph_ids for q in ds.questions)
+
+
+# ------------------------------------------------------------------ FlashRAG / Search-R1 (issue 28 item 10)
+
+def test_flashrag_questions_keep_their_golden_answers() -> None:
+    hotpot = raw_records("hotpotqa")
+    ds = read_dataset("flashrag", FLASHRAG_QUESTIONS)
+    assert ds.name == "hotpotqa-dev" and ds.paragraphs == ()
+    assert [(q.id, q.question, q.answers) for q in ds.questions] == [(r["_id"], r["question"], (r["answer"],))
+                                                                      for r in hotpot]
+    assert ds.questions[0].meta == {"type": hotpot[0]["type"], "level": hotpot[0]["level"]}
+    assert ds.questions[0].dataset == "hotpotqa-dev"
+
+
+def test_flashrag_corpus_splits_the_quoted_title_from_the_text() -> None:
+    hotpot = raw_records("hotpotqa")
+    ds = read_dataset("flashrag", FLASHRAG_CORPUS)
+    expected = list(dict.fromkeys((t, "".join(s)) for r in hotpot for t, s in r["context"]))
+    assert [(p.title, p.text) for p in ds.paragraphs] == expected  # quotes gone, text exactly HotpotQA's
+    assert [p.source for p in ds.paragraphs] == [str(k) for k in range(len(expected))] and ds.questions == ()
+
+
+@pytest.mark.parametrize(("row", "title", "text"), [
+    ({"id": "1", "contents": '"Ada Lovelace"\nAda was a mathematician.\nShe wrote notes.'}, "Ada Lovelace",
+     "Ada was a mathematician.\nShe wrote notes."),
+    ({"id": "2", "contents": "Plain title\nBody text."}, "Plain title", "Body text."),  # FlashRAG's own {title}\n{text}
+    ({"id": "3", "contents": "One line, no title."}, "3", "One line, no title."),  # the id stands in, as in jsonl
+    ({"id": 4, "title": "Chunked", "contents": "Chunked\nA chunk."}, "Chunked", "A chunk."),
+    ({"id": 5, "title": "Chunked", "contents": "Only a chunk.\nMore."}, "Chunked", "Only a chunk.\nMore."),
+])
+def test_flashrag_contents_layouts(tmp_path: Path, row: dict, title: str, text: str) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (p,) = read_dataset("flashrag", path).paragraphs
+    assert (p.title, p.text) == (title, text)
+
+
+def test_flashrag_rows_without_their_fields_are_refused_naming_what_they_have(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": "Who?", "answers": ["x"]}) + "\n", encoding="utf-8")
+    assert_error(f"{path}:1: FlashRAG question row without 'golden_answers' (its fields: 'answers', 'id', 'question')",
+                 read_dataset, "flashrag", path)
+    path.write_text(json.dumps({"id": "a", "text": "Body."}) + "\n", encoding="utf-8")
+    assert_error(re.compile(re.escape(f"{path}:1: not a FlashRAG row: ") + r".*this one has 'id', 'text'"),
+                 read_dataset, "flashrag", path)
+    rows = [{"id": "q", "question": "Who?", "golden_answers": ["x"]}, {"id": "d", "contents": "T\nBody."}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert_error(re.compile(re.escape(f"{path}:2: a FlashRAG corpus row in a file of questions rows") + ".*"),
+                 read_dataset, "flashrag", path)
+
+
+def test_flashrag_file_read_as_generic_questions_is_refused_naming_its_fields() -> None:
+    """It used to be read with answers () for every question, and eval then printed 'scored 6' with metrics None."""
+    assert_error(f"{FLASHRAG_QUESTIONS}: no row has an answer field (answers or answer); the rows' fields are "
+                 "golden_answers, id, metadata, question (a FlashRAG / Search-R1 file: use --format flashrag)",
+                 read_dataset, "questions", FLASHRAG_QUESTIONS)
+
+
+def test_repeated_flashrag_corpus_ids_keep_the_first_and_warn(tmp_path: Path, caplog) -> None:
+    rows = [{"id": "a", "contents": "A\nFirst."}, {"id": "a", "contents": "B\nSecond."}, {"id": "c", "contents": "C\nThird."}]
+    path = tmp_path / "dups.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        ds = read_dataset("flashrag", path)
+    assert [(p.source, p.text) for p in ds.paragraphs] == [("a", "First."), ("c", "Third.")]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith(f"{path}: 1 document(s) repeat an earlier id (1 distinct id(s)), 1 of them with a "
+                              "different title or text") and "line 1 kept, line 2 skipped" in warning

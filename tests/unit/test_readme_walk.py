@@ -36,6 +36,10 @@ def test_every_readme_command_is_walked_or_skipped_with_a_reason() -> None:
     assert llm and all("--limit 1" in r and "--max-turns 2" in r for r in llm)
     trains = [r for r in run if "harness_g.training" in r or r.startswith("harness-g train --config") and "--show-config" not in r]
     assert trains and all("optim.steps=1" in r for r in trains)
+    # the held-out questions are kept (the run records them) and an eval of a shortened run plays its last checkpoint
+    assert not any("data.eval_questions=0" in r for r in trains)
+    heldout = [r for r in run if "--question-ids runs/tiny/heldout_ids.txt" in r]
+    assert heldout and all("--model runs/tiny/checkpoint-1 " in r for r in heldout)
     # Cypher's $params reach the command as bash passes them (no backslash)
     assert any("{name: $n}" in r for r in run)
 

@@ -155,7 +155,7 @@ def test_paper_config_update_count_is_independent_of_sequence_count():
     ("rollout.top_p", 1.5, r"rollout.top_p: must be <= 1.0, got 1.5"),
     ("optim.dual_clip", 0.5, "optim.dual_clip: must be > 1.0, got 0.5"),
     ("torch_threads", 0, "torch_threads: must be >= 1, got 0"),
-    ("model.dtype", "fp8", "model.dtype 'fp8' unknown; available: float32, bfloat16, float16"),
+    ("model.compute_dtype", "fp8", "model.compute_dtype 'fp8' unknown; available: float32, bfloat16, float16"),
     ("optim.kl_estimator", "k1", "optim.kl_estimator 'k1' unknown; available: k3"),
     ("rollout.max_action_tokens", 400, r"rollout.max_response_tokens \(2048\) < max_turns x max_action_tokens"),
     ("rollout.vllm", "[1, 2]", "rollout.vllm: expected dict, got"),
@@ -245,3 +245,18 @@ def test_paths_in_a_config_file_are_relative_to_that_file(tmp_path, monkeypatch)
     root = ROOT
     assert shipped.data.graph_dir == str(root / "graphs" / "2wiki-slice")
     assert Path(shipped.data.build_input).is_file()  # the shipped slice, found from any working directory
+
+
+@pytest.mark.parametrize("scheme", ["snc", "snc_no_enablement", "snc_no_frontier"])
+def test_snc_on_the_free_query_arm_is_refused(scheme):
+    """harness-g.tex l.1060-1062: the free-query arms train outcome-only or with IGPO; SNC needs the menu's enumerable
+    same-state action set. The old config accepted free-query + SNC (the default scheme) silently."""
+    base = {"data.graph_dir": "x", "rollout.interface": "free-query", "rollout.constrain_actions": False}
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {**base, "credit.scheme": scheme})
+    assert str(info.value) == (f"credit.scheme {scheme!r} needs rollout.interface menu: the paper evaluates SNC only on "
+                               "the action menu (harness-g.tex l.1062); train the free-query arm with credit.scheme "
+                               "outcome or igpo")
+    for allowed in ("outcome", "igpo"):
+        assert load_config(None, {**base, "credit.scheme": allowed}).credit.scheme == allowed
+    assert load_config(None, {"data.graph_dir": "x", "credit.scheme": scheme}).rollout.interface == "menu"

@@ -108,19 +108,19 @@ def _two_rollouts() -> list[Rollout]:
 TOKENIZER = SimpleNamespace(pad_token_id=0)
 
 
-def test_build_batch_left_pads_and_puts_outcome_plus_scaled_snc_on_action_tokens():
+def test_build_batch_right_pads_and_puts_outcome_plus_scaled_snc_on_action_tokens():
     from harness_g.training.batch import build_batch
 
     credit = SimpleNamespace(scale_floor=1e-9, clip=100.0)
     batch, stats = build_batch(_two_rollouts(), TOKENIZER, torch.tensor([0.5, -0.5]), [[1.0, -1.0], [2.0]], 0.5, credit)
     assert batch["owner"].tolist() == [0, 0, 1, 1]
-    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9], [0, 0, 5, 6, 7], [0, 0, 0, 5, 6], [0, 5, 6, 7, 8]]
-    assert batch["attention_mask"][1].tolist() == [0, 0, 1, 1, 1] and batch["position_ids"][1].tolist() == [0, 0, 0, 1, 2]
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9], [5, 6, 7, 0, 0], [5, 6, 0, 0, 0], [5, 6, 7, 8, 0]]
+    assert batch["attention_mask"][1].tolist() == [1, 1, 1, 0, 0] and batch["position_ids"][1].tolist()[:3] == [0, 1, 2]
     s = float(torch.tensor([1.0, 1.0, -1.0, 2.0]).std(unbiased=False))  # every non-zero action-token credit
     want = torch.tensor([[0, 0.5 + 0.5 / s, 0.5 + 0.5 / s, 0, 0.5 - 0.5 / s],
-                         [0, 0, 0, 0, 0.5],  # the answer: A_out only
-                         [0, 0, 0, 0, -0.5 + 1.0 / s],
-                         [0, 0, 0, -0.5, -0.5]])
+                         [0, 0, 0.5, 0, 0],  # the answer: A_out only
+                         [0, -0.5 + 1.0 / s, 0, 0, 0],
+                         [0, 0, -0.5, -0.5, 0]])
     assert torch.allclose(batch["advantages"], want, atol=1e-6)
     assert stats["snc_scale"] == pytest.approx(s) and stats["sequences"] == 4.0 and stats["max_len"] == 5.0
     assert stats["snc_nonzero_token_frac"] == pytest.approx(4 / 7) and stats["snc_token_mean"] == pytest.approx(0.75)
@@ -136,7 +136,7 @@ def test_build_batch_scale_is_global_over_gathered_credits_and_clipped():
     assert stats["snc_scale"] == pytest.approx(float(torch.tensor(pool).std(unbiased=False)))
     clipped, _ = build_batch(_two_rollouts(), TOKENIZER, torch.zeros(2), [[1.0, -1.0], [2.0]], 1.0,
                              SimpleNamespace(scale_floor=10.0, clip=0.15))  # scale floored at 10, then clipped
-    assert clipped["advantages"][0, 1].item() == pytest.approx(0.1) and clipped["advantages"][2, 4].item() == pytest.approx(0.15)
+    assert clipped["advantages"][0, 1].item() == pytest.approx(0.1) and clipped["advantages"][2, 1].item() == pytest.approx(0.15)
 
 
 def test_build_batch_igpo_turn_advantages_replace_outcome_and_snc():
@@ -145,7 +145,7 @@ def test_build_batch_igpo_turn_advantages_replace_outcome_and_snc():
     turns = [[0.3, 0.7, 0.9], [0.2, 0.4]]  # per rollout: information turns, then the answer turn
     batch, stats = build_batch(_two_rollouts(), TOKENIZER, torch.tensor([5.0, 5.0]), [[1.0, -1.0], [2.0]], 0.5,
                                SimpleNamespace(scale_floor=1e-9, clip=100.0), turn_advantages=turns)
-    want = torch.tensor([[0, 0.3, 0.3, 0, 0.7], [0, 0, 0, 0, 0.9], [0, 0, 0, 0, 0.2], [0, 0, 0, 0.4, 0.4]])
+    want = torch.tensor([[0, 0.3, 0.3, 0, 0.7], [0, 0, 0.9, 0, 0], [0, 0.2, 0, 0, 0], [0, 0, 0.4, 0.4, 0]])
     assert torch.allclose(batch["advantages"], want) and stats["snc_scale"] == 1.0
 
 
@@ -223,30 +223,39 @@ def test_trajectory_diagnostics_use_lookup_results_only():
 
 
 # -- the update plan ----------------------------------------------------------------------------------------------
-def test_update_plan_cuts_whole_questions_into_updates_and_passes():
-    from harness_g.training.update_plan import (micro_batch_counts, micro_slices, mini_batch_rows, plan_updates,
+def test_update_plan_cuts_whole_questions_into_updates_and_length_sorted_passes():
+    from harness_g.training.update_plan import (micro_batches, mini_batch_rows, pad_to_count, padded_tokens, plan_updates,
                                                 question_starts, update_count)
 
     questions = [0, 0, 1, 2, 2, 2, 3]  # row -> question
+    lengths = [5, 9, 7, 3, 8, 8, 2]  # row -> real tokens
     assert question_starts(questions) == [0, 2, 3, 6]
     with pytest.raises(ValueError, match="contiguous"):
         question_starts([0, 1, 0])
     assert update_count(128, 32) == 4 and update_count(3, 32) == 1 and update_count(0, 32) == 1
-    assert plan_updates(questions, 2, 0) == [[slice(0, 3)], [slice(3, 7)]]  # 4 questions / 2 per update
-    assert plan_updates(questions, 2, 2) == [[slice(0, 2), slice(2, 3)], [slice(3, 5), slice(5, 7)]]
-    assert plan_updates(questions, 8, 0) == [[slice(0, 7)]]
+    # 4 questions / 2 per update; no cap: one pass per update, longest row first
+    assert plan_updates(questions, lengths, 2) == [[[1, 2, 0]], [[4, 5, 3, 6]]]
+    # at most 2 rows per pass: rows of similar length share a pass
+    assert plan_updates(questions, lengths, 2, 2) == [[[1, 2], [0]], [[4, 5], [3, 6]]]
+    assert plan_updates(questions, lengths, 8) == [[[1, 4, 5, 2, 0, 3, 6]]]
+    # at most 16 padded tokens per pass (rows x the pass's longest): a row longer than the cap runs alone, 8 + 8 fit
+    # and a third 8-row would not, 7 + 5 pad to 14, adding the 3 would make 3 x 7 = 21
+    assert micro_batches(range(7), lengths, max_tokens=16) == [[1], [4, 5], [2, 0], [3, 6]]
+    assert micro_batches(range(3, 3), lengths) == [[]]
     chunks = mini_batch_rows(question_starts(questions), len(questions), 2)
-    assert micro_batch_counts(chunks, 2) == [2, 2]
-    # another rank needs 3 passes: this rank pads with an empty, zero-weight slice
-    assert micro_slices(chunks, [3, 3]) == [[slice(0, 1), slice(1, 2), slice(2, 3)], [slice(3, 5), slice(5, 7), slice(7, 7)]]
+    plan = [micro_batches(range(a, b), lengths, 2) for a, b in chunks]
+    # another rank needs 3 passes: this rank pads with an empty, zero-weight pass
+    assert pad_to_count(plan, [3, 3]) == [[[1, 2], [0], []], [[4, 5], [3, 6], []]]
+    # padded positions: each pass computes rows x its own longest row
+    assert padded_tokens(plan, lengths) == (2 * 9 + 5 + 2 * 8 + 2 * 3, sum(lengths))
 
 
 def test_update_plan_matches_the_paper_batch():
     from harness_g.training.update_plan import plan_updates
 
     questions = [q for q in range(128) for r in range(8) for _ in range(1 + (q + r) % 7)]
-    plan = plan_updates(questions, 32, 0)
-    assert len(plan) == 4 and all(len({questions[i] for i in range(s[0].start, s[0].stop)}) == 32 for s in plan)
+    plan = plan_updates(questions, [1] * len(questions), 32)
+    assert len(plan) == 4 and all(len({questions[i] for i in mini[0]}) == 32 for mini in plan)
 
 
 # -- step metrics -------------------------------------------------------------------------------------------------

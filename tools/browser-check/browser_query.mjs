@@ -1,36 +1,41 @@
 #!/usr/bin/env node
-// Drive Neo4j Browser in headless Chromium: open it, connect to a Bolt server without authentication,
-// set query parameters (`:param`), run one Cypher query, wait for the result frame, take a screenshot.
+// Drive Neo4j Browser in headless Chromium: open it, connect to a Bolt server (user and password from the
+// environment, as a person types them into the connect form), set query parameters (`:param`), run one Cypher
+// query, wait for the result frame, take a screenshot.
 //
 //   node browser_query.mjs BROWSER_URL BOLT_URI QUERY OUT_PNG [--params JSON] [--width W] [--height H]
 //                          [--timeout-s S] [--chromium PATH]
 //
 //   BROWSER_URL  e.g. http://127.0.0.1:7474/browser/  (harness-g's LocalNeo4j: .browser_url)
-//   BOLT_URI     e.g. bolt://127.0.0.1:7687           (server with authentication disabled)
+//   BOLT_URI     e.g. bolt://127.0.0.1:7687
+//   NEO4J_USER, NEO4J_PASSWORD (environment, never arguments: a process list shows arguments) sign in with
+//                the Browser's "Username / Password" form; without NEO4J_PASSWORD it picks "No authentication"
 //   QUERY        Cypher text (may span lines)
 //   OUT_PNG      where to write the screenshot
 //   --params     JSON object, each entry set with `:param name => <value>` before the query runs
+//   --style      a GraSS file, applied with `:style <its text>` before the parameters and the query
 //
 // Prints ONE JSON line on stdout describing what it saw:
 //   {"ok", "connected", "query_ran", "command" (the text the Browser ran, as its frame shows it), "records",
 //    "summary" ("Started streaming N records ..."), "graph_status" ("Displaying N nodes, M relationships."),
-//    "nodes", "relationships", "view" ("graph" | "table"), "error", "screenshot", "width", "height",
-//    "elapsed_s", "steps", and on failure "frames" (the newest frames' text)}
+//    "nodes", "relationships", "view" ("graph" | "table"), "captions" (each drawn node's caption text), "styled"
+//    (whether --style was applied), "error", "screenshot", "width", "height", "elapsed_s", "steps", and on failure
+//    "frames" (the newest frames' text)}
 // The query is typed into the Browser's editor; if the editor altered it (e.g. auto-closed a bracket of an
 // unbalanced query) the run fails rather than run a different text.
 // Exit status 0 when the query ran and the screenshot was written, 1 otherwise (the JSON says why).
 // Everything is bounded by --timeout-s (default 90 s); the browser is always closed.
 // Chromium: $CHROMIUM, --chromium, or `chromium` / `chromium-browser` / `google-chrome` on PATH.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import puppeteer from 'puppeteer-core';
 
 const started = Date.now();
 const report = {
   ok: false, connected: false, query_ran: false, command: null, records: null, summary: null, graph_status: null,
-  nodes: null, relationships: null, view: null, error: null, screenshot: null, width: null, height: null,
-  elapsed_s: null, steps: [],
+  nodes: null, relationships: null, view: null, captions: null, styled: false, error: null, screenshot: null,
+  width: null, height: null, elapsed_s: null, steps: [],
 };
 
 let emitted = false;
@@ -51,7 +56,8 @@ function usage(msg) {
 
 function parseArgs(argv) {
   const pos = [];
-  const opt = { params: {}, width: 1400, height: 900, timeoutS: 90, chromium: process.env.CHROMIUM || null };
+  const opt = { params: {}, width: 1400, height: 900, timeoutS: 90, chromium: process.env.CHROMIUM || null,
+    user: process.env.NEO4J_USER || 'neo4j', password: process.env.NEO4J_PASSWORD || null, style: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => { if (i + 1 >= argv.length) usage(`${a} needs a value`); return argv[++i]; };
@@ -62,7 +68,10 @@ function parseArgs(argv) {
     else if (a === '--height') opt.height = Number(next());
     else if (a === '--timeout-s') opt.timeoutS = Number(next());
     else if (a === '--chromium') opt.chromium = next();
-    else if (a.startsWith('--')) usage(`unknown option ${a}`);
+    else if (a === '--style') {
+      const file = next();
+      try { opt.style = readFileSync(file, 'utf8'); } catch (e) { usage(`--style ${file}: ${e.message}`); }
+    } else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else pos.push(a);
   }
   if (pos.length !== 4) usage(`expected 4 positional arguments, got ${pos.length}`);
@@ -125,16 +134,29 @@ async function frames(page) {
   })));
 }
 
+async function fillField(page, testId, value) {
+  // replace whatever the form holds (the Browser may prefill the user name)
+  const field = await page.$(`[data-testid="${testId}"]`);
+  if (!field) throw new Error(`the connect form has no ${testId} field`);
+  await field.click({ clickCount: 3 });
+  await page.keyboard.press('Backspace');
+  await field.type(value);
+}
+
 async function waitConnected(page) {
-  // With auth disabled the Browser connects by itself (`:server connect` -> "Connected to Neo4j");
-  // if it shows the connect form instead, pick "No authentication" (preselected by the URL) and click Connect.
+  // The connect form ("Username / Password" preselected by the URL when a password is given, else
+  // "No authentication"): fill it in and click Connect, then wait for "Connected to Neo4j".
   let clicked = false;
   while (Date.now() < deadline) {
     const fs = await frames(page);
     if (fs.some((f) => /You are connected to|Connected to Neo4j/.test(f.text))) return true;
     const button = await page.$('[data-testid="connect"]');
     if (button && !clicked) {
-      step('connect form shown: clicking Connect (no authentication)');
+      if (opt.password) {
+        await fillField(page, 'username', opt.user);
+        await fillField(page, 'password', opt.password);
+      }
+      step(`connect form shown: clicking Connect (${opt.password ? `user ${opt.user} and password` : 'no authentication'})`);
       await button.click();
       clicked = true;
     }
@@ -196,7 +218,7 @@ async function main() {
 
   const url = new URL(opt.browserUrl);
   url.searchParams.set('dbms', opt.bolt);
-  url.searchParams.set('preselectAuthMethod', 'NO_AUTH');
+  url.searchParams.set('preselectAuthMethod', opt.password ? 'NATIVE' : 'NO_AUTH');
   step(`open ${url}`);
   // The Browser also fetches things from the internet (unreachable here): wait for its own DOM, not network idle.
   await page.goto(url.toString(), { waitUntil: 'domcontentloaded', timeout: left(30000) });
@@ -214,6 +236,17 @@ async function main() {
   await dismissConsentBanner(page, 3000);
 
   await runInEditor(page, ':clear', { clears: true });
+  if (opt.style !== null) {
+    // `:style <GraSS>` sets the graph style (kept in the Browser's local storage); its frame shows the style or an error
+    // one line: the editor runs each line of a multi-line text as its own command (GraSS ignores the line breaks)
+    await runInEditor(page, `:style ${opt.style.replace(/\s+/g, ' ').trim()}`);
+    const sf = (await frames(page))[0];
+    if (!/^:style/.test(squash(sf.command)) || /Could not parse|error/i.test(sf.text + sf.error)) {
+      throw new Error(`:style failed: ${(sf.error || sf.text).replace(/\s+/g, ' ').slice(0, 400)}`);
+    }
+    report.styled = true;
+    step('style applied');
+  }
   for (const [name, value] of Object.entries(opt.params)) {
     const cmd = `:param ${name} => ${cypherLiteral(value)}`;
     await runInEditor(page, cmd);
@@ -265,6 +298,9 @@ async function main() {
     report.view = 'graph';
     step('graph rendered; letting the layout settle');
     await sleep(Math.min(4000, Math.max(0, deadline - Date.now() - 15000)));
+    // each node's caption as drawn (word-wrapped over several <text> lines, the last cut with an ellipsis)
+    report.captions = await page.$$eval('[data-testid="frame"] svg g.node', (gs) => gs.map((g) =>
+      [...g.querySelectorAll('text')].map((t) => t.textContent.trim()).filter(Boolean).join(' ')));
     top = (await frames(page))[0];
     const m = /Displaying ([\d,]+) nodes?, ([\d,]+) relationships?\.?/.exec(top.text);
     if (m) {

@@ -6,9 +6,12 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
+import inet.ipaddr.IPAddressString;
+import org.neo4j.configuration.GraphDatabaseInternalSettings;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.connectors.HttpConnector;
@@ -16,6 +19,7 @@ import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.harness.Neo4j;
 import org.neo4j.harness.Neo4jBuilders;
 import org.neo4j.io.ByteUnit;
+import org.neo4j.server.configuration.ServerSettings;
 
 /**
  * Starts an in-process Neo4j 5 (community) on loopback and keeps it up until SIGTERM/SIGINT,
@@ -24,8 +28,15 @@ import org.neo4j.io.ByteUnit;
  *
  * <p>Arguments: {@code --dir DIR} working directory (the harness creates the database under it and
  * deletes it on stop), {@code --bolt-port N} and {@code --http-port N} (0 = any free port),
- * {@code --password P} (enables authentication for user neo4j; default: authentication off),
- * {@code --page-cache-mb N}. When ready it prints one line to standard output:
+ * {@code --password-file F} (required: the password of user neo4j, read from F's first line, then F is deleted;
+ * a file, not an argument, so it never shows in a process list), {@code --page-cache-mb N}.
+ *
+ * <p>Locked down for a machine with a web browser on it: authentication is always on; the HTTP API answers
+ * with {@code Access-Control-Allow-Origin: http://127.0.0.1:HTTP_PORT} (its own origin, where Neo4j Browser is
+ * served: the Browser needs no CORS, and no other page's script may read a response); {@code LOAD CSV} may not
+ * read files ({@code dbms.security.allow_csv_import_from_file_urls=false}, import folder an empty
+ * {@code DIR/import}) nor fetch URLs (every IPv4 and IPv6 address is on the Cypher IP blocklist).
+ * When ready it prints one line to standard output:
  * {@code HARNESS_G_NEO4J_READY {"bolt": "bolt://127.0.0.1:P", "http": "http://127.0.0.1:Q", "version": "5.26.x"}}
  * and writes the same JSON to {@code --ready-file} if given.
  */
@@ -41,12 +52,12 @@ public final class LocalNeo4j {
         int boltPort = port(opts.getOrDefault("--bolt-port", "0"));
         int httpPort = port(opts.getOrDefault("--http-port", "0"));
         long pageCacheMb = Long.parseLong(opts.getOrDefault("--page-cache-mb", "256"));
-        String password = opts.get("--password");
+        String password = readPassword(opts.get("--password-file"));
 
         Neo4j neo4j;
         try {
             neo4j = start(dir, boltPort, httpPort, pageCacheMb, password);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | IOException e) {
             // the harness leaves non-daemon threads behind on a failed start: exit, or the JVM never ends
             Throwable root = e;
             while (root.getCause() != null) {
@@ -85,7 +96,9 @@ public final class LocalNeo4j {
         stopped.await();
     }
 
-    private static Neo4j start(Path dir, int boltPort, int httpPort, long pageCacheMb, String password) {
+    private static Neo4j start(Path dir, int boltPort, int httpPort, long pageCacheMb, String password)
+            throws IOException {
+        Path importDir = Files.createDirectories(dir.resolve("import"));
         Neo4j neo4j = Neo4jBuilders.newInProcessBuilder(dir)
                 .withConfig(BoltConnector.enabled, true)
                 .withConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", boltPort))
@@ -94,13 +107,34 @@ public final class LocalNeo4j {
                 .withConfig(HttpConnector.listen_address, new SocketAddress("127.0.0.1", httpPort))
                 .withConfig(HttpConnector.advertised_address, new SocketAddress("127.0.0.1", httpPort))
                 .withConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(pageCacheMb))
-                .withConfig(GraphDatabaseSettings.auth_enabled, password != null)
+                .withConfig(GraphDatabaseSettings.auth_enabled, true)
+                // the server's own origin instead of the default "*": Neo4j Browser is same-origin and needs no CORS
+                .withConfig(ServerSettings.http_access_control_allow_origin, "http://127.0.0.1:" + httpPort)
+                .withConfig(GraphDatabaseSettings.allow_file_urls, false)
+                .withConfig(GraphDatabaseSettings.load_csv_file_url_root, importDir)
+                .withConfig(GraphDatabaseInternalSettings.cypher_ip_blocklist,
+                        List.of(new IPAddressString("0.0.0.0/0"), new IPAddressString("::/0")))
                 .build();
-        if (password != null) {
-            neo4j.databaseManagementService().database("system").executeTransactionally(
-                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED", Map.of("password", password));
-        }
+        neo4j.databaseManagementService().database("system").executeTransactionally(
+                "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED", Map.of("password", password));
         return neo4j;
+    }
+
+    private static String readPassword(String file) throws IOException {
+        if (file == null) {
+            System.out.println("HARNESS_G_NEO4J_FAILED --password-file is required (authentication is always on)");
+            System.out.flush();
+            System.exit(2);
+        }
+        Path path = Path.of(file);
+        String password = Files.readAllLines(path, StandardCharsets.UTF_8).stream().findFirst().orElse("");
+        Files.delete(path);
+        if (password.isEmpty()) {
+            System.out.println("HARNESS_G_NEO4J_FAILED the password file " + file + " is empty");
+            System.out.flush();
+            System.exit(2);
+        }
+        return password;
     }
 
     private static int port(String text) throws IOException {
