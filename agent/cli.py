@@ -306,6 +306,26 @@ def select_questions(questions: list, path: str | Path, source: str | Path) -> l
     return out
 
 
+def _run_questions(args: argparse.Namespace, settings: dict[str, Any]) -> None:
+    """``eval --model RUN_DIR/checkpoint-N`` without GRAPH_DIR reproduces the trainer's own evaluation: the graph
+    the run trained on, its ``data.questions`` file if it had one, and (unless --question-ids or --questions says
+    otherwise) the run's held-out questions, ``RUN_DIR/heldout_ids.txt`` (``data.eval_questions``); a note on
+    stderr says which. Sets ``args.graph_dir`` (None when ``settings`` names no graph), ``questions``, ``format``,
+    ``question_ids`` in place."""
+    args.graph_dir = settings.get("graph_dir") or None
+    if not args.graph_dir:
+        return
+    if args.questions:  # questions the user named: all of them, or --question-ids of them
+        return
+    if settings.get("questions"):
+        args.questions, args.format = settings["questions"], settings.get("questions_format")
+    held_out = Path(args.model).resolve().parent / "heldout_ids.txt"  # RUN_DIR (training.data.HELDOUT_IDS)
+    if args.question_ids is None and held_out.is_file():
+        args.question_ids = str(held_out.resolve())
+        print(f"eval: {args.model} is played on its run's held-out questions ({args.question_ids}) in its graph "
+              f"{args.graph_dir}; give GRAPH_DIR to evaluate every question of a graph", file=sys.stderr)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.config import EvalRunConfig
     from harness_g.agent.evaluate import run_eval
@@ -318,8 +338,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n".join(describe(run)))
         return 0
     args = _with_eval_settings(args, run)
-    if not args.graph_dir:  # a train checkpoint: the graph it was trained on
-        args.graph_dir = _checkpoint_settings(args).get("graph_dir") or None
+    if not args.graph_dir:  # a train checkpoint: the graph, questions and held-out split it was trained with
+        _run_questions(args, _checkpoint_settings(args))
     if not args.graph_dir or not args.out:
         raise ConfigError("eval needs GRAPH_DIR and --out DIR")
     _check_policy_flags(args)
@@ -438,11 +458,12 @@ def register(sub: Any) -> None:
                                    "(eval and env sections, the policy's settings, graph version, question set).")
     p.add_argument("graph_dir", nargs="?", metavar="GRAPH_DIR",
                    help="graph directory (required, except with --show-config or with a `harness-g train` checkpoint as "
-                        "--model: then the graph it was trained on)")
+                        "--model: then the graph it was trained on, and its held-out questions)")
     p.add_argument("--questions", help="questions file (default: the questions read with the graph's corpus)")
     p.add_argument("--question-ids", metavar="FILE",
                    help="evaluate only the questions with these ids, one per line, in that order (e.g. a training run's "
-                        "RUN_DIR/heldout_ids.txt: its held-out questions, data.eval_questions)")
+                        "RUN_DIR/heldout_ids.txt: its held-out questions, data.eval_questions; the default for "
+                        "--model RUN_DIR/checkpoint-N without GRAPH_DIR and --questions)")
     p.add_argument("--format", help="format of --questions (hotpotqa, 2wiki, musique, nq, popqa, triviaqa, questions)")
     p.add_argument("--policy", help=f"policy ({policies}); default heuristic; oracle is privileged: it plans from the gold "
                                     "evidence labels (shortcut for --set eval.policy=NAME)")

@@ -25,6 +25,9 @@ KEYS = ["time_generate_s", "time_env_s", "time_rollout_s", "time_snc_s", "time_u
         "snc_share"]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def run_arm(config: str, generator: str, steps: int, engine: dict, extra: list[str], keys: list[str] = KEYS) -> dict:
     out = Path(tempfile.mkdtemp(prefix=f"hg-gen-{generator}-"))
     sets = ["--set", f"rollout.generator={generator}", "--set", f"optim.steps={steps}", "--set", "log.save_every=0",
@@ -55,6 +58,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(RESULTS / "train_generators.json"))
     args = ap.parse_args()
     extra = [x for s in args.set for x in ("--set", s)]
+    if not any(s.startswith("data.graph_dir=") for s in args.set):  # the packaged config names no graph
+        extra += ["--set", f"data.graph_dir={ROOT / 'graphs' / '2wiki-48'}"]
     info = machine_info()
     arms = [run_arm(args.config, g, args.steps, json.loads(args.engine), extra) for g in args.generators.split(",")]
     headers = ["generator", "steps"] + [k.removeprefix("time_").removesuffix("_s") + (" s" if k.endswith("_s") else "") for k in KEYS]

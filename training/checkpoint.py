@@ -245,7 +245,8 @@ def policy_settings(config: Any, step: int, prompt_budget: int, env: dict[str, A
     return {"step": step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.compute_dtype,
             "policy": {"max_new_tokens": r.max_action_tokens, "max_answer_tokens": r.max_answer_tokens,
                        "constrain_actions": r.constrain_actions, "context": r.context, "max_context_tokens": prompt_budget},
-            "interface": r.interface, "env": env, "graph_dir": str(config.data.graph_dir)}
+            "interface": r.interface, "env": env, "graph_dir": str(config.data.graph_dir),
+            "questions": config.data.questions, "questions_format": config.data.questions_format}
 
 
 def export_policy(model: Any, tokenizer: Any, run_dir: Path, settings: dict[str, Any], *, save_base: bool) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 from harness_g.config_loader import describe, parse_set
@@ -13,7 +14,8 @@ from harness_g.errors import ConfigError
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     from harness_g.cli_args import PRESET_HELP, PRESETS
 
-    p.add_argument("--config", help="YAML config (TrainConfig fields; see training/configs/)")
+    p.add_argument("--config", help="YAML config (TrainConfig fields): a file, or the name of a packaged one (tiny-cpu, "
+                                    "smollm2-lora-cpu, qwen2.5-3b-paper, ...; `harness-g configs` lists them)")
     p.add_argument("--preset", choices=PRESETS,
                    help=PRESET_HELP + ": fills rollout.env and data.build (shortcut for --set preset=NAME; the file's "
                                       "'preset:' otherwise)")
@@ -47,17 +49,25 @@ def run_dir_lock(output_dir: str) -> Iterator[None]:
 def run_train(args: argparse.Namespace) -> int:
     from harness_g.training.config import TrainConfig, load_config
 
+    from harness_g.training.packaged import resolve_config
+
     preset = getattr(args, "preset", None)
+    args.config = resolve_config(args.config)
     if args.show_config:  # the defaults, or the resolved values of --config/--set/--preset
         print("\n".join(describe(load_config(args.config, dict(parse_set(s) for s in args.set), preset=preset)
                                   if args.config or args.set or preset else TrainConfig)))
         return 0
     if not args.output_dir:
         raise ConfigError("--out is required (the run directory)")
-    config = load_config(args.config, dict(parse_set(s) for s in args.set), preset=preset)
-    if args.resume:  # before the graph is (re)built: a resume with other data settings must not replace its graph
-        from pathlib import Path
+    from harness_g.training.data import with_run_graph
 
+    config = with_run_graph(load_config(args.config, dict(parse_set(s) for s in args.set), preset=preset),
+                            args.output_dir)
+    if not config.data.graph_dir:  # nothing to build or read: refused before the run directory is written
+        from harness_g.training.data import require_graph
+
+        require_graph(config)
+    if args.resume:  # before the graph is (re)built: a resume with other data settings must not replace its graph
         from harness_g.training.resume import check_settings
 
         check_settings(Path(args.resume), config)
@@ -81,7 +91,29 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_configs(args: argparse.Namespace) -> int:
+    """``harness-g configs``: the packaged configs, name and path; ``--path NAME``: that file's path alone."""
+    from harness_g.training.packaged import packaged_configs, resolve_config
+
+    if args.path:
+        found = resolve_config(args.path, "--path")
+        if Path(found).resolve() not in packaged_configs().values():
+            raise ConfigError(f"--path {args.path}: not a packaged config (packaged: {', '.join(packaged_configs())})")
+        print(found)
+        return 0
+    for name, path in packaged_configs().items():
+        print(f"{name:<28} {path}")
+    return 0
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("train", help="GRPO + SNC training (shortcut for `accelerate launch -m harness_g.training`)")
     add_train_arguments(p)
     p.set_defaults(func=run_train)
+    p = sub.add_parser("configs", help="the packaged training and Accelerate configs (names for --config, paths)",
+                       description="List the configs shipped inside the package: `harness-g train --config NAME` takes "
+                                   "the name from any directory; --path prints one file's path, e.g. for "
+                                   "`accelerate launch --config_file \"$(harness-g configs --path accelerate/ddp)\"`, "
+                                   "or to copy it and edit.")
+    p.add_argument("--path", metavar="NAME", help="print the path of packaged config NAME only")
+    p.set_defaults(func=run_configs)

@@ -62,7 +62,8 @@ class ModelConfig(Config):
 
 @dataclass(frozen=True)
 class DataConfig(Config):
-    graph_dir: str = _f("", "GRAPH_DIR built with `harness-g build` (its questions.jsonl are the training set)", path=True)
+    graph_dir: str = _f("", "GRAPH_DIR built with `harness-g build` (its questions.jsonl are the training set); empty with "
+                            "data.build_format set: `harness-g train` builds it in RUN_DIR/graph", path=True)
     store: str | None = _f(None, "store spec (default: the graph's remembered store, else embedded FalkorDB)")
     build_format: str | None = _f(None, "if set, `harness-g train` (re)builds graph_dir from build_input in this format before training (a cache "
                                    "hit when unchanged); Python callers call training.data.build_training_graph first")
@@ -270,8 +271,6 @@ def _validate(c: TrainConfig) -> None:
         c.build_config()
     except ConfigError as exc:
         raise ConfigError(f"data.build: {exc}") from None
-    if not c.data.graph_dir:
-        raise ConfigError("data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
 
 
 def _check_dapo(o: OptimConfig) -> None:

@@ -28,6 +28,9 @@ def build_training_graph(config: Any) -> bool:
     data = config.data
     if not data.build_format:
         return False
+    if not data.graph_dir:
+        raise ConfigError("data.graph_dir is empty: `harness-g train` builds the graph in RUN_DIR/graph; from Python "
+                          "call harness_g.training.data.with_run_graph(config, run_dir) first")
     if not data.build_input:
         raise ConfigError("data.build_format needs data.build_input")
     from accelerate import PartialState
@@ -42,9 +45,22 @@ def build_training_graph(config: Any) -> bool:
     return True
 
 
+def with_run_graph(config: Any, run_dir: str | Path) -> Any:
+    """``config`` with an empty ``data.graph_dir`` set to ``RUN_DIR/graph`` when ``data.build_format`` builds it (the
+    packaged configs: a run writes only under its ``--out``); ``config`` itself otherwise."""
+    from dataclasses import replace
+
+    if config.data.graph_dir or not config.data.build_format:
+        return config
+    return replace(config, data=replace(config.data, graph_dir=str(Path(run_dir).resolve() / "graph")))
+
+
 def require_graph(config: Any) -> None:
     """ConfigError unless ``data.graph_dir`` holds a finished graph; with ``data.build_format`` set, the message
     says who builds it (the CLI does; Python callers call :func:`build_training_graph` first)."""
+    if not config.data.graph_dir:
+        raise ConfigError("data.graph_dir is empty: build a graph (`harness-g build ... --out DIR`) and give it with "
+                          "--set data.graph_dir=DIR, or set data.build_format and data.build_input")
     if (Path(config.data.graph_dir) / MANIFEST).is_file():
         check_build_keys(config)
         return

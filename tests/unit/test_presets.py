@@ -2,7 +2,7 @@
 harness-g.tex's rules (written out here from the paper, independently of the preset tables); ``extended`` reproduces
 the defaults the code had before presets (commit 10ab570) exactly, graph content hash included; an explicit value
 beats the preset; ``--show-config`` names each value's source; a graph built under one preset is refused by an
-environment of the other. Pure: no graph, no database (the real-graph refusal: tests/e2e/test_presets.py).
+environment of the other. Pure: no graph, no database (the real-graph refusal: tests/e2e/test_preset_graphs.py).
 """
 from __future__ import annotations
 

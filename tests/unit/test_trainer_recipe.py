@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
+import harness_g
 import pytest
 import torch
 from helpers.paths import PAPER_CONFIG
@@ -242,9 +243,9 @@ def test_paths_in_a_config_file_are_relative_to_that_file(tmp_path, monkeypatch)
     assert cfg.data.build_input == str(folder / "data" / "q.json")
     assert load_config(folder / "run.yaml", {"data.graph_dir": "here"}).data.graph_dir == "here"
     shipped = load_config(ROOT / "training/configs/tiny-cpu.yaml")
-    root = ROOT
-    assert shipped.data.graph_dir == str(root / "graphs" / "2wiki-slice")
+    assert shipped.data.graph_dir == ""  # built under the run's --out (training.data.with_run_graph)
     assert Path(shipped.data.build_input).is_file()  # the shipped slice, found from any working directory
+    assert Path(shipped.data.build_input).is_relative_to(Path(harness_g.__file__).resolve().parent)  # package data
 
 
 @pytest.mark.parametrize("scheme", ["snc", "snc_no_enablement", "snc_no_frontier"])
