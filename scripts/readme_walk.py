@@ -8,13 +8,18 @@ The commands run as written except for these documented changes (:func:`plan`), 
 2-core CPU without changing what each command exercises:
 
 - ``--input ../shared/data/...``: that file when it exists (a clone next to the project's data), else the shipped slice
-  ``examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json`` (the README's questions are in both);
+  ``harness_g/examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json`` from the installed package (the
+  README's questions are in both);
 - ``eval`` with an LLM policy (transformers, openai): one question (``--limit 1``) and ``--max-turns 2``; other evals
   ``--limit 5``;
 - ``train`` / ``accelerate launch`` / ``torchrun``: one step (``--set optim.steps=1``, no evaluation of training
   questions; the held-out questions are kept, so the run records them); an ``eval --model RUN/checkpoint-N`` of such
-  a run plays its last checkpoint, ``RUN/checkpoint-1``; the paper's 8-GPU recipe (``qwen2.5-3b-paper.yaml``) cannot
-  run on a CPU: its config is resolved and printed (``harness-g train --config ... --show-config``) instead;
+  a run plays its last checkpoint, ``RUN/checkpoint-1``; the paper's 8-GPU recipe (``qwen2.5-3b-paper``) cannot
+  run on a CPU: its config is resolved with its ``--set`` values and printed (``--show-config``) instead;
+- an argument ``"$(command)"`` is replaced by the command's output, as the shell does.
+
+The working directory is empty and outside the checkout: nothing of the repository is linked in, so a command that
+needs a checkout path fails the walk.
 - ``harness-g neo4j`` (foreground): started in the background on free ports; later ``bolt://127.0.0.1:7687`` become
   its address, and it is stopped at the end;
 - ``--policy openai --base-url http://127.0.0.1:8000/v1 --model M``: the bundled OpenAI-compatible server over the
@@ -42,11 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_g.agent.policies import llm_policies
+from harness_g.cli import EXAMPLE_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-SLICE = "examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json"
+# the shipped slice, from the installed package (the walk's working directory has no checkout in it)
+SLICE = str(EXAMPLE_DIR / "hotpot_dev_distractor_v1.slice.json")
 LLM_POLICIES = tuple(llm_policies())
-LINKED = ("training", "tests", "examples", "docker", "cypher")  # repository folders the README's commands read
+SUBSTITUTION = re.compile(r"\$\((.+)\)")  # a whole argument "$(command)": replaced by the command's output
 
 
 @dataclass
@@ -143,8 +150,10 @@ def plan(commands: list[tuple[int, str]], shared_ok: bool) -> list[Step]:
                     _set_flag(argv, "--model", f"{run.rstrip('/')}/checkpoint-1")
         elif head in ("accelerate", "torchrun") or cmd == "train" or "harness_g.training" in argv:
             if any("qwen2.5-3b-paper" in a for a in argv):
-                config = next(a for a in argv if a.endswith(".yaml") and "qwen" in a)
-                step.argv, step.why = ["harness-g", "train", "--config", config, "--show-config"], "8 GPUs: config resolved only"
+                config = next(a for a in argv if "qwen2.5-3b-paper" in a)
+                sets = [x for i, a in enumerate(argv) if a == "--set" for x in ("--set", argv[i + 1])]
+                step.argv = ["harness-g", "train", "--config", config, *sets, "--show-config"]
+                step.why = "8 GPUs: config resolved only"
             else:
                 argv += ["--set", "optim.steps=1", "--set", "log.eval_train_questions=0"]
                 for flag in ("--out", "--output-dir"):
@@ -172,6 +181,10 @@ class Walk:
         for a in argv:
             if self.neo4j_uri and a.startswith("bolt://127.0.0.1:7687"):
                 a = self.neo4j_uri
+            sub = SUBSTITUTION.fullmatch(a)
+            if sub:  # the shell's "$(command)", run in the working directory
+                a = subprocess.run(shlex.split(sub.group(1)), cwd=self.workdir, env=self.env, capture_output=True,
+                                   text=True, check=True).stdout.strip()
             out.append(a)
         if "--policy" in out and out[out.index("--policy") + 1] == "openai":
             if self.llm_url is None:
@@ -245,9 +258,7 @@ def main() -> int:
     args = ap.parse_args()
     shared_ok = (ROOT.parent / "shared" / "data").is_dir()
     steps = plan(readme_commands(Path(args.readme)), shared_ok)
-    workdir = Path(tempfile.mkdtemp(prefix="hg-readme-walk-"))
-    for name in LINKED:
-        (workdir / name).symlink_to(ROOT / name)
+    workdir = Path(tempfile.mkdtemp(prefix="hg-readme-walk-"))  # empty: nothing of the checkout is linked in
     walk = Walk(workdir)
     ran = 0
     try:

@@ -38,8 +38,14 @@ def test_every_readme_command_is_walked_or_skipped_with_a_reason() -> None:
     assert trains and all("optim.steps=1" in r for r in trains)
     # the held-out questions are kept (the run records them) and an eval of a shortened run plays its last checkpoint
     assert not any("data.eval_questions=0" in r for r in trains)
-    heldout = [r for r in run if "--question-ids runs/tiny/heldout_ids.txt" in r]
+    heldout = [r for r in run if " eval " in f" {r} " and "--model runs/tiny/" in r]
     assert heldout and all("--model runs/tiny/checkpoint-1 " in r for r in heldout)
+    # nothing of the checkout: packaged configs by name, the slice from the installed package
+    assert not any("training/configs" in r or "tests/data" in r for r in run)
+    assert Path(walk.SLICE).is_file() and Path(walk.SLICE).is_absolute()
+    paper = [s for s in steps if s.argv and "qwen2.5-3b-paper" in shlex.join(s.argv)]
+    assert paper and all(s.argv[-1] == "--show-config" and "data.graph_dir=graphs/2wiki" in shlex.join(s.argv)
+                         for s in paper)
     # Cypher's $params reach the command as bash passes them (no backslash)
     assert any("{name: $n}" in r for r in run)
 
