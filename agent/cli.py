@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_g.errors import ConfigError, HarnessError
+from harness_g.run_kinds import RunKind, register_run_kind
 
 
 def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -389,11 +390,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``harness-g report RUN_DIR...``: each run kind (:mod:`harness_g.run_kinds`) draws its own runs, eval runs first."""
+    from harness_g.run_kinds import group_runs
+
+    groups = group_runs(list(args.run_dirs))
+    for kind, runs in groups:
+        kind.report(runs, args, len(groups) == 1)
+    return 0
+
+
+#: ``report --title`` when none is given, for the eval runs' page
+EVAL_REPORT_TITLE = "harness-g evaluation report"
+
+
+def _report_eval_runs(run_dirs: list[str], args: argparse.Namespace, alone: bool) -> None:
+    """The eval runs (``harness-g eval --out``) share one page at ``--out``."""
     from harness_g.agent.report import build_report
 
-    path = build_report(args.run_dirs, args.out, title=args.title, max_questions=args.max_questions, expand=args.expand)
+    title = EVAL_REPORT_TITLE if args.title is None else args.title
+    path = build_report(run_dirs, args.out, title=title, max_questions=args.max_questions, expand=args.expand)
     print(f"report: {path}")
-    return 0
+
+
+register_run_kind(RunKind("eval run", claims=None, report=_report_eval_runs))  # the default: what no other kind claims
 
 
 def cmd_browse(args: argparse.Namespace) -> int:
@@ -486,7 +505,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("report", help="one self-contained HTML report: eval run dirs (tables, SVG plots, trajectories) or a training run (curves)")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directories written by `harness-g eval --out`")
     p.add_argument("--out", default="report.html", metavar="FILE.html", help="output file (default report.html)")
-    p.add_argument("--title", default="harness-g evaluation report")
+    p.add_argument("--title")
     p.add_argument("--max-questions", type=int, help="draw at most N trajectories per run (default: all)")
     p.add_argument("--expand", action="store_true", help="trajectory sections start open (for printing / screenshots)")
     p.set_defaults(func=cmd_report)

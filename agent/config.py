@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from harness_g.config_loader import FROM_PRESET, Config, config_field, load, preset_field
+from harness_g.registry import RegistryNames
 
 #: the environment's extensions: fields whose paper and extended values differ (README "Presets and extensions")
 ENV_EXTENSIONS = ("article_pool", "anchor_slot", "question_lookups", "answer_with_max", "init_entity_reserve")
@@ -98,24 +99,19 @@ class EvalConfig(Config):
 
     CONFIG_NAME = "eval config"
 
-    policy: str = config_field("heuristic", "policy name (see --policy; checked against the policy registry)")
+    policy: str = config_field("heuristic", "policy name (see --policy; checked against the policy registry)",
+                               choices=RegistryNames("harness_g.agent.policies:POLICIES",
+                                                     lookup="harness_g.agent.policies:POLICIES.get"))
     interface: str = config_field("menu", "knowledge interface: menu | free-query | rag | naive (see agent/interfaces.py; "
-                                          "checked against the interface registry)")
+                                          "checked against the interface registry)",
+                                  choices=RegistryNames("harness_g.agent.interfaces:INTERFACES",
+                                                        lookup="harness_g.agent.interfaces:interface_runner"))
     limit: int | None = config_field(None, "first N (>= 1) questions only (None: all)", ge=1)
     reachability: bool = config_field(False, "also compute menu reachability per question")
     reach_budget: int = config_field(400, "menu expansions per reachability search (>= 1)", ge=1)
     max_consecutive_store_errors: int = config_field(3, "abort after this many store failures in a row (>= 1)", ge=1)
     max_consecutive_errors: int = config_field(5, "abort after this many failed questions in a row (e.g. a policy "
                                                   "server that went away), naming the last error (>= 1)", ge=1)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # the registries' own one-line errors ("unknown policy 'x'; available: ..."), as --policy/--interface give
-        from harness_g.agent.interfaces import interface_runner
-        from harness_g.agent.policies import POLICIES
-
-        POLICIES.get(self.policy)
-        interface_runner(self.interface)
 
 
 def check_graph_preset(manifest: Mapping[str, Any], config: EnvConfig, graph: str = "graph") -> None:

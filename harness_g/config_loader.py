@@ -317,7 +317,9 @@ def check_value(name: str, value: Any, meta: Mapping[str, Any]) -> None:
     """The checks a field declares (``choices``, ``ge``/``gt``/``le``/``lt``); None passes (nullable fields)."""
     if value is None:
         return
-    if "choices" in meta and value not in meta["choices"]:
+    if getattr(meta.get("choices"), "lookup", None) is not None:  # a RegistryNames with a lookup: its own error
+        meta["choices"].check(value)
+    elif "choices" in meta and value not in meta["choices"]:
         raise ConfigError(f"{name} {value!r} unknown; available: {', '.join(str(c) for c in meta['choices'])}")
     for key, ok, text in (("ge", lambda v, b: v >= b, ">="), ("gt", lambda v, b: v > b, ">"),
                           ("le", lambda v, b: v <= b, "<="), ("lt", lambda v, b: v < b, "<")):

@@ -16,7 +16,7 @@ CLI ``choices=`` and config validation read :meth:`Registry.names`.
 """
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from harness_g.errors import ConfigError
 
@@ -111,17 +111,24 @@ class RegistryNames:
     ``"harness_g.agent.interfaces:trainable_interfaces"``). Config modules declare their choices with it instead of
     spelling the names again, without importing the registry's module (often torch-heavy, or an import cycle) when the
     config module is imported.
+
+    ``lookup`` (optional, ``"module:function"`` or ``"module:OBJECT.method"``): resolves a name or raises the
+    registry's own one-line ConfigError (``"unknown policy 'x'; available: ..."``, an accepted alias passing); a
+    field's check then calls it (:meth:`check`) instead of testing membership.
     """
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, lookup: str | None = None):
         self.target = target
+        self.lookup = lookup
 
     def names(self) -> list[str]:
-        import importlib
-
-        module, _, attribute = self.target.partition(":")
-        found = getattr(importlib.import_module(module), attribute)
+        found = _resolve(self.target)
         return found.names() if isinstance(found, Registry) else sorted(found())
+
+    def check(self, name: object) -> None:
+        """Raise the ``lookup``'s ConfigError when it does not resolve ``name`` (only with a ``lookup``)."""
+        if self.lookup is not None:
+            _resolve(self.lookup)(name)
 
     def __contains__(self, name: object) -> bool:
         return name in self.names()
@@ -131,3 +138,14 @@ class RegistryNames:
 
     def __repr__(self) -> str:
         return f"RegistryNames({self.target!r})"
+
+
+def _resolve(target: str) -> Any:
+    """The object ``"module:attribute[.attribute...]"`` names (the module imported now)."""
+    import importlib
+
+    module, _, path = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for attribute in path.split("."):
+        found = getattr(found, attribute)
+    return found

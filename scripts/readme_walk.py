@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_g.agent.policies import llm_policies
-from harness_g.cli import EXAMPLE_DIR
+from harness_g.agent.demo import EXAMPLE_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 # the shipped slice, from the installed package (the walk's working directory has no checkout in it)

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 from harness_g.config_loader import describe, parse_set
 from harness_g.errors import ConfigError
+from harness_g.run_kinds import RunKind, register_run_kind
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -104,6 +105,28 @@ def run_configs(args: argparse.Namespace) -> int:
     for name, path in packaged_configs().items():
         print(f"{name:<28} {path}")
     return 0
+
+
+def _is_training_run(run_dir: Path) -> bool:
+    from harness_g.training.curves import is_training_run
+
+    return is_training_run(run_dir)
+
+
+def _report_training_runs(run_dirs: list[str], args: argparse.Namespace, alone: bool) -> None:
+    """Each training run (metrics.jsonl + config.yaml) gets its curves page: ``--out`` itself when it is the only run
+    of the call, else ``<out>-train-<run name>.html`` beside it (a repeated name gets ``-<index>``)."""
+    from harness_g.training.curves import render_training_report
+
+    out = Path(args.out)
+    names = [Path(r).name for r in run_dirs]
+    for i, run in enumerate(run_dirs):
+        tag = names[i] if names.count(names[i]) == 1 else f"{names[i]}-{i}"
+        path = out if alone and len(run_dirs) == 1 else out.with_name(f"{out.stem}-train-{tag}{out.suffix or '.html'}")
+        print(f"report: {render_training_report(run, path, args.title)}")
+
+
+register_run_kind(RunKind("training run", claims=_is_training_run, report=_report_training_runs))
 
 
 def register(sub: Any) -> None:
