@@ -22,8 +22,9 @@ def packaged_configs() -> dict[str, Path]:
 
 
 def resolve_config(text: str | Path | None, flag: str = "--config") -> str | Path | None:
-    """``text`` as given when it is an existing path (or None); else the packaged config it names (``tiny-cpu`` or
-    ``tiny-cpu.yaml``); else a one-line ConfigError naming the packaged ones."""
+    """``text`` as given when it is an existing path (or None); else the packaged config it names (``tiny-cpu``,
+    ``tiny-cpu.yaml``, ``accelerate/ddp``); else ``text`` again when it looks like a path (a ``/`` or a YAML suffix:
+    the loader's "cannot read config" names it); else a one-line ConfigError naming the packaged configs."""
     if text is None or Path(text).exists():
         return text
     name = str(text)
@@ -31,5 +32,7 @@ def resolve_config(text: str | Path | None, flag: str = "--config") -> str | Pat
     found = packaged_configs().get(name)
     if found is not None:
         return found
+    if "/" in str(text) or str(text).endswith((".yaml", ".yml")):  # a path: the loader names the file it cannot read
+        return text
     raise ConfigError(f"{flag} {text}: no such file, and no packaged config of that name (packaged: "
                       f"{', '.join(packaged_configs())}; `harness-g configs` lists their paths)")

@@ -184,8 +184,14 @@ def test_malformed_config_is_a_clear_error(tmp_path):
         load_config(None, {"data.graph_dir": "x", "rollout.interface": "rag"})
     with pytest.raises(ConfigError, match="rollout.vllm settings are given but rollout.generator is 'transformers'"):
         load_config(None, {"data.graph_dir": "x", "rollout.vllm": {"gpu_memory_utilization": 0.3}})
-    with pytest.raises(ConfigError, match="graph_dir is required"):
-        load_config(None, {})
+    # no graph_dir: loads (a packaged config builds into RUN_DIR/graph), refused where a graph is needed
+    from harness_g.training.data import require_graph, with_run_graph
+
+    with pytest.raises(ConfigError, match="data.graph_dir is empty"):
+        require_graph(load_config(None, {}))
+    built_here = with_run_graph(load_config(None, {"data.build_format": "2wiki", "data.build_input": "q.json"}), tmp_path)
+    assert built_here.data.graph_dir == str(tmp_path.resolve() / "graph")
+    assert with_run_graph(load_config(None, {"data.graph_dir": "x"}), tmp_path).data.graph_dir.endswith("x")
 
 
 @pytest.fixture
