@@ -44,6 +44,16 @@ def gold_aliases(answers: Sequence[str], max_aliases: int | None = None) -> tupl
     return out[:max_aliases] if max_aliases and max_aliases > 0 else out
 
 
+def _listed(value: Any) -> Any:
+    """Tuples (at any depth) as lists: a cache key as JSON holds it."""
+    return [_listed(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _tupled(value: Any) -> Any:
+    """Lists (at any depth) as tuples: a cache key read back from JSON."""
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
 class FrozenAnswerer:
     def __init__(self, forward: Callable[..., Any], tokenizer: Any, prompt_fn: Callable[[str, list[tuple[str, str]]], str], *,
                  max_aliases: int | None = None, batch_size: int = 8, max_context_tokens: int = 2048,
@@ -66,6 +76,18 @@ class FrozenAnswerer:
 
         prompt = render_prompt(self.tokenizer, self.prompt_fn(question, evidence))
         return prompt, answer
+
+    def cache_state(self) -> list[list[Any]]:
+        """The score cache as JSON-ready ``[key, log score]`` pairs, least recently used first (a checkpoint keeps it:
+        a resumed run scores exactly what the uninterrupted one did, since a score computed in another batch may
+        differ in its last bits)."""
+        return [[list(_listed(key)), value] for key, value in self._cache.items()]
+
+    def load_cache_state(self, items: Sequence[Sequence[Any]]) -> None:
+        """Replace the score cache with ``items`` from :meth:`cache_state` (same order, same LRU bound)."""
+        self._cache = OrderedDict((_tupled(key), float(value)) for key, value in items)
+        while len(self._cache) > max(self.cache_size, 0):
+            self._cache.popitem(last=False)
 
     def cache_key(self, request: Sequence[Any]) -> tuple:
         r = ScoreRequest(*request)

@@ -100,6 +100,24 @@ def read_run_state(path: Path) -> RunState:
         raise ConfigError(f"{path / STATE_FILE}: unreadable checkpoint state (bad or missing {exc})") from None
 
 
+def answerer_cache_file(path: Path, rank: int) -> Path:
+    """Process ``rank``'s frozen-answerer score cache in checkpoint ``path`` (JSON; see
+    :meth:`~harness_g.training.answerer.FrozenAnswerer.cache_state`)."""
+    return path / f"answerer_cache_{rank}.json"
+
+
+def write_answerer_cache(path: Path, rank: int, items: list[list[Any]]) -> None:
+    """Write process ``rank``'s answerer cache into checkpoint ``path`` (before the manifest lists it)."""
+    answerer_cache_file(path, rank).write_text(json.dumps(items), encoding="utf-8")
+
+
+def read_answerer_cache(path: Path, rank: int) -> list[list[Any]] | None:
+    """Process ``rank``'s answerer cache of checkpoint ``path`` (verified by its manifest before this runs), or None
+    for a checkpoint saved without one."""
+    file = answerer_cache_file(path, rank)
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+
+
 # -- the manifest ------------------------------------------------------------------------------------------------
 def _digests(path: Path) -> dict[str, dict[str, Any]]:
     """``{relative path: {"bytes", "sha256"}}`` of every file under checkpoint ``path`` except the manifest."""

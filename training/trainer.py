@@ -28,7 +28,8 @@ from harness_g.graph.types import QAItem
 from harness_g.training.advantages import compute_advantages, zero_advantage_stats
 from harness_g.training.batch import build_batch, kept_rollouts, micro_batch, rows_index, zero_advantage_groups
 from harness_g.training.chat import tail_logprobs
-from harness_g.training.checkpoint import DataOrder, RunState, export_policy, finish_checkpoint, policy_settings
+from harness_g.training.checkpoint import (DataOrder, RunState, export_policy, finish_checkpoint, policy_settings,
+                                           read_answerer_cache, write_answerer_cache)
 from harness_g.training.collectives import concat_over_ranks, max_over_ranks, mean_over_ranks, sum_over_ranks
 from harness_g.training.config import TrainConfig
 from harness_g.training.context_budget import longest_reply, prompt_budget
@@ -99,6 +100,7 @@ class Trainer:
         # the context must fit the model: prompt budget + the longest reply <= max positions
         self.prompt_budget = prompt_budget(r, getattr(getattr(model, "config", None), "max_position_embeddings", None))
         self.step = 0
+        self.answerer: Any = None  # the frozen answerer of train() (its score cache goes into checkpoints)
         self.skipped_batches = 0
         self.order: DataOrder | None = None
 
@@ -129,6 +131,8 @@ class Trainer:
         checkpoint, in ``RUN_DIR/checkpoint-N`` (:mod:`harness_g.agent.llm.checkpoint`)."""
         path = self.out / "checkpoints" / (tag or f"step-{self.step:06d}")
         self.accelerator.save_state(str(path))
+        if self.answerer is not None:  # each process's score cache: a resumed run scores what this one would have
+            write_answerer_cache(path, self.accelerator.process_index, self.answerer.cache_state())
         self.accelerator.wait_for_everyone()  # every process's RNG state is written before the manifest lists it
         assert self.order is not None
         if self.accelerator.is_main_process:
@@ -154,6 +158,9 @@ class Trainer:
         state = self.resume_state  # verified in __init__, before Accelerate reads anything
         assert state is not None
         self.accelerator.load_state(str(path))
+        cache = read_answerer_cache(path, self.accelerator.process_index)
+        if cache is not None and self.answerer is not None:
+            self.answerer.load_cache_state(cache)
         self.step, self.skipped_batches = state.step, state.skipped_batches
         assert self.order is not None
         self.order.epoch, self.order.index = state.epoch, state.index
@@ -217,6 +224,7 @@ class Trainer:
         unwrapped = self.accelerator.unwrap_model(self.model)
         generator = self._make_generator(unwrapped)
         answerer = FrozenAnswerer(*self._answerer_model(), scorer_user_text, max_aliases=cfg.credit.max_aliases)
+        self.answerer = answerer  # its score cache is saved with every checkpoint and restored on resume
         resumed_at = self.resume_state.step if self.resume_state is not None else None
         if resumed_at is not None and self.accelerator.is_main_process:
             truncate_logs(self.out, resumed_at)  # a killed run's rows after the checkpoint: one row per step
