@@ -228,11 +228,16 @@ def _ner_and_embed(texts: list[str], config: BuildConfig, progress: bool, worker
     # spaCy takes `workers` cores; give the encoder the rest (at least one thread) until NER is done, so the two stages
     # do not oversubscribe the CPU (on a 2-core machine two encoder threads beside spaCy run embedding 3-4x slower)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) - workers))
+    recognizer = None
+    if workers > 1:  # fork the NER workers before the encoder thread exists (EntityRecognizer.start)
+        recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size, n_process=workers)
+        recognizer.start()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             future = pool.submit(embed)
             try:
-                recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size, n_process=workers)
+                if recognizer is None:  # in-process NER: spaCy's load overlaps the encoder's in the other thread
+                    recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
                 t0, cpu0 = time.perf_counter(), time.thread_time()
                 children0 = _children_cpu()
                 mentions = []

@@ -114,6 +114,7 @@ class EntityRecognizer:
         name = _resolve_model(model)
         self.nlp = _load_pipeline(name)  # also in the parent with n_process > 1: a bad model fails here, at once
         self._name = name
+        self._pool: ProcessPoolExecutor | None = None  # the worker processes, from start() until extract() ends
         self.batch_size = batch_size
         self.n_process = n_process
         self.labels = tuple(labels)
@@ -138,13 +139,25 @@ class EntityRecognizer:
         for doc in self.nlp.pipe(texts, batch_size=self.batch_size):
             yield _mentions(doc, self._label_set)
 
+    def start(self) -> None:
+        """Start the worker processes now (``n_process`` > 1; else nothing). A fork copies only the calling thread,
+        so a caller that is about to start threads of its own (the build's encoder thread, which imports modules and
+        takes their locks) calls this first: every worker is forked before those threads exist (with the fork
+        context, CPython's ProcessPoolExecutor launches all its processes at the first submit)."""
+        if self.n_process > 1 and self._pool is None:
+            context, forks = _pool_context()
+            self._pool = ProcessPoolExecutor(self.n_process, mp_context=context, initializer=_init_worker,
+                                             initargs=(self.nlp if forks else self._name, self.labels))
+            self._pool.submit(int).result()  # the workers are up (and initialised) before start() returns
+
     def _extract_parallel(self, texts: Iterable[str]) -> Iterator[list[Mention]]:
-        """:meth:`extract` over ``n_process`` worker processes: ``batch_size``-text batches, at most two per worker
-        in flight (memory stays bounded for any corpus), yielded in input order. The pool is shut down (pending
-        batches cancelled) when the caller stops early or a worker fails; a worker that dies is a HarnessError."""
-        context, forks = _pool_context()
-        pool = ProcessPoolExecutor(self.n_process, mp_context=context, initializer=_init_worker,
-                                   initargs=(self.nlp if forks else self._name, self.labels))
+        """:meth:`extract` over ``n_process`` worker processes (:meth:`start`ed here unless the caller did):
+        ``batch_size``-text batches, at most two per worker in flight (memory stays bounded for any corpus), yielded
+        in input order. The pool is shut down (pending batches cancelled) when the caller stops early or a worker
+        fails; a worker that dies is a HarnessError."""
+        self.start()
+        pool, self._pool = self._pool, None
+        assert pool is not None
         pending: deque[Future[list[list[Mention]]]] = deque()
         try:
             for batch in _batches(texts, self.batch_size):
