@@ -373,6 +373,9 @@ class GraphView:
         return order
 
     _BIG_POOL = 256  # pools at least this long: row numbers cached, cosines taken from one product over all sentences
+    #: ... while the graph has at most this many sentences per pool sentence: beyond, one all-sentence product per m_t
+    #: would make a step cost grow with the corpus (bench_scale.py), so the pool's rows are gathered instead
+    _ALL_SIMS_RATIO = 16
 
     def _rows(self, sentence_ids: Sequence[str]) -> np.ndarray:
         """int64 row numbers of the known ids, in order (cached for long tuples: the lookup pools are cached tuples)."""
@@ -396,6 +399,12 @@ class GraphView:
             self._rank_caches[1].put(key, sims)
         return sims
 
+    def _use_all_sims(self, pool: int) -> bool:
+        """Whether a pool of ``pool`` rows takes its cosines from the all-sentence product (one per m_t, shared by a
+        menu's pools) rather than from its own rows: long pools of a graph at most ``_ALL_SIMS_RATIO`` times their
+        size. Either way the cosines are the same up to float rounding."""
+        return pool >= self._BIG_POOL and len(self.sentence_ids) <= self._ALL_SIMS_RATIO * pool
+
     @property
     def _rank_caches(self) -> tuple[_LRU, _LRU]:
         """(long pool tuple -> row numbers, query vector -> all-sentence cosines): bounded, created on first use."""
@@ -414,7 +423,7 @@ class GraphView:
         want = k + len(excl)  # the excluded ids are few (C_t): rank a few more and drop them
         if rows.size == 0 or k <= 0:
             return []
-        sims = self._all_sims(vector)[rows] if rows.size >= self._BIG_POOL else self.embeddings[rows] @ vector
+        sims = self._all_sims(vector)[rows] if self._use_all_sims(rows.size) else self.embeddings[rows] @ vector
         if want < rows.size:
             kth = np.partition(sims, rows.size - want)[rows.size - want]  # want-th largest; keep every tie with it
             keep = np.flatnonzero(sims >= kth)

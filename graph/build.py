@@ -3,8 +3,9 @@
 Stages (each timed; see ``BuildResult.seconds``):
   read      readers yield deduplicated paragraphs and QA items
   split     abbreviation-safe sentence splitting (preset sentences kept verbatim)
-  ner       spaCy NER over sentences            } run concurrently: embedding runs in a
-  embed     sentence embeddings                 } worker thread (torch releases the GIL)
+  ner       spaCy NER over sentences            } run concurrently: embedding runs in a worker thread (torch and
+  embed     sentence embeddings                 } ONNX Runtime release the GIL); NER over ``BuildConfig.workers``
+                                                  processes (default every core), the encoder on the cores left
   entities  canonicalise, group, title anchors (+ with ``title_mentions``: a title linked to every sentence naming
             it; + with ``person_alias_merge``: truncated person aliases merged into the name they abbreviate,
             document-local, see ``linking.person_aliases``), junk-filter
@@ -99,6 +100,12 @@ class BuildResult:
     seconds: dict[str, float] = field(default_factory=dict)
     corpus_tokens: int = 0
     peak_rss_mb: float = 0.0
+    #: CPU seconds per stage (this process's threads plus its finished worker processes; same keys as ``seconds``):
+    #: ``cpu_seconds[s] / seconds[s]`` is how many cores stage ``s`` kept busy. ``ner``: the NER loop's thread and its
+    #: worker processes; ``embed``: the rest of ``ner_embed_wall`` (the encoder's threads)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    #: NER worker processes the build ran (``BuildConfig.workers`` resolved); 0 on a cache hit
+    workers: int = 0
 
 
 @dataclass
@@ -112,6 +119,16 @@ class _SentenceRows:
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _cpu_now() -> float:
+    """CPU seconds so far of this process (every thread) and of its children that have exited (NER workers)."""
+    return time.process_time() + _children_cpu()
+
+
+def resolve_workers(config: BuildConfig) -> int:
+    """NER processes for ``config``: ``workers``, or every core of this machine when it is unset."""
+    return config.workers or os.cpu_count() or 1
 
 
 def read_inputs(inputs: Sequence[CorpusSpec], config: BuildConfig, limit: int | None = None) -> Dataset:
@@ -166,10 +183,22 @@ def split_paragraphs(paragraphs: Sequence[Paragraph], progress: bool = True) -> 
     return rows
 
 
-def _ner_and_embed(
-    texts: list[str], config: BuildConfig, progress: bool
-) -> tuple[list[list[Any]], np.ndarray, float, float, str, int]:
-    """NER in this thread, embeddings in a worker thread; returns mentions, embeddings, their busy seconds."""
+@dataclass
+class _NerEmbed:
+    """What :func:`_ner_and_embed` returns: one mention list and one vector (row of ``embeddings``, float32
+    ``(len(texts), dim)``) per text, the two workers' busy seconds and NER's CPU seconds (its thread + processes)."""
+
+    mentions: list[list[Any]]
+    embeddings: np.ndarray
+    ner_s: float
+    embed_s: float
+    ner_cpu_s: float
+    spacy_name: str
+    dim: int
+
+
+def _ner_and_embed(texts: list[str], config: BuildConfig, progress: bool, workers: int = 1) -> _NerEmbed:
+    """NER in this thread (over ``workers`` processes when > 1), embeddings in a worker thread."""
     from harness_g.graph.text.ner import EntityRecognizer
 
     recognizer_labels = set(config.ner_labels)
@@ -196,21 +225,28 @@ def _ner_and_embed(
                                         lanes=encode_lanes(full) if ner_done.is_set() else 1)
         return out, time.perf_counter() - t0, embedder.dim
 
-    # spaCy takes one core; give the encoder the rest until NER is done, so the two stages do not oversubscribe the
-    # CPU (on a 2-core machine two encoder threads beside spaCy run embedding 3-4x slower)
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+    # spaCy takes `workers` cores; give the encoder the rest (at least one thread) until NER is done, so the two stages
+    # do not oversubscribe the CPU (on a 2-core machine two encoder threads beside spaCy run embedding 3-4x slower)
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - workers))
+    recognizer = None
+    if workers > 1:  # fork the NER workers before the encoder thread exists (EntityRecognizer.start)
+        recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size, n_process=workers)
+        recognizer.start()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             future = pool.submit(embed)
             try:
-                recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
-                t0 = time.perf_counter()
+                if recognizer is None:  # in-process NER: spaCy's load overlaps the encoder's in the other thread
+                    recognizer = EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size)
+                t0, cpu0 = time.perf_counter(), time.thread_time()
+                children0 = _children_cpu()
                 mentions = []
                 for found in tqdm(recognizer.extract(texts), total=len(texts), desc="ner", unit="sent", disable=not progress, leave=False):
                     mentions.append([m for m in found if m.label in recognizer_labels])
                     if len(mentions) % 256 == 0 and future.done():
                         future.result()  # an encoder that failed to load is reported now, not after NER
                 ner_s = time.perf_counter() - t0
+                ner_cpu_s = time.thread_time() - cpu0 + _children_cpu() - children0  # workers exited: counted
             except BaseException:
                 stop.set()
                 raise
@@ -218,7 +254,12 @@ def _ner_and_embed(
             embeddings, embed_s, dim = future.result()
     finally:
         torch.set_num_threads(full)
-    return mentions, embeddings, ner_s, embed_s, recognizer.model_name, dim
+    return _NerEmbed(mentions, embeddings, ner_s, embed_s, ner_cpu_s, recognizer.model_name, dim)
+
+
+def _children_cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
 
 
 @dataclass
@@ -416,14 +457,16 @@ def _build_locked(
     config = config or BuildConfig()
     art.remove_staging(graph_dir)  # left by a build that died; we hold the lock, so no build is using it
     seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}  # BuildResult.cpu_seconds
     stage = on_stage or (lambda name: None)
+    workers = resolve_workers(config)
 
-    t0 = time.perf_counter()
+    t0, c = time.perf_counter(), _cpu_now()
     stage("read")
     dataset = read_inputs(inputs, config, limit)
     chash = content_hash(dataset, config)
     corpus_tokens = sum(len(p.text.split()) for p in dataset.paragraphs)
-    seconds["read"] = time.perf_counter() - t0
+    seconds["read"], cpu["read"] = time.perf_counter() - t0, _cpu_now() - c
 
     manifest_path = graph_dir / art.MANIFEST
     if not force and manifest_path.exists():
@@ -439,23 +482,26 @@ def _build_locked(
             else:
                 return BuildResult(graph_dir, True, dict(old.get("counts", {})), seconds, corpus_tokens, _peak_rss_mb())
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_now()
     stage("split")
     sentences = split_paragraphs(dataset.paragraphs, progress)
-    seconds["split"] = time.perf_counter() - t
+    seconds["split"], cpu["split"] = time.perf_counter() - t, _cpu_now() - c
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_now()
     stage("ner+embed")
-    mentions, embeddings, seconds["ner"], seconds["embed"], spacy_name, dim = _ner_and_embed(sentences.texts, config, progress)
-    seconds["ner_embed_wall"] = time.perf_counter() - t
+    ne = _ner_and_embed(sentences.texts, config, progress, workers)
+    mentions, embeddings, spacy_name, dim = ne.mentions, ne.embeddings, ne.spacy_name, ne.dim
+    seconds["ner"], seconds["embed"] = ne.ner_s, ne.embed_s
+    seconds["ner_embed_wall"], cpu["ner_embed_wall"] = time.perf_counter() - t, _cpu_now() - c
+    cpu["ner"], cpu["embed"] = ne.ner_cpu_s, cpu["ner_embed_wall"] - ne.ner_cpu_s
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_now()
     stage("entities")
     ent = build_entities(sentences, mentions, dataset.paragraphs, link_title_mentions=config.title_mentions,
                          merge_person_aliases=config.person_alias_merge)
-    seconds["entities"] = time.perf_counter() - t
+    seconds["entities"], cpu["entities"] = time.perf_counter() - t, _cpu_now() - c
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_now()
     stage("link")
     names = [r.surface for r, ok in zip(ent.records, ent.lookupable) if ok]
     name_vecs = np.zeros((len(ent.records), dim), dtype=np.float32)
@@ -472,14 +518,14 @@ def _build_locked(
         alias_pairs=ent.alias_pairs,
         spelling_links=config.spelling_links,
     )
-    seconds["link"] = time.perf_counter() - t
+    seconds["link"], cpu["link"] = time.perf_counter() - t, _cpu_now() - c
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_now()
     stage("write")
     staging = art.staging_dir(graph_dir)  # the old artifact stays whole until publish() below
     try:
         counts, manifest = _write_artifact(staging, inputs, dataset, sentences, ent, edges, embeddings, name_vecs, config, chash,
-                                           limit, corpus_tokens, spacy_name, dim, seconds, t)
+                                           limit, corpus_tokens, spacy_name, dim, seconds, t, workers=workers)
         art.publish(staging, graph_dir)
     except BaseException as exc:
         reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""  # before the space is freed
@@ -488,14 +534,16 @@ def _build_locked(
             kept = f"{graph_dir} keeps its previous graph" if manifest_path.exists() else "nothing was published"
             raise HarnessError(f"cannot write the graph artifact in {staging}: {reason}; {kept}") from exc
         raise
-    return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb())
+    cpu["write"] = _cpu_now() - c
+    return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb(), cpu, workers)
 
 
 def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Dataset, sentences: _SentenceRows,
                     ent: _EntityTables, edges: list[Any], embeddings: np.ndarray, name_vecs: np.ndarray,
                     config: BuildConfig, chash: str, limit: int | None, corpus_tokens: int, spacy_name: str, dim: int,
-                    seconds: dict[str, float], t: float) -> tuple[dict[str, int], dict[str, Any]]:
-    """Every artifact file into ``graph_dir`` (a staging directory), the manifest with their digests last."""
+                    seconds: dict[str, float], t: float, *, workers: int = 1) -> tuple[dict[str, int], dict[str, Any]]:
+    """Every artifact file into ``graph_dir`` (a staging directory), the manifest with their digests last
+    (``workers``: the NER processes that ran, recorded beside ``seconds``)."""
     counts = {
         "paragraphs": art.write_table(
             graph_dir,
@@ -556,6 +604,7 @@ def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Data
         "corpus_tokens": corpus_tokens,
         "synonym_kinds": dict(Counter(e.kind for e in edges)),
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "workers": workers,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "files": art.file_digests(graph_dir),
     }

@@ -54,7 +54,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 #: build's per-field flags: shortcuts for ``--set FIELD=VALUE`` (argparse dest -> BuildConfig field)
 BUILD_SHORTCUTS = {"embedding_model": "embedding_model", "spacy_model": "spacy_model", "device": "device",
-                   "embedding_backend": "embedding_backend"}
+                   "embedding_backend": "embedding_backend", "workers": "workers"}
 
 
 def _build_config(args: argparse.Namespace):
@@ -62,7 +62,8 @@ def _build_config(args: argparse.Namespace):
     from harness_g.config_loader import parse_set
     from harness_g.graph.config import BuildConfig
 
-    overrides = {name: getattr(args, dest) for dest, name in BUILD_SHORTCUTS.items() if getattr(args, dest)}
+    overrides = {name: getattr(args, dest) for dest, name in BUILD_SHORTCUTS.items()
+                 if getattr(args, dest, None) is not None}
     overrides.update(parse_set(text) for text in args.set)
     return BuildConfig.load(args.config, overrides, preset=getattr(args, "preset", None))
 
@@ -252,6 +253,8 @@ def _add_build(sub: Any) -> None:
                    help="shortcut for --set embedding_backend=...: sentence encoder backend (default onnx = ONNX Runtime "
                         "fp32; torch = sentence-transformers, same vectors, the --device cuda path; onnx-int8 = faster, "
                         "approximate, its own content hash)")
+    g.add_argument("--workers", type=int, metavar="N", help="shortcut for --set workers=N: spaCy NER processes (default: "
+                                                            "every core; the graph is the same for every N)")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches, and reload the store")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")

@@ -87,6 +87,10 @@ class BuildConfig(Config):
     # execution-only knobs below: they do not change the graph and stay out of the hash
     embed_batch_size: int = config_field(64, "sentences per embedding batch (>= 1)", ge=1, hash=False)
     ner_batch_size: int = config_field(256, "sentences per spaCy batch (>= 1)", ge=1, hash=False)
+    workers: int | None = config_field(
+        None, "spaCy NER processes (>= 1; null = every core, os.cpu_count() at build time); a CPU encoder gets the "
+              "cores NER leaves (at least one thread) until NER is done, then all of them; the graph is the same for "
+              "every value", ge=1, hash=False)
     device: str | None = config_field(None, "device for embeddings (cpu, cuda, cuda:1, ...); the onnx backends need "
                                             "onnxruntime-gpu for cuda", hash=False)
     embedding_backend: str = config_field(
