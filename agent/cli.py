@@ -41,8 +41,12 @@ def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) 
 
     overrides = {name: getattr(args, dest) for dest, name in shortcuts.items() if getattr(args, dest, None) is not None}
     overrides.update(parse_set(text) for text in args.set)
+    if getattr(args, "preset", None) is not None:  # --preset is a shortcut flag: it wins over the checkpoint's
+        overrides.setdefault("env.preset", args.preset)
     config = load_agent_config(cls, args.config, overrides)
     trained = _checkpoint_settings(_with_eval_settings(args, config)).get("env")
+    if trained and "preset" not in trained:  # trained before presets: under today's extended rules, anchor in article_pool
+        trained = {"preset": "extended", "anchor_slot": trained.get("article_pool", True), **trained}
     if trained:
         played = load_agent_config(cls, args.config, {**{f"env.{k}": v for k, v in trained.items()}, **overrides})
         if args.config:
@@ -92,6 +96,11 @@ def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
                    help=f"YAML config with sections {sections} (e.g. 'env: {{visible_cap: 4}}'); a file of EnvConfig "
                         "fields alone (max_turns, visible_cap, lookup_cap, ...) is the env section, so --env-config is "
                         "the same flag")
+    from harness_g.cli_args import PRESET_HELP, PRESETS
+
+    g.add_argument("--preset", choices=PRESETS,
+                   help=PRESET_HELP + " (shortcut for --set env.preset=NAME; the file's 'preset:' otherwise; the graph "
+                                      "must have been built under the same preset)")
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. --set env.visible_cap=4 (parsed by the field's type; repeatable; wins "
                         "over --config and the shortcut flags)")
@@ -251,7 +260,10 @@ SUMMARY_UNITS = {
     "f1": "token F1 x100",
     "rs": "R-S: cosine(retrieved, gold evidence) x100", "evidence_recall": "% of gold units in C_T",
     "evidence_precision": "% of C_T that is gold", "answer_in_evidence": "% with a gold answer in C_T",
-    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question", "mean_seconds": "s/question",
+    "mean_turns": "turns/question", "mean_invalid_turns": "turns/question",
+    "mean_seconds": "s/question: all it did (episode, scoring, judge, reachability)",
+    "mean_episode_seconds": "s/question: the episode (policy + environment)",
+    "mean_reachability_seconds": "s/question: the reachability search", "mean_judge_seconds": "s/question: the judge",
     "reachable_rate": "% of decided questions", "ge": "G-E x100", "ge_failures": "count",
 }
 
@@ -315,9 +327,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.questions:
         if not args.format:
             raise ConfigError("--questions needs --format (the questions file's format, e.g. hotpotqa)")
+        from harness_g.graph.config import graph_rules
         from harness_g.graph.readers import load_questions
 
-        questions = list(load_questions(args.format, args.questions))
+        rules = graph_rules(Artifact.open(args.graph_dir).manifest)  # gold ids as the graph split its sentences
+        questions = list(load_questions(args.format, args.questions,
+                                        join_fragments=bool(rules and rules[1]["join_fragments"])))
     else:
         questions = Artifact.open(args.graph_dir).questions()
         if not questions:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness_g.agent.actions import Action, ActionType, parse_action
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.config import EnvConfig, check_graph_preset
 from harness_g.agent.graph_view import EntityInfo, GraphView, question_words
 from harness_g.agent.menu import Menu, build_menu, dedup_by_text
 from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
@@ -197,8 +197,11 @@ class MenuEnv:
     """
 
     def __init__(self, view: GraphView, config: EnvConfig | None = None, *, record_previews: bool = False):
+        """Refuses (ConfigError) a graph built under another preset than ``config.preset``
+        (:func:`~harness_g.agent.config.check_graph_preset`)."""
         self.view = view
         self.config = config or EnvConfig()
+        check_graph_preset(view.artifact.manifest, self.config, str(view.artifact.path))
         self.record_previews = record_previews
         self.state: EnvState | None = None
         self.menu: Menu | None = None

@@ -19,7 +19,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -30,6 +30,7 @@ from harness_g.agent.policies.base import Policy
 from harness_g.agent.reachability import menu_reachability
 from harness_g.agent.trajectory import Trajectory, json_line
 from harness_g.config_diff import differences
+from harness_g.config_loader import sources
 from harness_g.errors import ConfigError, HarnessError, StoreError, os_error_reason
 from harness_g.graph.types import QAItem
 
@@ -100,9 +101,10 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for k in keys:
         v = M.mean(r["metrics"].get(k) for r in ok)
         summary[k] = None if v is None else round(100 * v, 2)
-    for k in ("turns", "invalid_turns", "seconds"):
+    for k in ("turns", "invalid_turns"):
         v = M.mean(r["metrics"].get(k) for r in ok)
         summary[f"mean_{k}"] = None if v is None else round(v, 4)
+    summary.update(mean_timings(ok))
     reach = [r["reachability"]["status"] for r in ok if r.get("reachability")]
     if reach:
         decided = [s for s in reach if s in ("reachable", "unreachable")]
@@ -120,6 +122,24 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         summary["ge"] = None if v is None else round(100 * v, 2)
         summary["ge_failures"] = sum(1 for r in judged if "scores" not in r["judge"])
     return summary
+
+
+def mean_timings(records: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Seconds per question, averaged over ``records`` (those played without error). ``mean_seconds``: everything
+    the run did for a question (the episode, scoring, judging, the reachability search: the record's wall-clock
+    ``seconds``); ``mean_episode_seconds``: the episode alone (policy and environment, ``metrics.seconds``); and,
+    where records have them, ``mean_reachability_seconds`` and ``mean_judge_seconds`` (``record["timing"]``)."""
+    def mean(values: Iterable[Any]) -> float | None:
+        v = M.mean(values)
+        return None if v is None else round(v, 4)
+
+    out = {"mean_seconds": mean(r.get("seconds", r["metrics"].get("seconds")) for r in records),
+           "mean_episode_seconds": mean(r["metrics"].get("seconds") for r in records)}
+    for part in ("reachability", "judge"):
+        v = mean((r.get("timing") or {}).get(part) for r in records)
+        if v is not None:
+            out[f"mean_{part}_seconds"] = v
+    return out
 
 
 #: settings a resumed run may change: the question limit (re-run with a larger --limit to extend a run), whether
@@ -273,9 +293,12 @@ def run_eval(
 
     config = config or EvalConfig()
     env_config = env_config or EnvConfig()
+    # before anything is written: a graph of another preset is refused here (MenuEnv), with the run directory untouched
+    runner = make_interface(config.interface, view, policy, env_config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     resolved = {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
+                "config_sources": {f"env.{k}": v for k, v in sources(env_config).items()},
                 "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
                 "encoder": query_encoder(view), "store": view.store.dialect,
                 "interface": config.interface, "judge_model": getattr(judge, "model", None),
@@ -300,7 +323,6 @@ def run_eval(
         for rec in done.values():
             fh.write(json_line(rec) + "\n")
     todo = [q for q in questions if q.id not in done]
-    runner = make_interface(config.interface, view, policy, env_config)
     store_errors = failures = 0
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
     if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes
@@ -323,12 +345,19 @@ def run_eval(
                                           "trajectory": traj.to_json(), "dataset": item.dataset, "interface": config.interface,
                                           "gold": {"sentence_ids": list(item.gold_sentence_ids),
                                                    "paragraph_ids": list(item.gold_paragraph_ids)}}
+                timing: dict[str, float] = {}
                 if judge is not None:
                     from harness_g.agent.judge import evidence_texts
 
+                    t_part = time.perf_counter()
                     judge.judge_record(record, evidence_texts(view, record))
+                    timing["judge"] = time.perf_counter() - t_part
                 if config.reachability:
+                    t_part = time.perf_counter()
                     record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
+                    timing["reachability"] = time.perf_counter() - t_part
+                if timing:  # the parts of record["seconds"] (the whole question) besides the episode (metrics.seconds)
+                    record["timing"] = timing
                 store_errors = 0
             except StoreError as exc:
                 same_graph()  # a graph swapped mid-question explains the failure

@@ -89,7 +89,7 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
     Ranking comes before any cap, so no channel (mention, synonym, neighbour) of a large entity's pool is
     lost to the pool's storage order; the cap only bounds how many ranked sentences the de-duplication reads.
     ``ranked``: that ranking when the caller already has it. ``anchors``: the title anchors of the article(s) e
-    titles (``GraphView.title_anchors``, with ``EnvConfig.article_pool``): when none of them made the top K_s, the
+    titles (``GraphView.title_anchors``, with ``EnvConfig.anchor_slot``): when none of them made the top K_s, the
     best of them by the same cosine takes the last slot -- LOOKUP(Charles Lamont) shows the first sentence of
     Charles Lamont's article ("Charles Lamont (May 5, 1895 - September 12, 1993) was a prolific filmmaker"), not
     only six sentences about films he directed that resemble the question more.
@@ -116,9 +116,10 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
 def candidate_pools(view: GraphView, entity_ids: Sequence[str],
                     cfg: "EnvConfig") -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]]]:
     """(each entity's LOOKUP pool, each entity's title anchors): the pool ``EnvConfig.article_pool`` chooses and,
-    with it, the anchors :func:`lookup_result` always shows (none without it); one cached store query for both."""
+    with ``EnvConfig.anchor_slot``, the anchors :func:`lookup_result` always shows (none without it); one cached
+    store query for both when both are on."""
     pools = view.lookup_pools(entity_ids, articles=cfg.article_pool)
-    return pools, (view.title_anchors(entity_ids) if cfg.article_pool else {})
+    return pools, (view.title_anchors(entity_ids) if cfg.anchor_slot else {})
 
 
 def _show_title_anchor(view: GraphView, out: list[str], anchors: frozenset[str], m_vec: np.ndarray, committed: set[str],
@@ -184,8 +185,8 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     results: dict[str, tuple[str, ...]] = {}
     current_set = frozenset(current)
     seen_results = {current_set}
-    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool) \
-        if m_text is not None else None
+    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool,
+             cfg.anchor_slot) if m_text is not None else None
     cache = view.lookup_result_cache
     known: dict[str, tuple[str, ...]] = {}
     if state is not None:
@@ -206,7 +207,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             head_names.add(e.name)
             if e.id not in known:
                 ranked[e.id] = _ranked_pool(view, pools.get(e.id, ()), m_vec, committed_set, cfg)
-    if ranked:  # with the title anchors a result may show (article_pool): their texts in the same round trip
+    if ranked:  # with the title anchors a result may show (anchor_slot): their texts in the same round trip
         view.prefetch_sentences(itertools.chain((s for r in ranked.values() for s in r[:chunk]),
                                                 (s for e in ranked for s in title_anchors.get(e, ()))))
     for e in candidates:

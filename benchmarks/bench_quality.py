@@ -1,7 +1,9 @@
 """Menu quality on the six dev sets: reachability, the LLM-free and oracle policies, and a dense top-k baseline.
 
     python benchmarks/bench_quality.py [--root /tmp/hg-dev] [--datasets ...] [--limit N] [--reach-budget 400]
-        [--policies heuristic,lookahead,oracle] [--answer-with-max 2] [--env-set KEY=VALUE ...] [--out DIR]
+        [--policies heuristic,lookahead,oracle] [--preset paper|extended] [--answer-with-max K]
+        [--env-set KEY=VALUE ...] [--out DIR]
+    python benchmarks/bench_quality.py --compare PAPER/quality.json EXTENDED/quality.json --out DIR
     python benchmarks/bench_quality.py --reach-only [--merge] [--before OLD/quality.json --before-note "..."]
 
 Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, or the first
@@ -23,8 +25,11 @@ Per dev graph (from benchmarks/build_dev_graphs.py) and its own questions (all, 
   embedding (the same MiniLM encoder) against every sentence embedding of the graph, exact cosine, duplicate
   texts merged (as the menu does).
 
-Every run uses ``EnvConfig`` with ``--answer-with-max`` (default: EnvConfig's own, 2): menus offer ANSWER_WITH
-over 1..k visible sentences, and reachability assumes the same k.
+Every run uses ``EnvConfig`` of ``--preset`` (paper by default; the graphs under ``--root`` must be built under the
+same preset, build_dev_graphs.py ``--preset``) with ``--answer-with-max`` (default: the preset's k, 1 in paper, 2 in
+extended): menus offer ANSWER_WITH over 1..k visible sentences, and reachability assumes the same k.
+``--compare`` writes ``quality.{json,md}`` into ``--out``: reachability, lookahead and oracle recall of two runs
+side by side per dev set (the paper preset's run first).
 
 TriviaQA: no gold evidence (its graph is the union of the other five corpora) -> reachability and
 evidence recall/precision are n/a; EM/F1 and answer-in-evidence are reported.
@@ -381,7 +386,9 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
                         for r in results if r.get("reachability"))
     L = ["# Menu quality on the six dev sets", "",
          f"Generated {meta['finished']} ({meta['machine']['cores']} shared CPUs, load average at start {meta['machine']['load_avg']}, "
-         f"at end {meta['loadavg_end']}). EnvConfig (T = 6, K_s = 6, K_e = 8, ANSWER_WITH k = "
+         f"at end {meta['loadavg_end']}). EnvConfig preset {meta.get('preset', 'extended (before presets)')} on graphs "
+         f"built under the same preset{' (' + meta['root'] + ')' if meta.get('root') else ''} "
+         "(T = 6, K_s = 6, K_e = 8, ANSWER_WITH k = "
          f"{meta.get('answer_with_max', 1)}"
          + "".join(f", {k} = {v}" for k, v in (meta.get("env_set") or {}).items() if k != "answer_with_max")
          + f"; every other field its default); policies {', '.join(meta.get('policies') or ['heuristic'])} (the heuristic "
@@ -462,6 +469,74 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
     (out / "quality.md").write_text("\n".join(L) + "\n", encoding="utf-8")
 
 
+#: what the preset comparison shows per run: (column, how to read it from a dataset's summary)
+COMPARED = (
+    ("reach %", lambda r: (r.get("reachability") or {}).get("reachable_rate")),
+    ("reach (n)", lambda r: None if not r.get("reachability") else
+        f"{r['reachability']['reachable']}/{r['reachability'].get('questions', r['questions'])}"),
+    ("lookahead R", lambda r: ((r.get("policies") or {}).get("lookahead") or {}).get("evidence_recall")),
+    ("oracle R", lambda r: ((r.get("policies") or {}).get("oracle") or {}).get("evidence_recall")),
+    ("heuristic R", lambda r: (r.get("heuristic") or {}).get("evidence_recall")),
+    ("lookahead AiE", lambda r: ((r.get("policies") or {}).get("lookahead") or {}).get("answer_in_evidence")),
+)
+
+
+def comparison_rows(paper: list[dict[str, Any]], extended: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """One row per dev set: each :data:`COMPARED` figure under the paper preset, the extended one and (numbers) the
+    difference extended - paper in points."""
+    cols = ["dataset", "n"]
+    for name, _ in COMPARED:
+        cols += [f"{name} paper", f"{name} ext."] + ([] if name.endswith("(n)") else ["Δ"])
+    ext = {r["dataset"]: r for r in extended}
+    rows = []
+    for p in paper:
+        e = ext.get(p["dataset"], {})
+        row = [p["dataset"], str(p["questions"]) if p["questions"] == e.get("questions") else f"{p['questions']}/{e.get('questions')}"]
+        for name, get in COMPARED:
+            a, b = get(p), get(e) if e else None
+            row += [fmt(a), fmt(b)]
+            if not name.endswith("(n)"):
+                row.append("n/a" if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) else f"{b - a:+.1f}")
+        rows.append(row)
+    return cols, rows
+
+
+def write_comparison(paper_json: Path, extended_json: Path, out: Path, discussion: list[str] | None = None) -> None:
+    """``out/quality.{json,md}``: the two presets' runs side by side per dev set, with where each full report is;
+    ``discussion``: markdown lines appended under "What the numbers show"."""
+    paper, extended = (json.loads(Path(p).read_text()) for p in (paper_json, extended_json))
+    for label, run, want in (("paper", paper, "paper"), ("extended", extended, "extended")):
+        if run["meta"].get("preset", "extended") != want:
+            raise SystemExit(f"--compare: the {label} run {paper_json if want == 'paper' else extended_json} was made "
+                             f"under preset {run['meta'].get('preset')!r}")
+    cols, rows = comparison_rows(paper["datasets"], extended["datasets"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "quality.json").write_text(json.dumps({"paper": str(paper_json), "extended": str(extended_json),
+                                                  "columns": cols, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    rel = lambda p: Path(p).resolve().parent.relative_to(out.resolve()) if Path(p).resolve().is_relative_to(out.resolve()) else Path(p).parent  # noqa: E731
+    measured = [r["dataset"] for r in paper["datasets"]]
+    L = ["# Menu quality on the dev sets, under both presets", "",
+         "Each preset's environment on graphs built under the same preset (`build_dev_graphs.py --preset`, "
+         "`bench_quality.py --preset`): *paper* = every menu and build rule as harness-g.tex defines it, *extended* = "
+         "the project's extensions on top (README \"Presets and extensions\"). *reach %* = questions whose gold evidence "
+         "the menu can commit within T = 6 (reachable / decided), *reach (n)* = reachable / questions, *lookahead R* = "
+         "the LLM-free preview-based policy's evidence recall, *oracle R* = the privileged gold-guided policy's recall (an "
+         "upper reference), *heuristic R* = the fixed script's, *AiE* = a gold answer in the committed evidence; all ×100; "
+         "Δ = extended - paper in points. Dev sets: " + ", ".join(measured) + ", every question of each (n)"
+         + ("" if "triviaqa" in measured else "; TriviaQA is not in this comparison: it has no gold evidence, so "
+            "reachability and evidence recall are n/a for it by definition") + ".", "",
+         f"Runs: paper {paper['meta'].get('started')} - {paper['meta'].get('finished')} (load at start "
+         f"{paper['meta']['machine'].get('load_avg')}), extended {extended['meta'].get('started')} - "
+         f"{extended['meta'].get('finished')} (load at start {extended['meta']['machine'].get('load_avg')}); full reports "
+         f"(causes of every miss, dense baselines, action mix): [`{rel(paper_json)}/quality.md`]({rel(paper_json)}/quality.md), "
+         f"[`{rel(extended_json)}/quality.md`]({rel(extended_json)}/quality.md).", "",
+         "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    L += ["| " + " | ".join(r) + " |" for r in rows]
+    if discussion:
+        L += ["", "## What the numbers show", ""] + discussion
+    (out / "quality.md").write_text("\n".join(L) + "\n", encoding="utf-8")
+
+
 def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
     """A reachability-only result merged into the earlier full result of the same dataset (heuristic/dense kept)."""
     if not old or not old.get("heuristic"):
@@ -488,15 +563,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reach-only", action="store_true",
                     help="reachability (verdict + cause) of every question only; with --merge the heuristic/dense figures of "
                          "the existing quality.json are kept beside it, with their own question counts")
-    ap.add_argument("--answer-with-max", type=int, default=EnvConfig().answer_with_max,
+    ap.add_argument("--preset", choices=("paper", "extended"), default="paper",
+                    help="EnvConfig preset of every run (default paper); the graphs under --root must be built under it")
+    ap.add_argument("--answer-with-max", type=int,
                     help="EnvConfig.answer_with_max for every run (menus, policies, reachability): the most visible sentences "
-                         "one ANSWER_WITH commits (1 = single-sentence; default: EnvConfig's, %(default)s)")
+                         "one ANSWER_WITH commits (1 = single-sentence; default: the preset's)")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("PAPER_JSON", "EXTENDED_JSON"),
+                    help="only write quality.{json,md} into --out (default benchmarks/results): the two runs side by side")
     ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
                     help="policies run per question, each with its own dense@same-k (default %(default)s; oracle is "
                          "privileged: it plans from the gold labels, an upper reference; skipped where it does not exist)")
     ap.add_argument("--before", type=Path, help="quality.json of an earlier run: its reachability is shown as 'before' in the cause table")
     ap.add_argument("--before-note", default="", help="one line saying what the --before run was")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for quality.json/md (default benchmarks/results)")
+    ap.add_argument("--out", type=Path, help="directory for quality.json/md (default benchmarks/results/quality-PRESET; "
+                                             "with --compare: benchmarks/results)")
     ap.add_argument("--records", action="store_true", help="keep per-question records in quality.json")
     ap.add_argument("--env-set", action="append", default=[], metavar="KEY=VALUE",
                     help="an EnvConfig field for every run, as `harness-g eval --set` takes it (repeatable; e.g. "
@@ -506,6 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--merge", action="store_true", help="keep other datasets' rows from an existing quality.json")
     ap.add_argument("--report-only", action="store_true", help="rewrite quality.md from quality.json (e.g. with --discussion)")
     args = ap.parse_args(argv)
+    if args.answer_with_max is None:
+        args.answer_with_max = EnvConfig(preset=args.preset).answer_with_max
+    if args.out is None:
+        args.out = RESULTS if args.compare else RESULTS / f"quality-{args.preset}"
+    if args.compare:
+        write_comparison(*args.compare, args.out,
+                         Path(args.discussion).read_text(encoding="utf-8").strip().split("\n") if args.discussion else None)
+        print((args.out / "quality.md").read_text())
+        return 0
     if args.report_only:
         data = json.loads((args.out / "quality.json").read_text())
         meta = data["meta"]
@@ -515,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
         print((args.out / "quality.md").read_text())
         return 0
     try:  # before any heavy import: a typo fails in a second
-        cfg, env_set = env_config([*args.env_set, f"answer_with_max={args.answer_with_max}"])
+        cfg, env_set = env_config([*args.env_set, f"answer_with_max={args.answer_with_max}"], args.preset)
     except ConfigError as exc:
         ap.error(f"--env-set: {exc}")
     if any(s.partition("=")[0].strip() == "answer_with_max" for s in args.env_set):
@@ -529,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "limit": args.limit,
             "reach_budget": args.reach_budget, "torch_threads": args.torch_threads,
             "reach_only": args.reach_only, "answer_with_max": args.answer_with_max, "env_set": env_set,
+            "preset": args.preset, "root": str(args.root),
             "policies": None if args.reach_only else args.policies.split(",")}
     if args.discussion:
         meta["discussion"] = Path(args.discussion).read_text(encoding="utf-8").strip().split("\n")

@@ -1,6 +1,11 @@
 """Build (or reuse) the six dev graphs, load them into the embedded FalkorDB, smoke-test the CLI.
 
     python benchmarks/build_dev_graphs.py [--root /tmp/hg-dev] [--only hotpotqa,2wiki] [--force]
+        [--preset paper|extended] [--stem dev_graphs]
+
+``--preset`` picks the build rules (BuildConfig's preset; paper by default) and ``--set KEY=VALUE`` overrides single
+BuildConfig fields (e.g. ``--preset paper --set title_mentions=true``: one build extension alone); build each
+variant into its own ``--root`` (e.g. /tmp/hg-dev-paper, /tmp/hg-dev-extended) and ``--stem`` (results file name).
 
 Per dataset GRAPH_DIR = ROOT/<name>. Builds go through the Python API (``build_graph`` +
 ``load_graph``), so an unchanged input is a cache hit (content hash in the manifest). TriviaQA has
@@ -11,7 +16,9 @@ no passages: its graph is the TriviaQA questions over the union of the other fiv
 already-built artifacts before the TriviaQA build, so the union corpus's sentences are not
 re-embedded (same model, same texts: the vectors are the ones the five builds computed). The
 TriviaQA build seconds are then *not* a from-scratch build time; the report says so and gives the
-memo hit count. ``--no-reuse-embeddings`` for an honest from-scratch number.
+memo hit count. ``--no-reuse-embeddings`` for an honest from-scratch number. ``--reuse-from ROOT`` pre-fills the memo from the
+graphs of the same datasets under ROOT (e.g. the other preset's: the sentences and entity names the two presets share
+are encoded once); the build seconds of such a build are not from-scratch times either.
 
 Afterwards, for each graph: ``harness-g stats --json``, one ``harness-g cypher`` query and one
 ``harness-g ask`` (the dataset's first question) are run as subprocesses; pass/fail is recorded.
@@ -59,10 +66,10 @@ class _EmbedMemo:
 
     reuse = False  # False: pass every call through unchanged and only record (honest build times)
 
-    def __call__(self, texts, *, batch_size=None, progress=False):
+    def __call__(self, texts, *, batch_size=None, progress=False, lanes=1):
         texts = list(texts)
         if not self.reuse:
-            out = self.orig(texts, batch_size=batch_size, progress=progress)
+            out = self.orig(texts, batch_size=batch_size, progress=progress, lanes=lanes)
             self.add(texts, out)
             return out
         miss = [t for t in dict.fromkeys(texts) if t not in self.cache]
@@ -70,7 +77,7 @@ class _EmbedMemo:
         self.hits += sum(1 for t in texts if t not in miss_set)
         self.misses += len(miss)
         if miss:
-            self.add(miss, self.orig(miss, batch_size=batch_size, progress=progress))
+            self.add(miss, self.orig(miss, batch_size=batch_size, progress=progress, lanes=lanes))
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.ascontiguousarray(np.stack([self.cache[t] for t in texts]), dtype=np.float32)
@@ -87,18 +94,20 @@ def _memo(config) -> _EmbedMemo:
     global _MEMO
     from harness_g.graph.embed import get_embedder
 
-    if _MEMO is None:
-        emb = get_embedder(config.embedding_model, config.device)
+    if _MEMO is None:  # the instance build_graph uses: get_embedder is cached per (model, device, backend)
+        emb = get_embedder(config.embedding_model, config.device, config.embedding_backend)
         _MEMO = _EmbedMemo(emb)
         emb.encode = _MEMO
     return _MEMO
 
 
-def _prefill_memo(root: Path, config) -> _EmbedMemo:
+def _prefill_memo(root: Path, config, names=None) -> _EmbedMemo:
+    """The memo with the sentence vectors (and lookup-able entity names' vectors) of the graphs ``names`` (default:
+    the five corpora) under ``root`` built with the same model."""
     from harness_g.graph.artifact import Artifact
 
     memo = _memo(config)
-    for c in CORPUS_SETS:
+    for c in [BY_NAME[n] for n in names] if names else CORPUS_SETS:
         g = graph_dir(root, c.name)
         try:
             art = Artifact.open(g)
@@ -108,21 +117,30 @@ def _prefill_memo(root: Path, config) -> _EmbedMemo:
             continue
         texts = art.table("sentences", columns=["text"]).column("text").to_pylist()
         memo.add(texts, art.embeddings(mmap=False))
+        names_vecs = art.entity_embeddings()
+        if names_vecs is not None:
+            ents = art.table("entities", columns=["surface", "lookupable"]).to_pydict()
+            keep = [i for i, ok in enumerate(ents["lookupable"]) if ok]
+            memo.add([ents["surface"][i] for i in keep], names_vecs[keep])
     return memo
 
 
-def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None) -> dict[str, Any]:
+def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, backend: str | None = None,
+              preset: str = "paper", reuse_from: Path | None = None, sets: dict[str, str] | None = None) -> dict[str, Any]:
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.build import build_graph, build_wall_seconds
     from harness_g.graph.config import BuildConfig
     from harness_g.graph.load import load_graph
 
-    config = BuildConfig(embedding_backend=backend) if backend else BuildConfig()
+    config = BuildConfig.load(None, {**({"embedding_backend": backend} if backend else {}), **(sets or {})}, preset=preset)
     out = graph_dir(root, ds.name)
     memo = None
     if reuse_embeddings:
-        memo = _prefill_memo(root, config) if ds.name == "triviaqa" else _memo(config)
-        memo.reuse = ds.name == "triviaqa"
+        if reuse_from is not None:
+            memo = _prefill_memo(reuse_from, config, [ds.name])
+        else:
+            memo = _prefill_memo(root, config) if ds.name == "triviaqa" else _memo(config)
+        memo.reuse = ds.name == "triviaqa" or reuse_from is not None
         memo.hits = memo.misses = 0
     t0 = time.perf_counter()
     try:
@@ -142,6 +160,7 @@ def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, ba
     counts = manifest.get("counts", {})
     row = {
         "dataset": ds.name,
+        "preset": preset,
         "graph_dir": str(out),
         "inputs": manifest.get("inputs"),
         "gold": ds.gold,
@@ -170,9 +189,10 @@ def build_one(ds: DevSet, root: Path, *, force: bool, reuse_embeddings: bool, ba
         "built_at": manifest.get("created"),
         "loadavg_after": load_avg(),
     }
-    if memo is not None and ds.name == "triviaqa" and not result.cache_hit:
+    if memo is not None and (ds.name == "triviaqa" or reuse_from is not None) and not result.cache_hit:
+        source = f"the {ds.name} graph under {reuse_from}" if reuse_from is not None else "the five dev builds"
         row["embedding_memo"] = {"hits": memo.hits, "misses": memo.misses,
-                                 "note": "sentence (and entity-name) vectors reused from the five dev builds; "
+                                 "note": f"sentence (and entity-name) vectors reused from {source}; "
                                          "build_seconds is not a from-scratch time"}
     return row
 
@@ -186,7 +206,7 @@ def _run(cmd: list[str], timeout: float = 600) -> tuple[int, str, str, float]:
         return 124, exc.stdout or "", f"timeout after {timeout}s", time.perf_counter() - t0
 
 
-def cli_checks(ds: DevSet, root: Path) -> dict[str, Any]:
+def cli_checks(ds: DevSet, root: Path, preset: str = "paper") -> dict[str, Any]:
     """`harness-g stats`, one `cypher`, one `ask` on the graph; each pass/fail with a short reason."""
     from harness_g.graph.artifact import Artifact
 
@@ -219,7 +239,7 @@ def cli_checks(ds: DevSet, root: Path) -> dict[str, Any]:
     out["cypher"] = {"pass": ok, "rc": rc, "seconds": round(s, 2), "query": query, "detail": why or se.strip().splitlines()[-1:]}
 
     item = questions_of(Artifact.open(g), ds.name)[0]
-    cmd = exe + ["ask", g, item.question, "--json"] + [x for a in item.answers[:5] for x in ("--answer", a)]
+    cmd = exe + ["ask", g, item.question, "--json", "--preset", preset] + [x for a in item.answers[:5] for x in ("--answer", a)]
     rc, so, se, s = _run(cmd)
     ok, why = rc == 0, ""
     if ok:
@@ -234,16 +254,18 @@ def cli_checks(ds: DevSet, root: Path) -> dict[str, Any]:
     return out
 
 
-def write_report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+def write_report(rows: list[dict[str, Any]], meta: dict[str, Any], stem: str = "dev_graphs") -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "dev_graphs.json").write_text(json.dumps({"meta": meta, "graphs": rows}, indent=2, default=str) + "\n", encoding="utf-8")
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"meta": meta, "graphs": rows}, indent=2, default=str) + "\n", encoding="utf-8")
     cols = ["dataset", "questions", "paragraphs", "sentences", "entities", "lookup-able", "synonym links", "gold", "build s",
             "load s", "stats", "cypher", "ask"]
     lines = ["# Dev graphs", "",
              f"Root `{meta['root']}`; generated {meta['finished']} on {meta['machine'].get('cores', meta['machine'].get('cpus'))} CPUs "
              f"(load average at start {meta['machine'].get('load_avg', meta['machine'].get('loadavg'))}, at end {meta['loadavg_end']}; the machine is shared, "
              "so seconds are indicative). Built with the Python API (`build_graph` + `load_graph`, embedded FalkorDB); "
-             "default BuildConfig (all-MiniLM-L6-v2, en_core_web_sm).", "",
+             f"BuildConfig preset {meta.get('preset', 'extended (before presets)')}"
+             + "".join(f", {k} = {v}" for k, v in (meta.get("set") or {}).items())
+             + " (all-MiniLM-L6-v2, en_core_web_sm).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         c = r.get("cli", {})
@@ -281,7 +303,7 @@ def write_report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
                          f"{det.replace('|', '/')[:160]} |")
     if meta.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in meta["notes"]]
-    (RESULTS / "dev_graphs.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,20 +315,30 @@ def main(argv: list[str] | None = None) -> int:
                     help="sentence encoder backend (default: the build's default); e.g. onnx-int8 graphs into another "
                          "--root, to measure int8's quality cost with bench_quality.py")
     ap.add_argument("--no-reuse-embeddings", dest="reuse_embeddings", action="store_false")
+    ap.add_argument("--reuse-from", type=Path, help="pre-fill the embedding memo from the same datasets' graphs under "
+                                                    "this root (e.g. the other preset's); build seconds then not from scratch")
     ap.add_argument("--no-cli", dest="cli", action="store_false", help="skip the stats/cypher/ask checks")
     ap.add_argument("--torch-threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on the shared 2-core box 2 threads embed 3-4x slower)")
     ap.add_argument("--notes-file", help="markdown file, one note per line, appended under Notes")
     ap.add_argument("--report-only", action="store_true", help="rewrite dev_graphs.md from dev_graphs.json (with --notes-file)")
+    ap.add_argument("--preset", choices=("paper", "extended"), default="paper",
+                    help="build rules (BuildConfig preset; default paper); give each preset its own --root")
+    ap.add_argument("--stem", default="dev_graphs", help="results file stem in benchmarks/results (default dev_graphs)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a BuildConfig field, as `harness-g build --set` takes it (repeatable; beats the preset)")
     args = ap.parse_args(argv)
+    from harness_g.config_loader import parse_set
+
+    sets = dict(parse_set(text) for text in args.set)
     notes = []
     if args.notes_file:
         notes = [ln.strip().removeprefix("- ") for ln in Path(args.notes_file).read_text(encoding="utf-8").splitlines() if ln.strip()]
     if args.report_only:
-        data = json.loads((RESULTS / "dev_graphs.json").read_text())
+        data = json.loads((RESULTS / f"{args.stem}.json").read_text())
         data["meta"]["notes"] = notes or data["meta"].get("notes", [])
-        write_report(data["graphs"], data["meta"])
-        print((RESULTS / "dev_graphs.md").read_text())
+        write_report(data["graphs"], data["meta"], args.stem)
+        print((RESULTS / f"{args.stem}.md").read_text())
         return 0
     if args.torch_threads:
         import torch
@@ -315,12 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("OMP_NUM_THREADS", str(args.torch_threads))  # the CLI subprocesses too
     names = args.only.split(",") if args.only else [d.name for d in DEV_SETS]
     meta = {"root": str(args.root), "machine": machine_info(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "reuse_embeddings": args.reuse_embeddings, "force": args.force, "torch_threads": args.torch_threads, "notes": notes}
+            "reuse_embeddings": args.reuse_embeddings, "force": args.force, "torch_threads": args.torch_threads, "notes": notes,
+            "preset": args.preset, "set": sets}
     rows = []
     prev = {}
-    if (RESULTS / "dev_graphs.json").exists() and args.only:
+    if (RESULTS / f"{args.stem}.json").exists() and args.only:
         try:
-            prev = {r["dataset"]: r for r in json.loads((RESULTS / "dev_graphs.json").read_text())["graphs"]}
+            prev = {r["dataset"]: r for r in json.loads((RESULTS / f"{args.stem}.json").read_text())["graphs"]}
         except Exception:  # noqa: BLE001
             prev = {}
     for name in [d.name for d in DEV_SETS]:
@@ -331,17 +364,17 @@ def main(argv: list[str] | None = None) -> int:
         ds = BY_NAME[name]
         print(f"[{time.strftime('%H:%M:%S')}] build {name} (load {load_avg()})", flush=True)
         row = build_one(ds, args.root, force=args.force, reuse_embeddings=args.reuse_embeddings,
-                        backend=args.embedding_backend)
+                        backend=args.embedding_backend, preset=args.preset, reuse_from=args.reuse_from, sets=sets)
         print(f"   {'cache hit' if row['cache_hit'] else 'built'}: {row['sentences']} sentences, {row['entities']} entities, "
               f"build {row['build_seconds']}s (wall this run {row['build_wall_this_run_s']}s), load {row['load_wall_this_run_s']}s", flush=True)
         if args.cli:
-            row["cli"] = cli_checks(ds, args.root)
+            row["cli"] = cli_checks(ds, args.root, args.preset)
             print("   cli: " + ", ".join(f"{k} {'pass' if v['pass'] else 'FAIL'}" for k, v in row["cli"].items()), flush=True)
         rows.append(row)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     meta["loadavg_end"] = load_avg()
-    write_report(rows, meta)
-    print((RESULTS / "dev_graphs.md").read_text())
+    write_report(rows, meta, args.stem)
+    print((RESULTS / f"{args.stem}.md").read_text())
     return 0 if all(all(v["pass"] for v in r.get("cli", {}).values()) for r in rows) else 1
 
 

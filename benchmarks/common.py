@@ -45,15 +45,16 @@ BY_NAME = {d.name: d for d in DEV_SETS}
 CORPUS_SETS = [d for d in DEV_SETS if d.name != "triviaqa"]
 
 
-def env_config(sets: Iterable[str]) -> tuple[Any, dict[str, str]]:
+def env_config(sets: Iterable[str], preset: str | None = None) -> tuple[Any, dict[str, str]]:
     """(EnvConfig, the overrides) from ``key=value`` texts, parsed as ``harness-g eval --set env.key=value`` parses
-    them (each value by its field's type). A malformed text, an unknown field or a bad value raises ConfigError
-    naming it; the scripts turn that into a one-line usage error."""
+    them (each value by its field's type), under ``preset`` (``--preset``; None: EnvConfig's default, paper). A
+    malformed text, an unknown field or a bad value raises ConfigError naming it; the scripts turn that into a
+    one-line usage error."""
     from harness_g import config_loader
     from harness_g.agent.config import EnvConfig
 
     overrides = dict(config_loader.parse_set(s) for s in sets if s.strip())
-    return config_loader.load(EnvConfig, overrides=overrides), overrides
+    return config_loader.load(EnvConfig, overrides=overrides, preset=preset), overrides
 
 
 def graph_dir(root: Path, name: str) -> Path:

@@ -5,10 +5,11 @@ Stages (each timed; see ``BuildResult.seconds``):
   split     abbreviation-safe sentence splitting (preset sentences kept verbatim)
   ner       spaCy NER over sentences            } run concurrently: embedding runs in a
   embed     sentence embeddings                 } worker thread (torch releases the GIL)
-  entities  canonicalise, group, title anchors (+ title mentions: a title linked to every sentence naming it),
-            merge truncated person aliases into the name they abbreviate
-            (document-local, see ``linking.person_aliases``), junk-filter
-  link      SYNONYM edges (canonical / title / alias / abbreviation / embedding >= 0.80)
+  entities  canonicalise, group, title anchors (+ with ``title_mentions``: a title linked to every sentence naming
+            it; + with ``person_alias_merge``: truncated person aliases merged into the name they abbreviate,
+            document-local, see ``linking.person_aliases``), junk-filter
+  link      SYNONYM edges (canonical / title (+ across spellings with ``spelling_links``) / alias / abbreviation /
+            embedding >= 0.80)
   write     Parquet tables + embeddings + manifest (manifest last) into GRAPH_DIR/.staging-<pid>/,
             then published into GRAPH_DIR (see :mod:`harness_g.graph.artifact`)
   load      idempotent load into the graph store + wait for the vector index
@@ -38,6 +39,7 @@ import torch
 from tqdm.auto import tqdm
 
 from harness_g import __version__
+from harness_g.config_loader import sources
 from harness_g.errors import HarnessError, InputError, os_error_reason
 from harness_g.graph import artifact as art
 from harness_g.graph.config import BuildConfig
@@ -120,7 +122,8 @@ def read_inputs(inputs: Sequence[CorpusSpec], config: BuildConfig, limit: int | 
     questions: list[QAItem] = []
     names = []
     for spec in inputs:
-        ds = read_dataset(spec.format, spec.path, limit=limit, chunk_tokens=config.chunk_tokens, chunk_overlap=config.chunk_overlap)
+        ds = read_dataset(spec.format, spec.path, limit=limit, chunk_tokens=config.chunk_tokens,
+                          chunk_overlap=config.chunk_overlap, join_fragments=config.join_fragments)
         names.append(ds.name)
         for p in ds.paragraphs:
             paragraphs.setdefault(p.id, p)
@@ -229,10 +232,13 @@ class _EntityTables:
 
 
 def build_entities(
-    sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph], *, link_title_mentions: bool = False
+    sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph], *, link_title_mentions: bool = False,
+    merge_person_aliases: bool = False,
 ) -> _EntityTables:
     """Group mentions into canonical entities, add title anchors (and, with ``link_title_mentions``, a mention of a
-    title's entity wherever a sentence names it: :func:`_add_title_mentions`), apply the invalid-target filter."""
+    title's entity wherever a sentence names it: :func:`_add_title_mentions`; with ``merge_person_aliases``, truncated
+    person names re-pointed at the full name: :func:`_merge_person_aliases`), apply the invalid-target filter. The
+    defaults are the paper's rules (``BuildConfig`` preset paper)."""
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     meta: dict[str, tuple[str, str]] = {}  # id -> (canonical, label)
     m_cols: dict[str, list[Any]] = {k: [] for k in ("sentence_id", "entity_id", "surface", "start", "end", "kind")}
@@ -277,7 +283,7 @@ def build_entities(
     if link_title_mentions:
         _add_title_mentions(sentences, paragraphs, m_cols, meta, add)
 
-    alias_pairs = _merge_person_aliases(m_cols, meta, surfaces, sentences, paragraphs)
+    alias_pairs = _merge_person_aliases(m_cols, meta, surfaces, sentences, paragraphs) if merge_person_aliases else []
 
     # the truncated-alias rule compares a person's single name with longer known person names
     known = {c for c, label in meta.values() if label == "PERSON"}
@@ -445,7 +451,8 @@ def _build_locked(
 
     t = time.perf_counter()
     stage("entities")
-    ent = build_entities(sentences, mentions, dataset.paragraphs, link_title_mentions=config.title_mentions)
+    ent = build_entities(sentences, mentions, dataset.paragraphs, link_title_mentions=config.title_mentions,
+                         merge_person_aliases=config.person_alias_merge)
     seconds["entities"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -463,6 +470,7 @@ def _build_locked(
         top_k=config.link_top_k,
         min_cosine=config.link_min_cosine,
         alias_pairs=ent.alias_pairs,
+        spelling_links=config.spelling_links,
     )
     seconds["link"] = time.perf_counter() - t
 
@@ -541,6 +549,7 @@ def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Data
         "inputs": [{"format": s.format, "path": str(s.path)} for s in inputs],
         "limit": limit,
         "config": config.to_dict(),
+        "config_sources": sources(config),
         "models": {"spacy": spacy_name, "embedding": config.embedding_model, "embedding_dim": dim,
                    "embedding_backend": config.embedding_backend},
         "counts": counts,

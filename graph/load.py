@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from typing import Any
 
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.locks import exclusive_lock
-from harness_g.graph.stores import connect_store
+from harness_g.graph.stores import connect_store, parse_store_spec
+from harness_g.graph.stores.local_neo4j import DEFAULT_BOLT_PORT, LOOPBACK_HOSTS
 from harness_g.graph.stores.base import GraphStore, LoadReport, graph_identity
 
 STORE_FILE = "store.json"
@@ -42,12 +44,41 @@ def remembered_store(graph_dir: str | Path) -> str | None:
 
 
 def remember_store(graph_dir: str | Path, spec: str | None) -> None:
-    (Path(graph_dir) / STORE_FILE).write_text(json.dumps({"store": spec}) + "\n", encoding="utf-8")
+    """Record ``spec`` (None = ``embedded``) in ``GRAPH_DIR/store.json`` as the store later commands use."""
+    (Path(graph_dir) / STORE_FILE).write_text(json.dumps({"store": spec or "embedded"}) + "\n", encoding="utf-8")
 
 
 def store_for_graph(graph_dir: str | Path, spec: str | None = None) -> GraphStore:
-    """Open the store for a GRAPH_DIR: the explicit spec, else the remembered one, else embedded."""
-    return connect_store(spec or remembered_store(graph_dir), Path(graph_dir))
+    """Open the store for a GRAPH_DIR: the explicit spec, else the remembered one, else embedded. A remembered
+    server that cannot be opened (a stopped Neo4j) is a StoreError that also names ``store.json`` and the ways out
+    (:func:`remembered_store_hint`)."""
+    if spec:
+        return connect_store(spec, Path(graph_dir))
+    remembered = remembered_store(graph_dir)
+    try:
+        return connect_store(remembered, Path(graph_dir))
+    except StoreError as exc:
+        if parse_store_spec(remembered).kind == "embedded":
+            raise
+        raise StoreError(f"{exc}; {remembered_store_hint(graph_dir, str(remembered))}") from exc
+
+
+def remembered_store_hint(graph_dir: str | Path, spec: str) -> str:
+    """Which store a GRAPH_DIR remembers and how to go on: start that server again (a local Neo4j: ``harness-g
+    neo4j``, which starts empty, so the graph is loaded again) or use the embedded FalkorDB, for one command
+    (``--store embedded``) or from now on (a build with ``--store embedded``, a cache hit, records it)."""
+    store_file = Path(graph_dir) / STORE_FILE
+    parts = urlsplit(spec)
+    if parse_store_spec(spec).kind == "neo4j" and parts.hostname in LOOPBACK_HOSTS:
+        port = parts.port or DEFAULT_BOLT_PORT
+        flag = "" if port == DEFAULT_BOLT_PORT else f" --bolt-port {port}"
+        start = (f"start it again with `harness-g neo4j{flag}` (its database starts empty: "
+                 f"`harness-g build ... --out {graph_dir} --store {spec}` loads the graph again)")
+    else:
+        start = "start that server again"
+    return (f"{graph_dir} remembers the store {spec} ({store_file}, written by its build); {start}, or use the "
+            f"embedded FalkorDB: `--store embedded` on this command, or `harness-g build ... --out {graph_dir} "
+            "--store embedded` to remember it")
 
 
 def other_graph(store: GraphStore, artifact: Artifact) -> dict[str, Any] | None:
@@ -114,8 +145,8 @@ def load_graph(
     (``build --replace``): then that graph is cleared and this one loaded. Read commands never pass ``replace``.
     ``force``: clear the store's graph and load the artifact again even when it is already loaded (``build --force``).
 
-    ``remember``: record an explicit ``spec`` in ``GRAPH_DIR/store.json`` as the graph's store (``build`` / ``load``);
-    read commands pass False, so ``--store embedded:PORT`` on one call does not change where later calls go.
+    ``remember``: record the store used (``spec``, else the remembered one, else ``embedded``) in
+    ``GRAPH_DIR/store.json`` as the graph's store (``build`` / ``load``); read commands pass False, so ``--store embedded:PORT`` on one call does not change where later calls go.
 
     A load that has work to do holds ``GRAPH_DIR/.lock`` (waiting up to ``LOAD_LOCK_WAIT_S`` for a build or
     another load that holds it) and first checks every artifact file against the manifest's sha256; a no-op load takes no lock.
@@ -136,6 +167,6 @@ def load_graph(
     except BaseException:
         store.close()
         raise
-    if spec is not None and remember:
-        remember_store(graph_dir, spec)
+    if remember:  # an embedded build records it too: store.json always names the graph's store after a build
+        remember_store(graph_dir, spec or remembered_store(graph_dir))
     return store, report

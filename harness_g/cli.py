@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from harness_g import __version__
-from harness_g.cli_args import STORE_HELP, parse_param
+from harness_g.cli_args import PRESET_HELP, PRESETS, STORE_HELP, parse_param
 from harness_g.errors import ConfigError, HarnessError, one_line
 
 # shipped inside the package (package data), so `harness-g demo` works from a wheel too; examples/ in the repo
@@ -70,7 +70,7 @@ def _build_config(args: argparse.Namespace):
 
     overrides = {name: getattr(args, dest) for dest, name in BUILD_SHORTCUTS.items() if getattr(args, dest)}
     overrides.update(parse_set(text) for text in args.set)
-    return BuildConfig.load(args.config, overrides)
+    return BuildConfig.load(args.config, overrides, preset=getattr(args, "preset", None))
 
 
 def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
@@ -202,18 +202,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     source = EXAMPLE_DIR / "hotpot_dev_distractor_v1.slice.json"
     if not source.exists():
         raise ConfigError(f"demo data not found at {source} (run the demo from a clone of the repository)")
-    print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}")
+    print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}, preset {args.preset}")
     cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None, embedding_backend=None,
                                  device=None, input=str(source), format="hotpotqa", corpus=None, quiet=args.quiet,
-                                 out=args.out, limit=None, force=False, no_load=False, replace=False, store=args.store))
+                                 out=args.out, limit=None, force=False, no_load=False, replace=False, store=args.store,
+                                 preset=args.preset))
     print("\n== 2. stats")
     cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
     item = Artifact.open(args.out).questions()[args.question_index]
     print(f"\n== 3. one menu (question {item.id}; gold answer {item.answers[0]!r})\n")
+    from harness_g.agent.config import EnvConfig
+
+    env_config = EnvConfig(preset=args.preset)
     with open_view(args.out, args.store) as view:
-        env = MenuEnv(view)
+        env = MenuEnv(view, env_config)
         print(env.reset(item))
-        traj = run_episode(MenuEnv(view), make_policy("heuristic"), item)
+        traj = run_episode(MenuEnv(view, env_config), make_policy("heuristic"), item)
         print("\n== 4. the LLM-free heuristic policy on it")
         for step in traj.steps:
             print(f"   {step.turn + 1}. {_step_summary(step, view)}")
@@ -290,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("build config (BuildConfig fields; precedence: defaults < --config < the shortcut flags "
                              "< --set, so --set wins over the file; the manifest records the resolved config)")
     g.add_argument("--config", metavar="FILE.yaml", help="build config file (YAML or JSON mapping of BuildConfig fields)")
+    g.add_argument("--preset", choices=PRESETS,
+                   help=PRESET_HELP + " (shortcut for --set preset=NAME; the file's 'preset:' otherwise)")
     g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a field, e.g. --set link_top_k=3 (parsed by the field's type; repeatable; wins over "
                         "--config and the shortcut flags)")
@@ -338,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="demo-graph", metavar="GRAPH_DIR", help="where to build (default ./demo-graph)")
     p.add_argument("--store", help=STORE_HELP)
     p.add_argument("--question-index", type=int, default=0, help="which slice question to show")
+    p.add_argument("--preset", choices=PRESETS, default="paper", help=PRESET_HELP + " (graph and menu)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 

@@ -8,7 +8,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness_g.config_loader import PRESETS
 from harness_g.errors import ConfigError
+
+__all__ = ["PRESETS", "PRESET_HELP", "STORE_HELP", "parse_param"]
+
+#: ``--preset`` help, the same for build, eval (ask, menu, browse) and train
+PRESET_HELP = ("rules preset: paper (default) = every menu and build rule as harness-g.tex defines it; extended = the "
+               "project's extensions on top (README 'Presets and extensions'); an explicit --set value beats it")
 
 #: ``--store`` help, the same for every command that opens a graph
 STORE_HELP = (

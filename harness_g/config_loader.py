@@ -11,7 +11,16 @@ type is a dataclass is a section. The same functions serve ``harness-g build`` (
   list, dict, ``tuple[str, ...]``, nested sections), checks its declared range or choices, and refuses unknown
   keys listing the known ones; every error is one line naming the field, e.g. ``optim.lr: expected float, got 'abc'``;
 - :func:`to_dict` / :func:`dump` write the complete resolved config (YAML), which :func:`load` reads back equal;
-- :func:`describe` renders ``field: value  # help`` lines for ``--show-config``.
+- :func:`describe` renders ``field: value  # [source] help`` lines for ``--show-config``.
+
+Presets (:data:`PRESETS`): a config class may declare ``PRESETS = {preset name: {field: value}}``, a named table of
+field defaults, and a ``preset`` field (:func:`preset_field`) naming the one it uses. Each field the table governs
+is declared with :data:`FROM_PRESET` as its default and takes the preset's value unless a value is given: defaults <
+the preset < the config file < ``--set`` (an explicit value always beats the preset), in direct construction too
+(``EnvConfig(preset="extended", visible_cap=4)``). A ``dict`` field declared with ``preset_of=SomeConfig`` (a train
+config's ``rollout.env``) is filled with ``SomeConfig``'s row of the enclosing preset for the keys it does not give.
+:func:`sources` says where each resolved value came from (``preset paper``, ``set``, ``default``); ``describe`` and
+``dump`` write it next to every value.
 """
 from __future__ import annotations
 
@@ -36,6 +45,25 @@ _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 _NULL = frozenset({"null", "none", "~", ""})
 
+#: the presets every preset-aware config knows: ``paper`` = every rule as harness-g.tex defines it (the default),
+#: ``extended`` = the project's measured improvements on top (README "Presets and extensions")
+PRESETS = ("paper", "extended")
+DEFAULT_PRESET = "paper"
+
+
+class _FromPreset:
+    """Default of a field a preset governs: replaced by the preset's value on construction."""
+
+    def __repr__(self) -> str:
+        return "<from preset>"
+
+    def __reduce__(self) -> str:  # one object, also through copy/pickle
+        return "FROM_PRESET"
+
+
+#: the default of every field a preset table governs (see the module docstring)
+FROM_PRESET: Any = _FromPreset()
+
 
 def config_field(default: Any, help: str, **meta: Any) -> Any:
     """A dataclass field with help text. ``meta``: checks (``ge``/``gt``/``le``/``lt`` bounds, ``choices``),
@@ -46,15 +74,30 @@ def config_field(default: Any, help: str, **meta: Any) -> Any:
     return field(default=default, metadata={"help": help, **meta})
 
 
+def preset_field(help: str) -> Any:
+    """The ``preset`` field of a preset-aware config: which row of the class's ``PRESETS`` fills its
+    :data:`FROM_PRESET` fields (and the ``preset_of`` dicts below it); ``paper`` by default. Out of content hashes:
+    the values it sets are what counts."""
+    return config_field(DEFAULT_PRESET, help, choices=PRESETS, hash=False)
+
+
 class Config:
     """Base of the typed configs: declared checks run on construction too, plus the shared in/out methods.
 
     ``CONFIG_NAME`` names the config in unknown-field errors (``unknown env config field(s): ...``)."""
 
     CONFIG_NAME: ClassVar[str] = ""
+    #: preset name -> {field: value} for the :data:`FROM_PRESET` fields of this class (empty: no presets)
+    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __post_init__(self) -> None:
+        apply_preset(self)
         check_fields(self)
+
+    @classmethod
+    def from_preset(cls: type[C], preset: str = DEFAULT_PRESET, **values: Any) -> C:
+        """The config of preset ``preset`` with ``values`` set explicitly (they beat the preset)."""
+        return cls(preset=preset, **values)  # type: ignore[call-arg]
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, sections as nested dicts, tuples as lists (YAML/JSON-safe)."""
@@ -68,6 +111,87 @@ class Config:
     def from_dict(cls: type[C], data: Any) -> C:
         """The config from a mapping, every value parsed and checked (see :func:`from_mapping`)."""
         return from_mapping(cls, data)
+
+
+# -- presets -----------------------------------------------------------------------------------------------------
+def preset_table(cls: type, preset: str, where: str = "preset") -> Mapping[str, Any]:
+    """``cls.PRESETS[preset]``, or a ConfigError naming ``where`` and the presets there are."""
+    table = getattr(cls, "PRESETS", {})
+    if preset not in table:
+        raise ConfigError(f"{where} {preset!r} unknown; available: {', '.join(table) or ', '.join(PRESETS)}")
+    return table[preset]
+
+
+def apply_preset(config: Any) -> None:
+    """Fill ``config``'s :data:`FROM_PRESET` fields from the row of its ``preset`` and, below a config with a
+    ``preset`` field, every ``preset_of`` dict of its sections with the keys the dict does not give (in place, during
+    construction; a section is replaced by a filled copy, never changed under another owner)."""
+    preset = getattr(config, "preset", None) or DEFAULT_PRESET
+    for f in fields(config):
+        if getattr(config, f.name) is FROM_PRESET:
+            object.__setattr__(config, f.name, preset_table(type(config), preset)[f.name])
+    if any(f.name == "preset" for f in fields(config)):
+        for f in fields(config):
+            value = getattr(config, f.name)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                object.__setattr__(config, f.name, _fill_preset_dicts(value, preset))
+
+
+def _fill_preset_dicts(section: Any, preset: str) -> Any:
+    """``section`` with each ``preset_of`` dict (a train config's ``rollout.env``) completed from ``preset``'s row of
+    that class (the dict's own keys win; ``preset_skip`` keys are left out); nested sections likewise."""
+    changes: dict[str, Any] = {}
+    for f in fields(section):
+        value = getattr(section, f.name)
+        if "preset_of" in f.metadata and isinstance(value, dict):
+            row = preset_table(f.metadata["preset_of"], preset, f"{f.name}: preset")
+            skip = set(f.metadata.get("preset_skip", ()))
+            filled = {**{k: v for k, v in row.items() if k not in skip}, **value}
+            if filled != value:
+                changes[f.name] = filled
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type) and not hasattr(value, "preset"):
+            inner = _fill_preset_dicts(value, preset)
+            if inner is not value:
+                changes[f.name] = inner
+    return dataclasses.replace(section, **changes) if changes else section
+
+
+def sources(config: Any, preset: str | None = None, prefix: str = "") -> dict[str, str]:
+    """Where each resolved value came from, by dotted field: ``preset NAME`` (the value of the preset's row),
+    ``set`` (given explicitly: file, ``--set``, a flag or a keyword, and unlike the preset's row or the default) or
+    ``default`` (a field no preset governs, at its class default). Derived from the values, so it also holds for a
+    config read back from a file or a manifest."""
+    preset = getattr(config, "preset", None) or preset or DEFAULT_PRESET
+    out: dict[str, str] = {}
+    hints = get_type_hints(type(config))
+    for f in fields(config):
+        name, value = prefix + f.name, getattr(config, f.name)
+        if dataclasses.is_dataclass(hints[f.name]):
+            out.update(sources(value, preset, name + "."))
+        elif "preset_of" in f.metadata and isinstance(value, dict):
+            row = getattr(f.metadata["preset_of"], "PRESETS", {}).get(preset, {})
+            for key, item in value.items():
+                out[f"{name}.{key}"] = f"preset {preset}" if key in row and row[key] == item else "set"
+        else:
+            out[name] = field_source(type(config), f, value, preset)
+    return out
+
+
+def field_source(cls: type, f: dataclasses.Field, value: Any, preset: str | None) -> str:
+    """:func:`sources` for one field of ``cls``."""
+    table = getattr(cls, "PRESETS", {})
+    if f.default is FROM_PRESET:
+        row = table.get(preset or DEFAULT_PRESET, {})
+        return f"preset {preset or DEFAULT_PRESET}" if f.name in row and row[f.name] == value else "set"
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        default = f.default_factory()  # type: ignore[misc]
+    else:
+        return "set"
+    if isinstance(default, tuple) and isinstance(value, list):
+        value = tuple(value)
+    return "default" if value == default else "set"
 
 
 # -- values ------------------------------------------------------------------------------------------------------
@@ -345,11 +469,15 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def load(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None, *,
-         prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+         preset: str | None = None, prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
          renamed: Mapping[str, str] | None = None, validate: Callable[[C], None] | None = None) -> C:
-    """``cls`` from a YAML file (missing fields take defaults) with dotted ``overrides`` applied on top (``--set``
-    wins over the file; string values are parsed by the field's type). ``prepare`` reshapes the file's mapping
-    before the overrides; ``validate`` runs cross-field checks. Errors name the file when there is one."""
+    """``cls`` from a YAML file (missing fields take defaults, or their preset's values) with dotted ``overrides``
+    applied on top (``--set`` wins over the file; string values are parsed by the field's type). ``preset``: the
+    ``--preset`` flag, a shortcut for the override ``preset=NAME`` (an explicit ``preset`` override wins over it).
+    ``prepare`` reshapes the file's mapping before the overrides; ``validate`` runs cross-field checks. Errors name
+    the file when there is one."""
+    if preset is not None:
+        overrides = {"preset": preset, **(overrides or {})}
     data: dict[str, Any] = {}
     if path is not None:
         data = read_yaml(path)
@@ -379,25 +507,36 @@ def to_dict(config: Any) -> dict[str, Any]:
 
 
 def dump(config: Any, path: str | Path) -> None:
-    """Write the complete resolved config as YAML, fields in declaration order."""
-    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    """Write the complete resolved config as YAML, fields in declaration order, then each value's source
+    (:func:`sources`) as comments, which :func:`load` ignores."""
+    text = yaml.safe_dump(to_dict(config), sort_keys=False, allow_unicode=True)
+    notes = "".join(f"#   {name}: {src}\n" for name, src in sources(config).items())
+    Path(path).write_text(f"{text}# where each value came from (preset NAME / set / default):\n{notes}", encoding="utf-8")
 
 
-def describe(config: Any, prefix: str = "") -> list[str]:
-    """``field: value  # help`` lines for every field (``--show-config``): the defaults when given the class, the
-    resolved values when given a loaded config; sections are indented under their name."""
+def describe(config: Any, prefix: str = "", preset: str | None = None) -> list[str]:
+    """``field: value  # [source] help`` lines for every field (``--show-config``): the defaults when given the
+    class, the resolved values when given a loaded config; sections are indented under their name, and so are the
+    keys of a ``preset_of`` dict (each with its source). ``source``: see :func:`sources`."""
+    if isinstance(config, type):
+        config = config()
     out = []
-    cls = config if isinstance(config, type) else type(config)
+    cls = type(config)
+    preset = getattr(config, "preset", None) or preset
     hints = get_type_hints(cls)
     for f in fields(cls):
         help_text = f.metadata.get("help", "")
+        value = getattr(config, f.name)
         if dataclasses.is_dataclass(hints[f.name]):
             out.append(f"{prefix}{f.name}:  # {help_text}")
-            out.extend(describe(hints[f.name] if isinstance(config, type) else getattr(config, f.name), prefix + "  "))
+            out.extend(describe(value, prefix + "  ", preset))
             continue
-        if isinstance(config, type):
-            value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        else:
-            value = getattr(config, f.name)
-        out.append(f"{prefix}{f.name}: {value!r}  # {help_text}")
+        if "preset_of" in f.metadata and isinstance(value, dict) and value:
+            out.append(f"{prefix}{f.name}:  # {help_text}")
+            found = sources(config, preset)
+            helps = {g.name: g.metadata.get("help", "") for g in fields(f.metadata["preset_of"])}
+            out.extend(f"{prefix}  {key}: {item!r}  # [{found[f'{f.name}.{key}']}] {helps.get(key, '')}".rstrip()
+                       for key, item in value.items())
+            continue
+        out.append(f"{prefix}{f.name}: {value!r}  # [{field_source(cls, f, value, preset)}] {help_text}")
     return out

@@ -11,7 +11,12 @@ from harness_g.errors import ConfigError
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    from harness_g.cli_args import PRESET_HELP, PRESETS
+
     p.add_argument("--config", help="YAML config (TrainConfig fields; see training/configs/)")
+    p.add_argument("--preset", choices=PRESETS,
+                   help=PRESET_HELP + ": fills rollout.env and data.build (shortcut for --set preset=NAME; the file's "
+                                      "'preset:' otherwise)")
     p.add_argument("--out", "--output-dir", dest="output_dir", required=False,
                    help="run directory: metrics.jsonl, checkpoints/, config.yaml (--output-dir is the same flag)")
     p.add_argument("--resume", help="checkpoint directory to resume from (restores optimiser, scheduler, RNG, data position); "
@@ -42,13 +47,14 @@ def run_dir_lock(output_dir: str) -> Iterator[None]:
 def run_train(args: argparse.Namespace) -> int:
     from harness_g.training.config import TrainConfig, load_config
 
-    if args.show_config:  # the defaults, or the resolved values of --config/--set
-        print("\n".join(describe(load_config(args.config, dict(parse_set(s) for s in args.set))
-                                  if args.config or args.set else TrainConfig)))
+    preset = getattr(args, "preset", None)
+    if args.show_config:  # the defaults, or the resolved values of --config/--set/--preset
+        print("\n".join(describe(load_config(args.config, dict(parse_set(s) for s in args.set), preset=preset)
+                                  if args.config or args.set or preset else TrainConfig)))
         return 0
     if not args.output_dir:
         raise ConfigError("--out is required (the run directory)")
-    config = load_config(args.config, dict(parse_set(s) for s in args.set))
+    config = load_config(args.config, dict(parse_set(s) for s in args.set), preset=preset)
     if args.resume:  # before the graph is (re)built: a resume with other data settings must not replace its graph
         from pathlib import Path
 

@@ -1,7 +1,10 @@
 """Training configuration: typed dataclasses with help text; YAML in and out.
 
 Defaults follow the paper's hyper-parameter table (``../shared/paper/harness-g.tex`` appendix
-"Implementation Details", Table ``tab:hyper``, lines ~941-979: the Qwen2.5-3B recipe);
+"Implementation Details", Table "Hyperparameter settings for Harness-G (3B)": the Qwen2.5-3B recipe); the top-level
+``preset`` (paper by default) fills the environment's menu rules (``rollout.env``, :data:`ENV_PRESETS`) and the
+build rules of a graph ``harness-g train`` builds (``data.build``, :data:`BUILD_PRESETS`), each key given explicitly
+winning over the preset;
 ``training/configs/*.yaml`` hold ready recipes (the paper's, and small CPU ones).
 
 Loading is :mod:`harness_g.config_loader`'s, shared with build and eval: every value - from YAML or from
@@ -16,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_g.agent.config import EnvConfig
-from harness_g.config_loader import Config, describe, load, partial_mapping
+from harness_g.config_loader import Config, describe, load, partial_mapping, preset_field
+from harness_g.graph.config import BuildConfig
 from harness_g.config_loader import config_field as _f
 from harness_g.errors import ConfigError
 from harness_g.registry import RegistryNames
@@ -28,7 +32,14 @@ __all__ = ["CreditConfig", "DataConfig", "LogConfig", "ModelConfig", "OptimConfi
 def _env_overrides(data: Any, name: str) -> dict[str, Any]:
     """``rollout.env``: EnvConfig fields, each parsed by EnvConfig's own type (``answer_with: "no"`` is False)."""
     return partial_mapping(EnvConfig, data, name, refused={
-        "max_turns": "set rollout.max_turns instead (the environment takes T from there)"})
+        "max_turns": "set rollout.max_turns instead (the environment takes T from there)",
+        "preset": "set the top-level preset instead (it fills rollout.env and data.build)"})
+
+
+def _build_overrides(data: Any, name: str) -> dict[str, Any]:
+    """``data.build``: BuildConfig fields, each parsed by BuildConfig's own type."""
+    return partial_mapping(BuildConfig, data, name, refused={
+        "preset": "set the top-level preset instead (it fills rollout.env and data.build)"})
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,10 @@ class DataConfig(Config):
     train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
                                            "every N steps; evaluate it with log.eval_train_questions); paper: 5,120 per "
                                            "dataset, Graph-R1's split", ge=1)
+    build: dict = _f({}, "BuildConfig fields (keys [preset ...] filled by the top-level preset): the build rules when "
+                         "build_format makes graph_dir; a key given explicitly (e.g. embedding_model) must match a "
+                         "graph_dir built otherwise, or training is refused naming it", parse=_build_overrides,
+                     preset_of=BuildConfig, preset_skip=("preset",))
 
 
 @dataclass(frozen=True)
@@ -99,8 +114,10 @@ class RolloutConfig(Config):
                         choices=RegistryNames("harness_g.training.generators:GENERATORS"))
     vllm: dict = _f({}, "vllm.LLM keyword arguments for generator vllm (gpu_memory_utilization, max_model_len, dtype, "
                         "enforce_eager, ...); the engine's seed is the run's seed")
-    env: dict = _f({}, "EnvConfig overrides for rollouts (visible_cap K_s, lookup_cap K_e, answer_with, ...; typed and "
-                       "checked like every field; max_turns comes from rollout.max_turns)", parse=_env_overrides)
+    env: dict = _f({}, "EnvConfig fields for rollouts (visible_cap K_s, lookup_cap K_e, answer_with, ...; typed and "
+                       "checked like every field; keys [preset ...] filled by the top-level preset; max_turns comes "
+                       "from rollout.max_turns)", parse=_env_overrides, preset_of=EnvConfig,
+                preset_skip=("max_turns", "preset"))
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
     interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: commits and answers by "
                                 "handle as in the menu arm, any other reply is a search string a frozen resolver maps "
@@ -180,6 +197,10 @@ class LogConfig(Config):
 
 @dataclass(frozen=True)
 class TrainConfig(Config):
+    preset: str = preset_field(
+        "which rules fill rollout.env and data.build (the keys marked [preset ...]): paper (default) = every menu and "
+        "build rule as harness-g.tex defines it; extended = the project's extensions (README 'Presets and "
+        "extensions'); a key given explicitly beats it; the graph must have been built under the same preset")
     seed: int = _f(0, "seed for sampling, data order and initialisation (>= 0)", ge=0)
     torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)",
                                    ge=1)
@@ -189,6 +210,14 @@ class TrainConfig(Config):
     credit: CreditConfig = field(default_factory=CreditConfig, metadata={"help": "SNC and ablations"})
     optim: OptimConfig = field(default_factory=OptimConfig, metadata={"help": "optimisation"})
     log: LogConfig = field(default_factory=LogConfig, metadata={"help": "logging and checkpoints"})
+
+    def env_config(self) -> EnvConfig:
+        """The rollouts' environment: ``rollout.env`` (preset-filled) under ``preset``, T from ``rollout.max_turns``."""
+        return EnvConfig.from_dict({**self.rollout.env, "preset": self.preset, "max_turns": self.rollout.max_turns})
+
+    def build_config(self) -> BuildConfig:
+        """The build rules of ``data.build`` (preset-filled) under ``preset``: what ``data.build_format`` builds with."""
+        return BuildConfig.from_dict({**self.data.build, "preset": self.preset})
 
 
 #: fields that were renamed or retyped: old dotted name -> what to write instead (refused, never guessed)
@@ -201,11 +230,13 @@ RENAMED = {
 }
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None, *,
+                preset: str | None = None) -> TrainConfig:
     """Read a YAML config (missing fields take defaults) and apply dotted overrides like {'optim.lr': 1e-6} or
     {'optim.lr': '1e-6'} (strings are parsed by the field's type, as ``--set`` gives them; they win over the file).
-    Relative ``data.graph_dir``/``data.build_input`` in a file are relative to that file (``path=True`` fields)."""
-    return load(TrainConfig, path, overrides, renamed=RENAMED, validate=_validate)
+    Relative ``data.graph_dir``/``data.build_input`` in a file are relative to that file (``path=True`` fields).
+    ``preset``: the ``--preset`` flag (the file's ``preset:`` otherwise, else paper)."""
+    return load(TrainConfig, path, overrides, preset=preset, renamed=RENAMED, validate=_validate)
 
 
 def _validate(c: TrainConfig) -> None:
@@ -232,9 +263,13 @@ def _validate(c: TrainConfig) -> None:
         raise ConfigError(f"rollout.max_response_tokens ({r.max_response_tokens}) < max_turns x max_action_tokens + "
                           f"max_answer_tokens ({longest}): a rollout could generate more than its budget")
     try:
-        EnvConfig.from_dict({**r.env, "max_turns": r.max_turns})
+        c.env_config()
     except ConfigError as exc:
         raise ConfigError(f"rollout.env: {exc}") from None
+    try:
+        c.build_config()
+    except ConfigError as exc:
+        raise ConfigError(f"data.build: {exc}") from None
     if not c.data.graph_dir:
         raise ConfigError("data.graph_dir is required (a GRAPH_DIR from `harness-g build`)")
 

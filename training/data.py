@@ -37,7 +37,8 @@ def build_training_graph(config: Any) -> bool:
 
     # the process state the trainer's Accelerator will share: ACCELERATE_USE_CPU decides CPU launches as it does there
     with PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).main_process_first():
-        build_graph([CorpusSpec(data.build_format, Path(data.build_input))], data.graph_dir, progress=False)
+        build_graph([CorpusSpec(data.build_format, Path(data.build_input))], data.graph_dir, config.build_config(),
+                    progress=False)
     return True
 
 
@@ -45,6 +46,7 @@ def require_graph(config: Any) -> None:
     """ConfigError unless ``data.graph_dir`` holds a finished graph; with ``data.build_format`` set, the message
     says who builds it (the CLI does; Python callers call :func:`build_training_graph` first)."""
     if (Path(config.data.graph_dir) / MANIFEST).is_file():
+        check_build_keys(config)
         return
     if config.data.build_format:
         raise ConfigError(f"data.graph_dir {config.data.graph_dir} holds no graph yet: `harness-g train` builds it from "
@@ -54,12 +56,38 @@ def require_graph(config: Any) -> None:
                       "`harness-g build`, or set data.build_format and data.build_input")
 
 
+def check_build_keys(config: Any) -> None:
+    """ConfigError (one line) when ``data.graph_dir`` was built otherwise than a ``data.build`` key given explicitly
+    (not by the preset) says, e.g. ``embedding_model: BAAI/bge-large-en-v1.5`` beside a MiniLM graph. Keys the preset
+    filled are the environment's check (``agent.config.check_graph_preset``); execution-only keys (device, batch
+    sizes) are not compared."""
+    import json
+    from dataclasses import fields
+
+    from harness_g.config_loader import sources
+    from harness_g.graph.config import BuildConfig
+
+    if not getattr(config.data, "build", None):
+        return
+    graph = Path(config.data.graph_dir)
+    built = json.loads((graph / MANIFEST).read_text(encoding="utf-8")).get("config") or {}
+    given = sources(config)
+    hashed = {f.name for f in fields(BuildConfig) if f.metadata.get("hash", True)}
+    for key, value in config.data.build.items():
+        if given.get(f"data.build.{key}") != "set" or key not in hashed or key not in built:
+            continue
+        want = list(value) if isinstance(value, tuple) else value
+        if built[key] != want:
+            raise ConfigError(f"data.build.{key}: {graph} was built with {key}={built[key]!r}, the config says "
+                              f"{value!r}: rebuild it (data.build_format) or set data.build.{key}={built[key]}")
+
+
 def split_questions(config: Any, view: Any) -> tuple[list[QAItem], list[QAItem]]:
     """(training, held-out) questions: ``data.questions`` (in ``data.questions_format``) or the graph's own, those
     with gold answers, the first ``data.limit``; the last ``data.eval_questions`` held out (at least one question
     is always left to train on), the training part cut to ``data.train_questions``. ConfigError when
     ``rollout.questions_per_step`` is larger than the training part (:func:`check_batch_size`)."""
-    return _split(config, _questions(config, lambda: view.artifact.questions()))
+    return _split(config, _questions(config, lambda: view.artifact))
 
 
 def check_training_data(config: Any) -> None:
@@ -68,19 +96,27 @@ def check_training_data(config: Any) -> None:
     from harness_g.graph.artifact import Artifact
 
     require_graph(config)
-    _split(config, _questions(config, lambda: Artifact.open(config.data.graph_dir).questions()))
+    _split(config, _questions(config, lambda: Artifact.open(config.data.graph_dir)))
 
 
-def _questions(config: Any, graph_questions: Any) -> list[QAItem]:
-    """``data.questions`` read in ``data.questions_format``, else ``graph_questions()``."""
+def _questions(config: Any, artifact: Any) -> list[QAItem]:
+    """``data.questions`` read in ``data.questions_format`` (sentence ids split as ``artifact()``'s graph split its
+    sentences), else the graph's own questions; ``artifact``: a callable returning the graph's Artifact."""
     data = config.data
     if data.questions:
         from harness_g.graph.readers import load_questions
 
         if not data.questions_format:
             raise ConfigError("data.questions needs data.questions_format")
-        return list(load_questions(data.questions_format, data.questions))
-    return list(graph_questions())
+        from harness_g.graph.config import graph_rules
+        from harness_g.graph.readers import get_spec
+
+        join = False
+        if get_spec(data.questions_format).split_repair:  # gold sentence ids as the graph split its sentences
+            rules = graph_rules(artifact().manifest)
+            join = bool(rules and rules[1]["join_fragments"])
+        return list(load_questions(data.questions_format, data.questions, join_fragments=join))
+    return list(artifact().questions())
 
 
 def _split(config: Any, items: list[QAItem]) -> tuple[list[QAItem], list[QAItem]]:

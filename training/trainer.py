@@ -95,7 +95,7 @@ class Trainer:
         set_seed(config.seed, device_specific=True)  # rank r samples with seed + r (identical when single-process)
         model = self._prepare_model()
         r = config.rollout
-        self.env_config = EnvConfig.from_dict({**r.env, "max_turns": r.max_turns})
+        self.env_config = config.env_config()  # rollout.env under the run's preset, T from rollout.max_turns
         # the context must fit the model: prompt budget + the longest reply <= max positions
         self.prompt_budget = prompt_budget(r, getattr(getattr(model, "config", None), "max_position_embeddings", None))
         self.step = 0

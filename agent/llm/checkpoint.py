@@ -48,6 +48,8 @@ def write_policy_checkpoint(model: Any, tokenizer: Any, out_dir: str | Path, set
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
+        if is_adapter(tmp):
+            name_adapter_base(tmp, settings)
         (tmp / POLICY_FILE).write_text(json.dumps({"format": FORMAT, **settings}, indent=2, sort_keys=True), encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
@@ -56,6 +58,22 @@ def write_policy_checkpoint(model: Any, tokenizer: Any, out_dir: str | Path, set
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def name_adapter_base(ckpt: str | Path, settings: dict[str, Any]) -> str:
+    """Write the LoRA base into ``ckpt/adapter_config.json``'s ``base_model_name_or_path`` (PEFT leaves it null for
+    a model built in memory and names a GGUF's folder without its file), so plain
+    ``peft.AutoPeftModelForCausalLM.from_pretrained(ckpt)`` loads it offline from any working directory:
+    ``settings['base_model']`` through :func:`~harness_g.agent.llm.models.loadable_base` (a hub id as given; a
+    local directory, e.g. a tiny-random run's ``RUN_DIR/base-model``, as an absolute path; ``smollm2`` and GGUF
+    bases as their plain transformers copy in harness-g's model cache). Returns what it wrote."""
+    from harness_g.agent.llm.models import loadable_base
+
+    file = Path(ckpt) / "adapter_config.json"
+    config = json.loads(file.read_text(encoding="utf-8"))
+    config["base_model_name_or_path"] = loadable_base(settings["base_model"], settings.get("gguf_file"))
+    file.write_text(json.dumps(config, indent=2, sort_keys=True), encoding="utf-8")
+    return config["base_model_name_or_path"]
 
 
 def is_adapter(path: str | Path) -> bool:

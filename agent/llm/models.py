@@ -134,6 +134,29 @@ def resolve_model(spec: str | Path, gguf_file: str | None = None) -> ModelRef:
     return ModelRef(spec, gguf_file)
 
 
+def gguf_copy_dir(gguf: Path) -> Path:
+    """The plain transformers copy of a GGUF file in the cache dir (made on first use; SmolLM2's is
+    :func:`smollm2_dir`'s): what a base that plain ``from_pretrained`` loads without ``gguf_file`` names."""
+    gguf = gguf.resolve()
+    out = _converted_dir(gguf) if gguf.name == SMOLLM2_GGUF else cache_dir() / f"{gguf.stem.lower()}-{gguf.stat().st_size}"
+    if not (out / "config.json").is_file():
+        _require_gguf()
+        convert_gguf(ModelRef(str(gguf.parent), gguf.name), out)
+    return out
+
+
+def loadable_base(spec: str | Path, gguf_file: str | None = None) -> str:
+    """What plain ``AutoModelForCausalLM.from_pretrained`` loads for a model spec, from any working directory and
+    offline: a hub id as given, a local directory as an absolute path, and an alias or a GGUF model as the absolute
+    path of its plain transformers copy in the cache dir (``smollm2`` and ``smollm2-gguf``: the converted SmolLM2,
+    the same weights the GGUF loads as). Written as a LoRA checkpoint's ``base_model_name_or_path``."""
+    ref = resolve_model(spec, gguf_file)
+    if ref.gguf_file:
+        return str(gguf_copy_dir(Path(ref.name_or_path) / ref.gguf_file).resolve())
+    path = Path(ref.name_or_path)
+    return str(path.resolve()) if path.is_dir() else ref.name_or_path
+
+
 def smollm2_tokenizer():
     from transformers import AutoTokenizer
 

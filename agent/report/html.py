@@ -1,5 +1,12 @@
 """Render the report page: inline CSS, inline SVG (``plots``), a few lines of inline JavaScript for
-the optional search/filter box (the page is complete without it), no external resources.
+the optional search/filter box and for opening trajectories, no external resources.
+
+Trajectory bodies are loaded on demand, so a report of hundreds of questions stays a few MB: each question's
+``<details>`` holds its summary line (question, scores, failure reason) as HTML and its body (the menus of every
+step) as gzip-compressed, base64-encoded HTML in the ``data-z`` attribute of its ``div.tbody``, which the page's
+script decodes (the browser's ``DecompressionStream``) the first time the question is opened (about 4 KB per
+heuristic question instead of about 23 KB). ``expand=True`` (``harness-g report --expand``) writes every body
+as plain HTML instead, open (for printing); :func:`inline_bodies` decodes a page's bodies in Python.
 
 Trajectories are drawn like the paper's case figures (appendix "Illustrative Trajectories"): for
 each step the menu — visible sentences with their SELECT / ANSWER_WITH entries, LOOKUP entities,
@@ -8,7 +15,10 @@ C_T, the answer against the gold answer, and a failure reason for wrong answers.
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
+import gzip
+import re
 from collections import Counter
 from html import escape
 from typing import Any, Sequence
@@ -21,7 +31,9 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("questions", "Questions"), ("scored", "Scored"), ("errors", "Errors"), ("em", "EM"), ("f1", "F1"), ("rs", "R-S"),
     ("ge", "G-E"), ("ge_failures", "G-E failures"), ("evidence_recall", "Evidence recall"),
     ("evidence_precision", "Evidence precision"), ("answer_in_evidence", "Answer in C_T"), ("mean_turns", "Turns"),
-    ("mean_invalid_turns", "Invalid turns"), ("reachable_rate", "Reachable %"), ("mean_seconds", "s / question"),
+    ("mean_invalid_turns", "Invalid turns"), ("reachable_rate", "Reachable %"), ("mean_seconds", "s / question (all)"),
+    ("mean_episode_seconds", "s / question: episode"), ("mean_reachability_seconds", "s / question: reachability"),
+    ("mean_judge_seconds", "s / question: judge"),
 )
 ACTION_TYPES = ("SELECT", "LOOKUP", "ANSWER_WITH", "ANSWER", "INVALID")
 
@@ -93,6 +105,27 @@ footer{margin-top:30px;color:var(--muted);font-size:12px}
 
 SCRIPT = """
 (function(){
+  function load(d){
+    var body=d.querySelector('div.tbody[data-z]');
+    if(!body||body.getAttribute('data-state')) return;
+    body.setAttribute('data-state','loading');
+    if(typeof DecompressionStream==='undefined'){
+      body.textContent='This browser cannot decompress the trajectory; re-run harness-g report with --expand.';
+      return;
+    }
+    var bin=atob(body.getAttribute('data-z')), bytes=new Uint8Array(bin.length);
+    for(var i=0;i<bin.length;i++) bytes[i]=bin.charCodeAt(i);
+    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(html){
+      body.innerHTML=html; body.removeAttribute('data-z'); body.setAttribute('data-state','loaded');
+    });
+  }
+  document.querySelectorAll('details.traj').forEach(function(d){
+    d.addEventListener('toggle',function(){ if(d.open) load(d); });
+    if(d.open) load(d);
+  });
+  if(location.hash==='#expand') document.querySelectorAll('details.traj').forEach(function(d){ d.open=true; load(d); });
+})();
+(function(){
   var box=document.getElementById('q-search'), sel=document.getElementById('q-outcome'), n=document.getElementById('q-count');
   function apply(){
     var term=(box.value||'').toLowerCase(), want=sel.value, shown=0, all=document.querySelectorAll('details.traj');
@@ -158,7 +191,9 @@ def _summary_table(runs: Sequence[Run]) -> str:
             '<p class="sub">EM, F1, R-S, G-E, evidence recall/precision and answer-in-C_T are macro averages ×100 over scored '
             'questions (summary.json). R-S (retrieval similarity) = cosine between the mean embedding of the evidence the '
             'episode retrieved and that of the gold evidence (harness-g.tex, "Evaluation Details"); G-E = 10/7·Σ of seven '
-            '0–10 judge scores, only when a judge was configured.</p>')
+            '0–10 judge scores, only when a judge was configured. Seconds per question: "all" is the wall time of everything '
+            'the run did for a question (episode, scoring, judge, reachability search); "episode" the policy and '
+            'environment alone; "reachability" the reachability search (eval --reachability).</p>')
 
 
 def _pivot_table(runs: Sequence[Run]) -> str:
@@ -394,7 +429,25 @@ def _trajectory_html(run: Run, rec: dict[str, Any], ri: int, expand: bool = Fals
             f'<span class="q">{escape(str(rec.get("question", "")))}</span>'
             f'<span class="reason {"correct" if ok else ""}">{escape(reason)}</span>'
             f'<span class="meta">{len(steps)} turn(s) · {len(committed)} in C_T</span></summary>'
-            f'<div class="tbody">{"".join(parts)}</div></details>')
+            f'{_body("".join(parts), lazy=not expand)}</details>')
+
+
+def _body(html: str, *, lazy: bool) -> str:
+    """A trajectory's ``div.tbody``: ``html`` itself, or (``lazy``) gzip + base64 in ``data-z``, decoded by the page's
+    script when the question is first opened."""
+    if not lazy:
+        return f'<div class="tbody">{html}</div>'
+    packed = base64.b64encode(gzip.compress(html.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    return f'<div class="tbody" data-z="{packed}"></div>'
+
+
+_LAZY_BODY = re.compile(r'<div class="tbody" data-z="([A-Za-z0-9+/=]*)"></div>')
+
+
+def inline_bodies(page: str) -> str:
+    """``page`` with every lazily loaded trajectory body decoded in place: the HTML a reader's browser shows once
+    every question is opened (what ``expand=False`` pages hold compressed)."""
+    return _LAZY_BODY.sub(lambda m: f'<div class="tbody">{gzip.decompress(base64.b64decode(m.group(1))).decode("utf-8")}</div>', page)
 
 
 def _trajectories(runs: Sequence[Run], max_questions: int | None, expand: bool = False) -> str:

@@ -65,11 +65,13 @@ class ReaderSpec:
     has_passages: bool
     has_questions: bool
     directory: bool = False  # input is a folder rather than a file
+    split_repair: bool = False  # the reader takes ``join_fragments`` (the dataset ships its own sentence split)
 
 
 _SPECS = (
-    ReaderSpec("hotpotqa", read_hotpotqa, "HotpotQA distractor JSON array; sentence-level gold", True, True),
-    ReaderSpec("2wiki", read_2wiki, "2WikiMultiHopQA JSON array; sentence-level gold", True, True),
+    ReaderSpec("hotpotqa", read_hotpotqa, "HotpotQA distractor JSON array; sentence-level gold", True, True,
+               split_repair=True),
+    ReaderSpec("2wiki", read_2wiki, "2WikiMultiHopQA JSON array; sentence-level gold", True, True, split_repair=True),
     ReaderSpec("musique", read_musique, "MuSiQue JSONL with 20 paragraphs per question", True, True),
     ReaderSpec("nq", read_nq, "NQ-open JSONL with DPR-style ctxs passages", True, True),
     ReaderSpec("popqa", read_popqa, "PopQA JSON array with paragraphs (HippoRAG-2 layout)", True, True),
@@ -108,28 +110,34 @@ def read_dataset(
     limit: int | None = None,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    join_fragments: bool = False,
 ) -> Dataset:
     """Read ``path`` in format ``fmt``.
 
     ``limit``: the first N questions (and only the paragraphs of their contexts) for
     question-bearing formats; the first N documents (JSONL lines / files) for corpus formats.
     ``chunk_tokens`` / ``chunk_overlap``: chunk size and overlap in whitespace tokens for
-    passages without preset sentences (see :mod:`.chunking`).
+    passages without preset sentences (see :mod:`.chunking`). ``join_fragments``: for the formats that ship their
+    own sentence split (HotpotQA, 2Wiki), join the fragments it leaves onto the sentence they continue
+    (``BuildConfig.join_fragments``, :func:`.multihop.join_continuations`); ignored by the other formats.
     """
     spec = get_spec(fmt)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InputError(f"limit must be a positive integer, got {limit!r}")
     check_chunk_params(chunk_tokens, chunk_overlap)
     p = Path(path) if spec.directory else require_file(path)
-    return spec.read(p, limit=limit, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
+    options = {"join_fragments": join_fragments} if spec.split_repair else {}
+    return spec.read(p, limit=limit, chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, **options)
 
 
-def load_questions(fmt: str, path: str | Path, limit: int | None = None) -> tuple[QAItem, ...]:
-    """The QA items of a question-bearing format (the first ``limit`` when given)."""
+def load_questions(fmt: str, path: str | Path, limit: int | None = None, *,
+                   join_fragments: bool = False) -> tuple[QAItem, ...]:
+    """The QA items of a question-bearing format (the first ``limit`` when given). ``join_fragments``: as the graph
+    the questions are played on was built (its gold sentence ids point at joined sentences there)."""
     spec = get_spec(fmt)
     if not spec.has_questions:
         raise InputError(f"format {spec.name!r} has no questions", str(path))
-    return read_dataset(fmt, path, limit=limit).questions
+    return read_dataset(fmt, path, limit=limit, join_fragments=join_fragments).questions
 
 
 def detect_format(path: str | Path) -> str | None:

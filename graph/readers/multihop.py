@@ -17,7 +17,8 @@ inside a title ("Hello Caesar!" / "is a 1927 German silent comedy film directed 
 an abbreviation ("Mid." / "ii."), inside parentheses ("A Day of Roses in August (German: Ein Tag
 der" / "Rosen" / "im August) is a 1927 German silent film ...") or after a colon in a lead
 ("Thought Crimes:" / "The Case of the Cannibal Cop is a 2015 ..."): breaks that the paper's
-"abbreviation- and initial-safe rules" (harness-g.tex l.983) would not make. Such a fragment
+"abbreviation- and initial-safe rules" (appendix "Graph construction") would not make. With
+``join_fragments`` (``BuildConfig.join_fragments``, an extension; off in the paper preset) such a fragment
 (:func:`continues`) is joined onto the sentence before it (its own position becomes ``""``) and
 a gold index on it points at the joined sentence: the unit is the whole statement, whose title
 and predicate would otherwise be two sentences neither of which states the fact alone. The
@@ -42,37 +43,41 @@ from harness_g.graph.types import Dataset, QAItem, sentence_id
 
 
 def read_hotpotqa(
-    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100
+    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100,
+    join_fragments: bool = False,
 ) -> Dataset:
     """HotpotQA distractor JSON (one array). Meta: ``type``, ``level``, ``skipped_supporting_facts``.
 
     ``chunk_tokens`` / ``chunk_overlap`` are accepted for a uniform reader signature and
-    ignored: preset sentences are never re-split.
+    ignored: preset sentences are never re-split. ``join_fragments``: :func:`join_continuations`.
     """
-    return _read_multihop(path, "hotpotqa", limit, meta_fields=("type", "level"))
+    return _read_multihop(path, "hotpotqa", limit, ("type", "level"), join_fragments)
 
 
 def read_2wiki(
-    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100
+    path: Path, *, limit: int | None = None, chunk_tokens: int = 1200, chunk_overlap: int = 100,
+    join_fragments: bool = False,
 ) -> Dataset:
     """2WikiMultiHopQA JSON (one array). Meta: ``type``, ``evidences``, ``entity_ids``,
-    ``evidences_id``, ``answer_id``, ``skipped_supporting_facts``. Chunk options are ignored."""
+    ``evidences_id``, ``answer_id``, ``skipped_supporting_facts``. Chunk options are ignored;
+    ``join_fragments``: :func:`join_continuations`."""
     return _read_multihop(
-        path, "2wiki", limit, meta_fields=("type", "evidences", "entity_ids", "evidences_id", "answer_id")
+        path, "2wiki", limit, ("type", "evidences", "entity_ids", "evidences_id", "answer_id"), join_fragments
     )
 
 
-def _read_multihop(path: Path, name: str, limit: int | None, meta_fields: tuple[str, ...]) -> Dataset:
+def _read_multihop(path: Path, name: str, limit: int | None, meta_fields: tuple[str, ...],
+                   join_fragments: bool) -> Dataset:
     pool = ParagraphPool()
     ids = QuestionIds()
     questions: list[QAItem] = []
     for rec in take(iter_json_array(path), limit):
-        questions.append(_question(rec, name, pool, ids, meta_fields))
+        questions.append(_question(rec, name, pool, ids, meta_fields, join_fragments))
     return finish(name, path, pool, questions, needs_paragraphs=False, needs_questions=True)
 
 
 def _question(
-    rec: Record, name: str, pool: ParagraphPool, ids: QuestionIds, meta_fields: tuple[str, ...]
+    rec: Record, name: str, pool: ParagraphPool, ids: QuestionIds, meta_fields: tuple[str, ...], join_fragments: bool
 ) -> QAItem:
     qid = ids.explicit(str(rec.require("_id", (str, int))), rec)
     question = rec.require("question", str)
@@ -83,7 +88,10 @@ def _question(
     by_title: dict[str, tuple[str, tuple[int, ...]]] = {}
     for k, item in enumerate(rec.require("context", list)):
         title, sentences = _context_item(rec, k, item)
-        stripped, owner = join_continuations(tuple(s.strip() for s in sentences))
+        stripped = tuple(s.strip() for s in sentences)
+        owner = tuple(range(len(stripped)))
+        if join_fragments:
+            stripped, owner = join_continuations(stripped)
         text = " ".join(s for s in stripped if s)
         if not text:  # nothing to index; a supporting fact on it is counted as skipped
             continue

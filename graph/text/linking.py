@@ -106,16 +106,17 @@ def spelling_key(canonical: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c) and c not in " -")
 
 
-def _title_edges(ents: Sequence[EntityRecord], title_ids: Collection[str], edges: dict) -> None:
+def _title_edges(ents: Sequence[EntityRecord], title_ids: Collection[str], edges: dict, spelling: bool = False) -> None:
     """'title' edges from each title entity to the entities its article title names: the same canonical, the
-    canonical without a trailing parenthetical ("Paris (film)" -> "paris"), or the same :func:`spelling_key`
-    (the article "Andre DeToth" and the PERSON "André De Toth" a film article credits)."""
+    canonical without a trailing parenthetical ("Paris (film)" -> "paris") and, with ``spelling``
+    (``BuildConfig.spelling_links``), the same :func:`spelling_key` (the article "Andre DeToth" and the PERSON
+    "André De Toth" a film article credits)."""
     by_key: dict[str, list[str]] = defaultdict(list)
     for e in ents:
         if e.id not in title_ids and e.canonical:
             by_key[e.canonical].append(e.id)
             folded = spelling_key(e.canonical)
-            if folded != e.canonical and len(folded) >= _MIN_SPELLING_KEY:
+            if spelling and folded != e.canonical and len(folded) >= _MIN_SPELLING_KEY:
                 by_key[folded].append(e.id)
     for t in ents:
         if t.id not in title_ids:
@@ -124,7 +125,8 @@ def _title_edges(ents: Sequence[EntityRecord], title_ids: Collection[str], edges
         base = _TRAILING_PAREN.sub("", t.surface) if t.surface else ""
         if base and base != t.surface:
             keys.add(canonicalize(base))  # "Paris (film)" -> "paris"
-        keys |= {folded for folded in map(spelling_key, keys) if len(folded) >= _MIN_SPELLING_KEY}
+        if spelling:
+            keys |= {folded for folded in map(spelling_key, keys) if len(folded) >= _MIN_SPELLING_KEY}
         for key in keys:
             for eid in by_key.get(key, ()) if key else ():
                 _add(edges, t.id, eid, "title", 1.0)
@@ -209,6 +211,7 @@ def link_entities(
     top_k: int = 5,
     min_cosine: float = 0.80,
     alias_pairs: Collection[tuple[str, str]] = (),
+    spelling_links: bool = False,
 ) -> list[SynonymEdge]:
     """SYNONYM edges among ``entities`` (ids must be unique).
 
@@ -219,7 +222,8 @@ def link_entities(
     excluding itself and pairs already linked by a rule; exact, computed in row blocks so memory
     stays bounded (about 128 MiB of similarities per block) for 100k+ entities.
     ``alias_pairs``: ``(alias id, full-name id)`` pairs from the build's person-alias merge -> ``alias`` edges
-    (pairs naming an unknown id are ignored).
+    (pairs naming an unknown id are ignored). ``spelling_links``: titles also link across spellings that differ
+    only in accents, spaces or hyphens (``BuildConfig.spelling_links``; off: the paper's surface normalization).
     """
     n = len(entities)
     if len({e.id for e in entities}) != n:
@@ -230,7 +234,7 @@ def link_entities(
     titles = set(title_ids)
 
     edges: dict[tuple[str, str], SynonymEdge] = {}
-    _title_edges(ents, titles, edges)
+    _title_edges(ents, titles, edges, spelling_links)
     _canonical_edges(ents, edges)
     known = {e.id for e in ents}
     for a, b in sorted(alias_pairs):

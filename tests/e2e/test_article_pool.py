@@ -1,4 +1,6 @@
-"""EnvConfig.article_pool: a LOOKUP of an entity that titles an article may show any sentence of that article.
+"""EnvConfig.article_pool: a LOOKUP of an entity that titles an article may show any sentence of that article;
+EnvConfig.anchor_slot: such a LOOKUP always shows the article's title anchor. Two extensions, each its own switch
+(both off in the paper preset, on in the extended one).
 
 Runs on both stores (``hotpot_view`` is parametrised by store kind) against the HotpotQA test graph. The expected
 article sentences are derived from the artifact's Parquet tables, independently of ``lookup_candidates_multi``'s
@@ -7,6 +9,8 @@ article sentences are derived from the artifact's Parquet tables, independently 
 from __future__ import annotations
 
 from collections import defaultdict
+
+import pytest
 
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
@@ -72,7 +76,7 @@ def test_the_menu_ranks_the_wider_pool_and_the_switch_restores_the_paper_pool(ho
     for item in hotpot_questions:
         menus = {}
         for article_pool in (True, False):
-            env = MenuEnv(hotpot_view, EnvConfig(article_pool=article_pool))
+            env = MenuEnv(hotpot_view, EnvConfig(article_pool=article_pool, anchor_slot=article_pool))
             env.reset(item)
             st = env.state
             committed_keys = {text_key(s.text) for s in hotpot_view.sentences(st.committed).values()}
@@ -105,12 +109,13 @@ def test_the_anchor_flag_marks_the_first_sentence_of_each_article_an_entity_titl
     assert rows and not any(r["anchor"] for r in rows)  # the paper's pool marks nothing
 
 
-def test_a_lookup_shows_the_title_anchor_of_the_entity_s_article(hotpot_view, hotpot_questions) -> None:
-    """With article_pool, every menu LOOKUP result of an entity that titles an article holds one of its anchors
-    (unless each is committed or its text already is)."""
+@pytest.mark.parametrize("article_pool", [False, True])
+def test_a_lookup_shows_the_title_anchor_of_the_entity_s_article(hotpot_view, hotpot_questions, article_pool) -> None:
+    """With anchor_slot, every menu LOOKUP result of an entity that titles an article holds one of its anchors
+    (unless each is committed or its text already is), over the paper's pool C(e) as over the article pool."""
     checked = 0
     for item in hotpot_questions:
-        env = MenuEnv(hotpot_view, EnvConfig())
+        env = MenuEnv(hotpot_view, EnvConfig(anchor_slot=True, article_pool=article_pool))
         env.reset(item)
         for _ in range(2):  # the first menu, and the menu after committing its first sentence
             st = env.state
@@ -126,7 +131,7 @@ def test_a_lookup_shows_the_title_anchor_of_the_entity_s_article(hotpot_view, ho
             if not selects or env.done:
                 break
             env.step(selects[0].id)
-    assert checked >= 20
+    assert checked >= (20 if article_pool else 15)  # the paper's pools reach fewer articles
 
 
 def test_the_anchor_takes_the_last_slot_only_when_the_ranking_left_it_out(hotpot_view, hotpot_questions) -> None:
@@ -153,3 +158,28 @@ def test_the_anchor_takes_the_last_slot_only_when_the_ranking_left_it_out(hotpot
                 best = hotpot_view.rank_top(m_vec, sorted(anchors[e]), len(anchors[e]))[0]
                 assert shown[-1] == best  # the best anchor by the same cosine
     assert took >= 1 and kept >= 1
+
+
+def test_the_anchor_slot_is_its_own_switch(hotpot_view, hotpot_questions) -> None:
+    """``anchor_slot`` alone decides whether a LOOKUP gets its title anchors (whatever ``article_pool`` says), and
+    ``article_pool`` alone which pool it ranks; off (the paper preset) every menu LOOKUP result is the plain top K_s
+    of its pool by m_t (that an anchor changes a result when given: the test above)."""
+    from harness_g.agent.menu import candidate_pools
+
+    ids = sorted(_expected_anchors(hotpot_view))
+    for article_pool in (False, True):
+        for anchor_slot in (False, True):
+            pools, anchors = candidate_pools(hotpot_view, ids, EnvConfig(article_pool=article_pool, anchor_slot=anchor_slot))
+            assert pools == hotpot_view.lookup_pools(ids, articles=article_pool)
+            assert anchors == (hotpot_view.title_anchors(ids) if anchor_slot else {})
+            assert not anchor_slot or any(anchors.values())
+    for item in hotpot_questions:
+        for article_pool in (False, True):
+            env = MenuEnv(hotpot_view, EnvConfig(article_pool=article_pool, anchor_slot=False))
+            env.reset(item)
+            st = env.state
+            committed_keys = {text_key(s.text) for s in hotpot_view.sentences(st.committed).values()}
+            pools = hotpot_view.lookup_pools([e.id for e in env.menu.entities], articles=article_pool)
+            for e in env.menu.entities:
+                assert env.menu.lookup_results[e.id] == lookup_result(
+                    hotpot_view, pools[e.id], env._m_vec, set(st.committed), committed_keys, env.config)

@@ -32,7 +32,7 @@ def test_build_set_wins_over_the_file_and_the_manifest_holds_the_resolved_config
     rc, _, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--set", "link_top_k=many")
     assert_one_line_error(rc, err, "link_top_k: expected int, got 'many'")
     rc, _, err = run(capsys, "build", "--out", out, "--set", "chunks=3")
-    assert_one_line_error(rc, err, "unknown build config field(s): chunks; known: embedding_model")
+    assert_one_line_error(rc, err, "unknown build config field(s): chunks; known: preset, embedding_model")
 
 
 def test_eval_set_wins_over_the_file_and_config_json_loads_back(falkordb_hotpot_view, hotpot_graph_dir: Path,

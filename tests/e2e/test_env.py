@@ -132,9 +132,11 @@ def test_small_caps_are_respected(hotpot_view, hotpot_questions, lookupable) -> 
     assert kinds == [ActionType.SELECT, ActionType.SELECT, ActionType.LOOKUP, ActionType.ANSWER]
 
 
-def test_observation_format(hotpot_view, hotpot_questions) -> None:
+@pytest.mark.parametrize("k", [1, 2])  # 1: the paper preset's menu (the default); 2: the extended preset's k
+def test_observation_format(hotpot_view, hotpot_questions, k) -> None:
     item = hotpot_questions[0]
-    env = MenuEnv(hotpot_view)
+    env = MenuEnv(hotpot_view, EnvConfig(answer_with_max=k) if k != EnvConfig().answer_with_max else None)
+    assert env.config.answer_with_max == k
     obs = env.reset(item)
     lines = obs.splitlines()
     assert lines[0] == "[Step 1/6]"
@@ -157,7 +159,7 @@ def test_observation_format(hotpot_view, hotpot_questions) -> None:
     off = n_vis + len(menu.entities)
     for i in range(n_vis):
         assert action_lines[off + i] == f"A{off + i} = ANSWER_WITH S{i}"
-    pairs = list(itertools.combinations(range(n_vis), 2))  # answer_with_max = 2: the pairs follow the singles
+    pairs = list(itertools.combinations(range(n_vis), 2)) if k == 2 else []  # k = 2: the pairs follow the singles
     for j, (a, b) in enumerate(pairs):
         assert action_lines[off + n_vis + j] == f"A{off + n_vis + j} = ANSWER_WITH S{a} S{b}"
     assert len(action_lines) == off + n_vis + len(pairs) + 1
@@ -241,8 +243,9 @@ def test_answer_with_commits_and_ends(hotpot_view, hotpot_questions) -> None:
 
 
 def test_multi_sentence_answer_with_commits_all_and_ends(hotpot_view, hotpot_questions) -> None:
-    """ANSWER_WITH(s_1, s_2) commits both visible sentences in one turn and ends (harness-g.tex l.1242)."""
-    env = MenuEnv(hotpot_view)
+    """ANSWER_WITH(s_1, s_2) commits both visible sentences in one turn and ends (appendix 'Action inventory'); k = 2
+    is the extended preset's ``answer_with_max``."""
+    env = MenuEnv(hotpot_view, EnvConfig(answer_with_max=2))
     env.reset(hotpot_questions[2])
     env.step("A0")
     committed0, visible = list(env.state.committed), list(env.state.visible)

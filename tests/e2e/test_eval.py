@@ -143,7 +143,7 @@ def test_resume_computes_only_missing_questions(hotpot_view, hotpot_questions, t
     out = tmp_path / "run"
     policy = make_policy("heuristic")
     first = Counter()
-    one_turn = EnvConfig(max_turns=1)
+    one_turn = EnvConfig(max_turns=1, answer_with_max=2)  # k = 2: one ANSWER_WITH commits two visible gold sentences
     summary = run_eval(hotpot_view, policy, hotpot_questions, out, env_config=one_turn,
                        config=EvalConfig(limit=2, reachability=True), progress=False, on_record=first)
     assert len(first.records) == 2 and summary["questions"] == 2

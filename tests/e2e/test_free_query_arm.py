@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness_g.agent.actions import Action, ActionType
+from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
 from harness_g.agent.free_query import (
     NO_SEARCH_NOTE,
@@ -41,8 +42,8 @@ def _transition(step: Any) -> dict[str, Any]:
     return {k: getattr(step, k) for k in TRANSITION}
 
 
-def _pair(view: GraphView, item) -> tuple[FreeQueryEnv, MenuEnv]:
-    fenv, menv = FreeQueryEnv(MenuEnv(view)), MenuEnv(view)
+def _pair(view: GraphView, item, cfg: EnvConfig | None = None) -> tuple[FreeQueryEnv, MenuEnv]:
+    fenv, menv = FreeQueryEnv(MenuEnv(view, cfg)), MenuEnv(view, cfg)
     fenv.reset(item)
     menv.reset(item)
     return fenv, menv
@@ -85,14 +86,16 @@ def test_observation_shows_handles_but_no_executable_ids(hotpot_view: GraphView,
 # -- moves by handle: exact, no text resolution ------------------------------------------------------------
 def test_moves_by_handle_execute_exactly_without_resolution(hotpot_view: GraphView, hotpot_questions) -> None:
     """SELECT S<i> / ANSWER_WITH S<i> / ANSWER are the menu arm's actions on that target, executed as such:
-    the resolver is never asked, and the transition is the menu arm's for the same action."""
+    the resolver is never asked, and the transition is the menu arm's for the same action (k = 2, so a pair is one
+    of the moves)."""
     item = hotpot_questions[1]
-    probe, _ = _pair(hotpot_view, item)
+    cfg = EnvConfig(answer_with_max=2)
+    probe, _ = _pair(hotpot_view, item, cfg)
     moves = _handle_move_states(probe)
     moves["ANSWER"] = (ActionType.ANSWER, ())
     assert len(moves) >= 4
     for reply, (kind, targets) in moves.items():
-        fenv, menv = _pair(hotpot_view, item)
+        fenv, menv = _pair(hotpot_view, item, cfg)
         fenv.resolver = _NoResolution()  # type: ignore[assignment]
         action = next(a for a in menv.menu.actions if a.type is kind and a.targets == targets)
         result = fenv.step(reply)
@@ -124,7 +127,7 @@ def test_unknown_handle_is_an_invalid_turn(hotpot_view: GraphView, hotpot_questi
 
 
 def test_answer_with_beyond_the_cap_or_repeated_is_an_invalid_turn(hotpot_view: GraphView, hotpot_questions) -> None:
-    fenv, _ = _pair(hotpot_view, hotpot_questions[0])
+    fenv, _ = _pair(hotpot_view, hotpot_questions[0], EnvConfig(answer_with_max=2))
     assert len(fenv.state.visible) >= 3 and fenv.inner.config.answer_with_max == 2
     before = list(fenv.state.committed)
     result = fenv.step("ANSWER_WITH S0 S1 S2")

@@ -80,5 +80,9 @@ def test_lower_case_words_are_names_only_in_an_uncased_question() -> None:
     assert _named_in_question("who sang the song fast car", "fast car")  # NQ: all lower case, every name counts
 
 
-def test_default_reserves_two_slots_and_zero_turns_it_off() -> None:
-    assert EnvConfig().init_entity_reserve == 2 and EnvConfig(init_entity_reserve=0).init_entity_reserve == 0
+def test_the_extended_preset_reserves_two_slots_and_the_paper_none() -> None:
+    """The paper's U_0 is the rank fusion alone (the default); the extended preset reserves two slots; an explicit
+    value beats either preset."""
+    assert EnvConfig().init_entity_reserve == 0 and EnvConfig(preset="extended").init_entity_reserve == 2
+    assert EnvConfig(preset="extended", init_entity_reserve=0).init_entity_reserve == 0
+    assert EnvConfig(init_entity_reserve=2).init_entity_reserve == 2

@@ -43,6 +43,8 @@ def shared_spec(request: pytest.FixtureRequest, store_kind: str, tmp_path: Path)
         store.clear()
         return
     server = EmbeddedFalkorDB(tmp_path / "falkordb-server", port=free_port())
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("FALKORDB_PASSWORD", server.password)  # the server requires it, as a user's would
     try:
         yield f"falkordb://127.0.0.1:{server.port}"
     finally:

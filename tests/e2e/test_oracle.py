@@ -146,24 +146,26 @@ def test_plan_from_a_later_state(hotpot_view, hotpot_questions) -> None:
 
 
 def test_two_visible_gold_units_close_with_one_answer_with(hotpot_view, hotpot_questions) -> None:
-    """Two missing gold units visible together are committed by one ANSWER_WITH of both, in visible order."""
+    """Two missing gold units visible together are committed by one ANSWER_WITH of both, in visible order (k = 2,
+    the extended preset's ANSWER_WITH)."""
     item = _by_id(hotpot_questions, Q_ALL_VISIBLE)
-    traj = run_episode(MenuEnv(hotpot_view), OraclePolicy(hotpot_view, EnvConfig(), [item]), item)
+    pair_cfg = EnvConfig(answer_with_max=2)
+    traj = run_episode(MenuEnv(hotpot_view, pair_cfg), OraclePolicy(hotpot_view, pair_cfg, [item]), item)
     assert traj.turns == 1 and traj.steps[0].action_type == "ANSWER_WITH"
     assert sorted(traj.steps[0].targets) == sorted(item.gold_sentence_ids)
     # a constructed state: both gold sentences visible behind others, in reverse id order, three turns used
     gold = sorted(item.gold_sentence_ids)
     other = [s for s in hotpot_view.sentence_ids if s not in gold][:3]
     visible = (other[0], gold[1], other[1], gold[0], other[2])
-    plan = shortest_gold_trajectory(hotpot_view, item, committed=(), visible=visible, turns=3)
+    plan = shortest_gold_trajectory(hotpot_view, item, pair_cfg, committed=(), visible=visible, turns=3)
     assert plan.status == "reachable" and plan.min_turns == 4
     assert plan.path == ((ActionType.ANSWER_WITH, (gold[1], gold[0])),)
     q_vec = hotpot_view.encode([item.question])[0]  # the menu of that state offers exactly that action
     menu = build_menu(hotpot_view, question_vec=q_vec, m_vec=q_vec, committed=(), visible=visible, visited=(),
-                      cfg=EnvConfig())
+                      cfg=pair_cfg)
     assert any(a.type is ActionType.ANSWER_WITH and a.targets == (gold[1], gold[0]) for a in menu.actions)
-    # with single-sentence ANSWER_WITH it takes a SELECT first
-    single = shortest_gold_trajectory(hotpot_view, item, EnvConfig(answer_with_max=1), visible=visible, turns=3)
+    # with single-sentence ANSWER_WITH (the paper's, the default) it takes a SELECT first
+    single = shortest_gold_trajectory(hotpot_view, item, EnvConfig(), visible=visible, turns=3)
     assert [k for k, _ in single.path] == [ActionType.SELECT, ActionType.ANSWER_WITH] and single.min_turns == 5
 
 

@@ -1,4 +1,5 @@
-"""EnvConfig.question_lookups: the entities a question names stay LOOKUP targets until looked up.
+"""EnvConfig.question_lookups (an extension: off in the paper preset): the entities a question names stay LOOKUP
+targets until looked up.
 
 On both stores (``hotpot_view`` is parametrised by store kind), with the HotpotQA test graph and its questions: a
 comparison question's second entity must stay reachable after a LOOKUP replaced U_t, in "question" role, ranked after
@@ -28,7 +29,7 @@ def _lookup_then_menus(view, questions, cfg):
 
 
 def test_question_targets_are_the_named_maximal_question_entities(hotpot_view, hotpot_questions) -> None:
-    cfg = EnvConfig()
+    cfg = EnvConfig(question_lookups=True)
     found = 0
     for item in hotpot_questions:
         targets = question_targets(hotpot_view, item.question, cfg)
@@ -42,7 +43,7 @@ def test_question_targets_are_the_named_maximal_question_entities(hotpot_view, h
 
 
 def test_a_question_entity_stays_a_lookup_target_after_a_lookup(hotpot_view, hotpot_questions) -> None:
-    cfg = EnvConfig()
+    cfg = EnvConfig(question_lookups=True)
     kept_by_question = 0
     for env, item in _lookup_then_menus(hotpot_view, hotpot_questions, cfg):
         menu, st = env.menu, env.state
@@ -77,7 +78,7 @@ def test_off_every_target_comes_from_committed_or_visible_sentences(hotpot_view,
 def test_a_looked_up_question_entity_is_not_offered_again(hotpot_view, hotpot_questions) -> None:
     looked = 0
     for item in hotpot_questions:
-        env = MenuEnv(hotpot_view, EnvConfig())
+        env = MenuEnv(hotpot_view, EnvConfig(question_lookups=True))
         env.reset(item)
         targets = {e.id for e in env.state.question_targets}
         lookup = next((a for a in env.menu.actions if a.type is ActionType.LOOKUP and a.targets[0] in targets), None)

@@ -20,12 +20,13 @@ def test_initially_visible_gold_is_reachable_in_one_turn_per_unit(hotpot_view, h
     env = MenuEnv(hotpot_view)
     env.reset(item)
     assert set(item.gold_sentence_ids) <= set(env.state.visible)
-    r = menu_reachability(hotpot_view, item, EnvConfig(answer_with_max=1))  # single-sentence ANSWER_WITH
+    r = menu_reachability(hotpot_view, item)  # the paper's single-sentence ANSWER_WITH (the default)
+    assert menu_reachability(hotpot_view, item, EnvConfig(answer_with_max=1)) == r
     assert r.status == "reachable" and r.reachable is True
     assert r.gold_units == len(item.gold_sentence_ids) == 2
     assert r.min_turns == 2 and r.initially_visible == 2 and r.expansions == 0
-    # the default two-sentence ANSWER_WITH commits both in one turn
-    pair = menu_reachability(hotpot_view, item)
+    # the extended preset's two-sentence ANSWER_WITH commits both in one turn
+    pair = menu_reachability(hotpot_view, item, EnvConfig(answer_with_max=2))
     assert (pair.status, pair.min_turns, pair.expansions) == ("reachable", 1, 0)
     assert [(a.value, len(t)) for a, t in pair.path] == [("ANSWER_WITH", 2)]
     # the verdict is real: SELECT + ANSWER_WITH of the two gold sentences commits both in 2 turns
@@ -36,9 +37,9 @@ def test_initially_visible_gold_is_reachable_in_one_turn_per_unit(hotpot_view, h
     # paragraph-level gold (MuSiQue style): the same two paragraphs, any sentence satisfies each
     paragraphs = tuple(dict.fromkeys(s.rsplit(":", 1)[0] for s in item.gold_sentence_ids))
     by_par = replace(item, gold_sentence_ids=(), gold_paragraph_ids=paragraphs)
-    r = menu_reachability(hotpot_view, by_par, EnvConfig(answer_with_max=1))
+    r = menu_reachability(hotpot_view, by_par)
     assert r.status == "reachable" and r.min_turns == 2 and r.gold_units == 2
-    assert menu_reachability(hotpot_view, by_par).min_turns == 1
+    assert menu_reachability(hotpot_view, by_par, EnvConfig(answer_with_max=2)).min_turns == 1
 
 
 def test_min_turns_bounded_by_budget(hotpot_view, hotpot_questions) -> None:

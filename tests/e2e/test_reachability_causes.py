@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from helpers.presets import extended_env
+
 from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv, committed_query, init_retrieve, question_targets
@@ -50,8 +52,9 @@ def test_gold_absent(hotpot_view, hotpot_questions) -> None:
 
 def test_no_entity_path_for_a_sentence_no_pool_contains(hotpot_view, hotpot_questions) -> None:
     """A sentence that neither mentions a lookup-able entity nor neighbours one that does is in no candidate pool of
-    the paper's C(e) (``article_pool=False``): outside U_0 nothing reaches it, under any caps. With the default
-    article channel the same sentence is in its article's pool (every test-graph sentence is in some pool then)."""
+    the paper's C(e) (``article_pool=False``): outside U_0 nothing reaches it, under any caps. With the article
+    channel (an extension) the same sentence is in its article's pool (every test-graph sentence is in some pool
+    then)."""
     view = hotpot_view
     paper = EnvConfig(article_pool=False)
     ents = view.entities_of(view.sentence_ids)
@@ -75,9 +78,9 @@ def test_no_entity_path_for_a_sentence_no_pool_contains(hotpot_view, hotpot_ques
     wide = replace(paper, max_turns=12, visible_cap=30, lookup_cap=40)
     assert menu_reachability(view, ghost, wide).cause == "no_entity_path"
     # the article channel pools it (its article's title is a lookup-able entity), so the proof no longer applies
-    assert EnvConfig().article_pool
+    assert not EnvConfig().article_pool  # the paper's pool is the default
     assert target in {s for pool in view.lookup_pools(all_entities, articles=True).values() for s in pool}
-    assert menu_reachability(view, ghost).cause != "no_entity_path"
+    assert menu_reachability(view, ghost, EnvConfig(article_pool=True)).cause != "no_entity_path"
 
 
 def test_turn_budget(hotpot_view, hotpot_questions) -> None:
@@ -100,16 +103,17 @@ def test_multi_sentence_answer_with(hotpot_view, hotpot_questions) -> None:
     assert (r.status, r.cause, r.detail, r.needed_turns) == ("unreachable", "turn_budget", "relaxed", 2)
     multi = menu_reachability(hotpot_view, item, one, answer_with_max=2)
     assert multi.status == "reachable" and multi.min_turns == 1
-    assert menu_reachability(hotpot_view, item, EnvConfig(max_turns=1)).min_turns == 1  # k = 2 is the default
+    assert menu_reachability(hotpot_view, item, EnvConfig(max_turns=1, answer_with_max=2)).min_turns == 1
+    assert menu_reachability(hotpot_view, item, EnvConfig(max_turns=1)) == r  # the paper's k = 1 is the default
 
 
 def test_a_deferred_commit_closes_two_units_in_one_answer_with(hotpot_view, hotpot_questions) -> None:
     """U_0 shows the bridge sentence, the other gold sentence is one LOOKUP away, and that LOOKUP shows the bridge
     sentence again: LOOKUP, then ANSWER_WITH(both) takes 2 turns where the commit-first search needs 3 (SELECT,
-    LOOKUP, ANSWER_WITH). With k = 1 the deferral saves nothing."""
+    LOOKUP, ANSWER_WITH). With k = 1 the deferral saves nothing. The extended preset's menu (k = 2)."""
     item = _by_id(hotpot_questions, Q_ONE_VISIBLE)
     units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
-    cfg = EnvConfig()
+    cfg = extended_env()
     r = menu_reachability(hotpot_view, item, cfg)
     assert r.status == "reachable" and r.min_turns == 2
     assert [kind for kind, _ in r.path] == [ActionType.LOOKUP, ActionType.ANSWER_WITH] and len(r.path[1][1]) == 2
@@ -119,7 +123,7 @@ def test_a_deferred_commit_closes_two_units_in_one_answer_with(hotpot_view, hotp
     assert env.done and env.state.turn == 2 and all(unit_satisfied(u, env.state.committed) for u in units)
     first = menu_reachability(hotpot_view, item, cfg, defer=False)
     assert first.status == "reachable" and first.min_turns == 3 and first.path[0][0] is ActionType.SELECT
-    single = menu_reachability(hotpot_view, item, EnvConfig(answer_with_max=1))
+    single = menu_reachability(hotpot_view, item, extended_env(answer_with_max=1))
     assert single.min_turns == 3
 
 
@@ -139,9 +143,10 @@ def test_a_later_visible_gold_sentence_may_be_committed_first(hotpot_view, hotpo
     LOOKUP. Gold {a, b, g} with T = 3: a and b visible in U_0 (a first), g shown only by a LOOKUP. Committing a
     first leaves no LOOKUP that shows both b and g, and no LOOKUP from U_0 shows all three, so the search must
     commit b first: SELECT b, LOOKUP, ANSWER_WITH(a, g). The scenario is built on the paper's C(e) (the article
-    channel's wider pools change which LOOKUP shows what, so ``article_pool=False``)."""
+    channel's wider pools change which LOOKUP shows what, so ``article_pool=False``), with the extended preset's
+    other menu rules (k = 2)."""
     item = _by_id(hotpot_questions, Q_ALL_VISIBLE)
-    cfg = EnvConfig(max_turns=3, article_pool=False)
+    cfg = extended_env(max_turns=3, article_pool=False, anchor_slot=False)
     a, b, g = "p_83a04ee7359eb91a:0", "p_e6d66dff4e73eed0:0", "p_e6d66dff4e73eed0:3"
     u0 = tuple(init_retrieve(hotpot_view, item.question, hotpot_view.encode([item.question])[0], cfg))
     assert u0.index(a) < u0.index(b) and g not in u0

@@ -17,7 +17,7 @@ from helpers.store_kinds import STORE_KINDS
 from harness_g.agent.evaluate import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.agent.report import build_report, diagnose, load_run, parse_label
-from harness_g.agent.report.html import fmt_value
+from harness_g.agent.report.html import fmt_value, inline_bodies
 from harness_g.errors import InputError
 
 
@@ -94,7 +94,7 @@ def runs(request, report_store, hotpot_questions, tmp_path_factory) -> list[Path
 def report(runs: list[Path], tmp_path_factory) -> tuple[Path, Page]:
     out = build_report(runs, tmp_path_factory.mktemp("report") / "report.html")
     page = Page()
-    page.feed(out.read_text(encoding="utf-8"))
+    page.feed(inline_bodies(out.read_text(encoding="utf-8")))  # each trajectory as the browser shows it once opened
     return out, page
 
 

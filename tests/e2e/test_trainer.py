@@ -271,10 +271,11 @@ def test_train_cli_show_config_and_errors(tmp_path, capsys):
 
     assert main(["train", "--show-config"]) == 0
     out = capsys.readouterr().out
-    assert "credit:" in out and "lam: 0.2" in out and "# λ, weight of the SNC advantage" in out
+    assert "credit:" in out and "lam: 0.2" in out and "# [default] λ, weight of the SNC advantage" in out
     assert main(["train", "--config", str(ROOT / "training/configs/tiny-cpu.yaml"), "--set", "optim.lr=0.5", "--show-config"]) == 0
     resolved = capsys.readouterr().out
-    assert "lr: 0.5  # learning rate" in resolved and "name: 'tiny-random'" in resolved  # the config's values, not defaults
+    assert "lr: 0.5  # [set] learning rate" in resolved and "name: 'tiny-random'" in resolved  # the config's values, not defaults
+    assert "article_pool: False  # [preset paper]" in resolved  # rollout.env: the paper's menu by default
     assert main(["train", "--config", str(tmp_path / "missing.yaml"), "--output-dir", str(tmp_path / "run")]) == 2
     assert "cannot read config" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"

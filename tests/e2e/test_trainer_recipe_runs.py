@@ -60,7 +60,7 @@ def test_set_lr_from_the_help_example_is_a_float_and_trains(tmp_path, capsys):
 
     assert main(["train", "--config", str(ROOT / "training/configs/tiny-cpu.yaml"), "--set", "optim.lr=1e-6",
                  "--show-config"]) == 0
-    assert "  lr: 1e-06  # learning rate" in capsys.readouterr().out
+    assert "  lr: 1e-06  # [set] learning rate" in capsys.readouterr().out
     key, value = parse_set("optim.lr=1e-6")
     trainer = _trainer(tmp_path, **{key: value})
     assert trainer.optimizer.param_groups[0]["lr"] == 1e-6

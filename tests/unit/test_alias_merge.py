@@ -100,7 +100,7 @@ def test_build_entities_merges_aliases_document_locally() -> None:
         Paragraph("p_c", "Elsewhere", "", ("Obama spoke.",)),
     ]
     rows = _rows(paragraphs)
-    tables = build_entities(rows, _mentions(rows), paragraphs)
+    tables = build_entities(rows, _mentions(rows), paragraphs, merge_person_aliases=True)  # BuildConfig.person_alias_merge
     ment = tables.mentions
     by = {(sid, surface): eid for sid, eid, surface in zip(ment["sentence_id"], ment["entity_id"], ment["surface"])}
     barack, michelle, obama = (entity_id("PERSON", c) for c in ("barack obama", "michelle obama", "obama"))
@@ -119,5 +119,19 @@ def test_build_entities_merges_aliases_document_locally() -> None:
     # an alias with every mention merged disappears
     solo = [Paragraph("p_a", "Presidency", "", ("Barack Obama was president.", "Obama was born in Hawaii."))]
     rows = _rows(solo)
-    solo_tables = build_entities(rows, _mentions(rows), solo)
+    solo_tables = build_entities(rows, _mentions(rows), solo, merge_person_aliases=True)
     assert obama not in solo_tables.entities["id"] and solo_tables.alias_pairs == []
+
+
+def test_without_the_switch_mentions_keep_their_own_entities() -> None:
+    """The paper's build (``person_alias_merge`` off, the default): 'Obama' stays its own entity, a LOOKUP target of
+    its own (a bare surname is a valid name to the invalid-target filter), and no 'alias' edge is made."""
+    paragraphs = [Paragraph("p_a", "Presidency", "", ("Barack Obama was president.", "Obama was born in Hawaii."))]
+    rows = _rows(paragraphs)
+    tables = build_entities(rows, _mentions(rows), paragraphs)
+    ment = tables.mentions
+    by = {(sid, surface): eid for sid, eid, surface in zip(ment["sentence_id"], ment["entity_id"], ment["surface"])}
+    obama = entity_id("PERSON", "obama")
+    assert by[("p_a:1", "Obama")] == obama and tables.alias_pairs == []
+    ents = dict(zip(tables.entities["id"], zip(tables.entities["lookupable"], tables.entities["reject_reason"])))
+    assert ents[obama] == (True, "")

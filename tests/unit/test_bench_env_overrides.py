@@ -20,7 +20,7 @@ def _script(name: str):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--env-set", "nosuch=1"], "--env-set: unknown env config field(s): nosuch; known: max_turns"),
+    (["--env-set", "nosuch=1"], "--env-set: unknown env config field(s): nosuch; known: preset, max_turns"),
     (["--env-set", "article_pool"], "--env-set: --set expects key.path=value, got 'article_pool'"),
     (["--env-set", "article_pool=maybe"], "--env-set: article_pool: expected bool"),
     (["--env-set", "answer_with_max=3"], "set ANSWER_WITH k with --answer-with-max, not --env-set answer_with_max=..."),

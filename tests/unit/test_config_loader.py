@@ -140,7 +140,7 @@ def test_build_env_eval_and_train_configs_share_the_loader(tmp_path: Path) -> No
     assert build.link_top_k == 3 and build.ner_labels == ("PERSON", "ORG")
     with pytest.raises(ConfigError, match=r"^link_min_cosine: must be <= 1.0, got 2.0$"):
         BuildConfig.load(None, {"link_min_cosine": "2"})
-    with pytest.raises(ConfigError, match="unknown build config field\\(s\\): chunk; known: embedding_model"):
+    with pytest.raises(ConfigError, match="unknown build config field\\(s\\): chunk; known: preset, embedding_model"):
         BuildConfig.from_dict({"chunk": 1})
 
     run = load_agent_config(EvalRunConfig, None, {"eval.limit": "5", "env.answer_with": "no", "eval.reachability": "yes"})
@@ -151,7 +151,7 @@ def test_build_env_eval_and_train_configs_share_the_loader(tmp_path: Path) -> No
         load_agent_config(EnvRunConfig, None, {"env.visible_cap": 0})
 
     train = load_config(None, {"data.graph_dir": "g", "optim.lr": "1e-6", "rollout.env": "{visible_cap: '3'}"})
-    assert train.optim.lr == 1e-6 and train.rollout.env == {"visible_cap": 3}
+    assert train.optim.lr == 1e-6 and train.rollout.env["visible_cap"] == 3 and train.env_config().visible_cap == 3
     with pytest.raises(ConfigError, match=r"^optim.lr: expected float, got 'abc'$"):
         load_config(None, {"data.graph_dir": "g", "optim.lr": "abc"})
     for cls in (BuildConfig, EnvConfig, EvalConfig, EnvRunConfig, EvalRunConfig, TrainConfig):
@@ -167,7 +167,7 @@ def test_an_env_file_is_the_env_section(tmp_path: Path) -> None:
     assert load_agent_config(EvalRunConfig, flat).env == load_agent_config(EvalRunConfig, sectioned).env
     assert load_agent_config(EvalRunConfig, flat, {"env.max_turns": "5"}).env.max_turns == 5
     flat.write_text("max_turn: 3\n")
-    with pytest.raises(ConfigError, match="unknown env config field\\(s\\): max_turn; known: max_turns"):
+    with pytest.raises(ConfigError, match="unknown env config field\\(s\\): max_turn; known: preset, max_turns"):
         load_agent_config(EnvRunConfig, flat)
 
 

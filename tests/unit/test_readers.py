@@ -156,10 +156,15 @@ def test_a_gold_fact_on_a_joined_fragment_is_the_joined_sentence(tmp_path: Path)
            "supporting_facts": [["Hello Caesar!", 0], ["Hello Caesar!", 1], ["Hello Caesar!", 2]]}
     path = tmp_path / "dev.json"
     path.write_text(json.dumps([rec]))
-    ds = read_dataset("2wiki", path)
+    ds = read_dataset("2wiki", path, join_fragments=True)  # BuildConfig.join_fragments (an extension)
     (para,) = ds.paragraphs
     assert para.sentences == ("Hello Caesar! is a 1927 film directed by Reinhold Schünzel.", "", "It was lost.")
     assert ds.questions[0].gold_sentence_ids == (sentence_id(para.id, 0), sentence_id(para.id, 2))
+    # the paper's build (the default): the dataset's sentences as given, each fact its own gold sentence
+    (plain,) = read_dataset("2wiki", path).paragraphs
+    assert plain.id == para.id and plain.sentences == ("Hello Caesar!", "is a 1927 film directed by Reinhold Schünzel.",
+                                                       "It was lost.")
+    assert read_dataset("2wiki", path).questions[0].gold_sentence_ids == tuple(sentence_id(para.id, k) for k in range(3))
 
 
 def test_hotpotqa_text_and_sentences_convention() -> None:

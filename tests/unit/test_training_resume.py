@@ -164,7 +164,7 @@ def test_a_resume_with_other_settings_lists_every_difference(ckpt: Path) -> None
     msg = str(exc.value)
     assert "\n" not in msg and str(ckpt) in msg
     for diff in ("optim.lr: 5e-07 -> 0.001", "rollout.group_size: 8 -> 2", "rollout.max_turns: 6 -> 2", "seed: 0 -> 7",
-                 "log.eval_train_questions: 0 -> 3", "rollout.env.visible_cap: None -> 3"):
+                 "log.eval_train_questions: 0 -> 3", "rollout.env.visible_cap: 6 -> 3"):
         assert diff in msg, msg
 
 

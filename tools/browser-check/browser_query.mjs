@@ -13,27 +13,29 @@
 //   QUERY        Cypher text (may span lines)
 //   OUT_PNG      where to write the screenshot
 //   --params     JSON object, each entry set with `:param name => <value>` before the query runs
+//   --style      a GraSS file, applied with `:style <its text>` before the parameters and the query
 //
 // Prints ONE JSON line on stdout describing what it saw:
 //   {"ok", "connected", "query_ran", "command" (the text the Browser ran, as its frame shows it), "records",
 //    "summary" ("Started streaming N records ..."), "graph_status" ("Displaying N nodes, M relationships."),
-//    "nodes", "relationships", "view" ("graph" | "table"), "error", "screenshot", "width", "height",
-//    "elapsed_s", "steps", and on failure "frames" (the newest frames' text)}
+//    "nodes", "relationships", "view" ("graph" | "table"), "captions" (each drawn node's caption text), "styled"
+//    (whether --style was applied), "error", "screenshot", "width", "height", "elapsed_s", "steps", and on failure
+//    "frames" (the newest frames' text)}
 // The query is typed into the Browser's editor; if the editor altered it (e.g. auto-closed a bracket of an
 // unbalanced query) the run fails rather than run a different text.
 // Exit status 0 when the query ran and the screenshot was written, 1 otherwise (the JSON says why).
 // Everything is bounded by --timeout-s (default 90 s); the browser is always closed.
 // Chromium: $CHROMIUM, --chromium, or `chromium` / `chromium-browser` / `google-chrome` on PATH.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import puppeteer from 'puppeteer-core';
 
 const started = Date.now();
 const report = {
   ok: false, connected: false, query_ran: false, command: null, records: null, summary: null, graph_status: null,
-  nodes: null, relationships: null, view: null, error: null, screenshot: null, width: null, height: null,
-  elapsed_s: null, steps: [],
+  nodes: null, relationships: null, view: null, captions: null, styled: false, error: null, screenshot: null,
+  width: null, height: null, elapsed_s: null, steps: [],
 };
 
 let emitted = false;
@@ -55,7 +57,7 @@ function usage(msg) {
 function parseArgs(argv) {
   const pos = [];
   const opt = { params: {}, width: 1400, height: 900, timeoutS: 90, chromium: process.env.CHROMIUM || null,
-    user: process.env.NEO4J_USER || 'neo4j', password: process.env.NEO4J_PASSWORD || null };
+    user: process.env.NEO4J_USER || 'neo4j', password: process.env.NEO4J_PASSWORD || null, style: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => { if (i + 1 >= argv.length) usage(`${a} needs a value`); return argv[++i]; };
@@ -66,7 +68,10 @@ function parseArgs(argv) {
     else if (a === '--height') opt.height = Number(next());
     else if (a === '--timeout-s') opt.timeoutS = Number(next());
     else if (a === '--chromium') opt.chromium = next();
-    else if (a.startsWith('--')) usage(`unknown option ${a}`);
+    else if (a === '--style') {
+      const file = next();
+      try { opt.style = readFileSync(file, 'utf8'); } catch (e) { usage(`--style ${file}: ${e.message}`); }
+    } else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else pos.push(a);
   }
   if (pos.length !== 4) usage(`expected 4 positional arguments, got ${pos.length}`);
@@ -231,6 +236,17 @@ async function main() {
   await dismissConsentBanner(page, 3000);
 
   await runInEditor(page, ':clear', { clears: true });
+  if (opt.style !== null) {
+    // `:style <GraSS>` sets the graph style (kept in the Browser's local storage); its frame shows the style or an error
+    // one line: the editor runs each line of a multi-line text as its own command (GraSS ignores the line breaks)
+    await runInEditor(page, `:style ${opt.style.replace(/\s+/g, ' ').trim()}`);
+    const sf = (await frames(page))[0];
+    if (!/^:style/.test(squash(sf.command)) || /Could not parse|error/i.test(sf.text + sf.error)) {
+      throw new Error(`:style failed: ${(sf.error || sf.text).replace(/\s+/g, ' ').slice(0, 400)}`);
+    }
+    report.styled = true;
+    step('style applied');
+  }
   for (const [name, value] of Object.entries(opt.params)) {
     const cmd = `:param ${name} => ${cypherLiteral(value)}`;
     await runInEditor(page, cmd);
@@ -282,6 +298,9 @@ async function main() {
     report.view = 'graph';
     step('graph rendered; letting the layout settle');
     await sleep(Math.min(4000, Math.max(0, deadline - Date.now() - 15000)));
+    // each node's caption as drawn (word-wrapped over several <text> lines, the last cut with an ellipsis)
+    report.captions = await page.$$eval('[data-testid="frame"] svg g.node', (gs) => gs.map((g) =>
+      [...g.querySelectorAll('text')].map((t) => t.textContent.trim()).filter(Boolean).join(' ')));
     top = (await frames(page))[0];
     const m = /Displaying ([\d,]+) nodes?, ([\d,]+) relationships?\.?/.exec(top.text);
     if (m) {
