@@ -24,7 +24,8 @@ imports no third-party library. Every episode is a :class:`~harness_g.agent.env.
 
 Concurrency: every reset and step runs under one lock (a graph store serves one thread at a time,
 :class:`~harness_g.graph.stores.base.GraphStore`). Live episodes are capped (:class:`ServiceLimits`); an episode
-is forgotten once over (its holder keeps its last observation) and an idle one may be dropped to make room.
+is forgotten once over (its holder keeps its last observation); when a reset needs room, released episodes (their
+WebSocket session closed, or HTTP episodes) go first, then idle ones.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from harness_g.agent.actions import ActionType, parse_action
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.config import EnvConfig, check_graph_preset
 from harness_g.agent.env import EpisodeOver, MenuEnv
 from harness_g.agent.graph_view import GraphView
 from harness_g.agent.metrics import exact_match, normalize_answer, token_f1
@@ -127,6 +128,7 @@ class Episode:
     reward: float | None = 0.0
     info: dict[str, Any] = field(default_factory=dict)
     touched: float = field(default_factory=time.monotonic)
+    held: bool = True  # False once its holder (a WebSocket session) closed: the first to drop when room is needed
 
     @property
     def gold(self) -> bool:
@@ -167,12 +169,14 @@ def _handle_index(target: str, prefix: str) -> int | None:
 class MenuService:
     """Episodes over one graph view. ``questions``: the graph's question set (``reset`` finds a question by id or
     text in it; other text is an ad-hoc question). ``credit``: optional :class:`StepCredit` (then every step records
-    its menu's previews, which SNC's frontier needs)."""
+    its menu's previews, which SNC's frontier needs). Refuses (ConfigError) a graph built under another preset than
+    ``config.preset`` before any episode (:func:`~harness_g.agent.config.check_graph_preset`)."""
 
     def __init__(self, view: GraphView, questions: Sequence[QAItem] = (), config: EnvConfig | None = None, *,
                  credit: StepCredit | None = None, limits: ServiceLimits | None = None):
         self.view = view
         self.config = config or EnvConfig()
+        check_graph_preset(view.artifact.manifest, self.config, str(view.artifact.path))
         self.credit = credit
         self.limits = limits or ServiceLimits()
         self._lock = threading.RLock()
@@ -241,16 +245,24 @@ class MenuService:
             self._episodes[episode.id] = episode
             return episode
 
+    def release(self, episode: Episode) -> None:
+        """Its holder is gone (a closed WebSocket session; an HTTP episode has no holder after its reset): the
+        episode stays playable by its id but is the first dropped when a reset needs room."""
+        with self._lock:
+            episode.held = False
+
     def _make_room(self) -> None:
-        """Drop idle live episodes (oldest first) while the service is full; refuse when none is idle."""
+        """While the service is full, drop released episodes, then idle ones (least recently touched first); refuse
+        when neither is left."""
         now = time.monotonic()
-        idle = sorted((e for e in self._episodes.values() if now - e.touched > self.limits.idle_seconds),
-                      key=lambda e: e.touched)
-        while len(self._episodes) >= self.limits.max_sessions and idle:
-            del self._episodes[idle.pop(0).id]
+        droppable = sorted((e for e in self._episodes.values()
+                            if not e.held or now - e.touched > self.limits.idle_seconds),
+                           key=lambda e: (e.held, e.touched))
+        while len(self._episodes) >= self.limits.max_sessions and droppable:
+            del self._episodes[droppable.pop(0).id]
         if len(self._episodes) >= self.limits.max_sessions:
             raise ServiceFull(f"{len(self._episodes)} live episodes, the most this server keeps (--max-sessions "
-                              f"{self.limits.max_sessions}); finish one, or wait: an episode idle for "
+                              f"{self.limits.max_sessions}); finish or close one, or wait: an episode idle for "
                               f"{self.limits.idle_seconds:.0f} s is dropped to make room")
 
     def episode(self, episode_id: str) -> Episode:
@@ -380,9 +392,11 @@ class MenuService:
         found = next((a for a in menu if set(a.targets) == wanted and len(a.targets) == len(ids)), None)
         if found is None:
             if action_type is ActionType.ANSWER_WITH:
-                offered = (f"1 to {self.config.answer_with_max} visible sentences" if self.config.answer_with
-                           else "not offered by this environment (env.answer_with is off)")
-                raise ActionRefused(f"ANSWER_WITH {' '.join(targets)}: ANSWER_WITH takes {offered}")
+                k = self.config.answer_with_max
+                offered = (("1 visible sentence" if k == 1 else f"1 to {k} visible sentences")
+                           if self.config.answer_with else "nothing: env.answer_with is off")
+                raise ActionRefused(f"ANSWER_WITH {' '.join(targets)}: this menu's ANSWER_WITH takes {offered} "
+                                    f"(env.answer_with_max {k})")
             raise ActionRefused(f"{action_type.value} {' '.join(targets)} is not on the current menu")
         return found.id
 

@@ -36,6 +36,7 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from harness_g.agent.actions import MAX_REPLY_CHARS
 from harness_g.agent.env import EpisodeOver
@@ -113,10 +114,12 @@ class MenuAction(Action):
 
     @model_validator(mode="after")
     def _one_form(self) -> "MenuAction":
+        # PydanticCustomError, not ValueError: a ValueError rides in the error's ctx, which OpenEnv's 422 response
+        # cannot serialise (the client got a 500)
         if self.action_id is not None and self.kind is not None:
-            raise ValueError("give action_id or kind, not both")
+            raise PydanticCustomError("action_form", "give action_id or kind, not both")
         if self.action_id is None and self.kind is None and self.answer is None:
-            raise ValueError("an action needs action_id, kind, or (once retrieval is over) answer")
+            raise PydanticCustomError("action_form", "an action needs action_id, kind, or (once retrieval is over) answer")
         return self
 
     def spec(self) -> ActionSpec:
@@ -191,6 +194,12 @@ class MenuEnvironment(Environment[MenuAction, MenuObservation, MenuState]):
                                  "episode_id that POST /reset returned with each POST /step, or use the WebSocket /ws)")
         self._service.step(episode, action.spec())
         return self._observation(episode)
+
+    def close(self) -> None:
+        """OpenEnv closes the environment when its WebSocket session ends (and after every stateless HTTP request):
+        its unfinished episode is released, the first to drop when a reset needs room (still playable by id)."""
+        if self._episode is not None:
+            self._service.release(self._episode)
 
     @property
     def state(self) -> MenuState:

@@ -60,7 +60,7 @@ def test_refused_actions_use_no_turn_and_change_nothing(hotpot_view, hotpot_ques
         (ActionSpec(kind="SELECT", targets=("S0", "S1")), "SELECT takes exactly one target"),
         (ActionSpec(kind="LOOKUP", targets=("E99",)), "not a LOOKUP target of the current menu"),
         (ActionSpec(kind="ANSWER", targets=("S0",)), "ANSWER takes no targets"),
-        (ActionSpec(kind="ANSWER_WITH", targets=("S0", "S1", "S2")), "ANSWER_WITH takes 1 to 2 visible sentences"),
+        (ActionSpec(kind="ANSWER_WITH", targets=("S0", "S1")), "ANSWER_WITH takes 1 visible sentence (env.answer_with_max 1)"),
         (ActionSpec(kind="ANSWER_WITH", targets=("S0", "S0")), "names a sentence twice"),
         (ActionSpec(kind="JUMP"), "unknown action kind 'JUMP'"),
         (ActionSpec(action_id="A0", kind="SELECT"), "got both"),
@@ -148,6 +148,28 @@ def test_live_episodes_are_capped_idle_ones_dropped_and_finished_ones_remembered
     with pytest.raises(EpisodeOver, match=f"episode {third.id} is over"):
         service.episode(third.id)
     assert service.live_episodes == 1
+
+
+def test_a_released_episode_is_dropped_first_when_room_is_needed(hotpot_view, hotpot_questions):
+    """A closed WebSocket session releases its unfinished episode: it goes before any held one, idle or not."""
+    service = MenuService(hotpot_view, hotpot_questions, limits=ServiceLimits(max_sessions=2, idle_seconds=600))
+    held = service.reset(question_id=hotpot_questions[0].id)
+    released = service.reset(question_id=hotpot_questions[1].id)
+    with pytest.raises(ServiceFull, match="finish or close one"):
+        service.reset(question_id=hotpot_questions[2].id)
+    service.release(released)
+    service.step(released, ActionSpec(kind="LOOKUP", targets=("E0",)))  # still playable by its holder-less id
+    newest = service.reset(question_id=hotpot_questions[2].id)
+    assert service.episode(held.id) is held and service.episode(newest.id) is newest
+    with pytest.raises(UnknownEpisode):
+        service.episode(released.id)
+
+
+def test_a_graph_of_the_other_preset_is_refused_before_any_episode(hotpot_view, hotpot_questions):
+    from harness_g.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="graph built under preset paper .*rebuild the graph with --preset extended"):
+        MenuService(hotpot_view, hotpot_questions, EnvConfig(preset="extended"))
 
 
 def test_snc_credit_hook_gives_the_trainers_gains_and_credit(hotpot_view, hotpot_questions):

@@ -13,6 +13,8 @@ import asyncio
 import http.client
 import json
 import re
+import select
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +87,39 @@ def _http(url: str, method: str, path: str, body: bytes | Iterator[bytes] | None
         conn.close()
 
 
+def _oversized(url: str, declared: int | None, send: int = 0) -> tuple[int, Any]:
+    """POST /step over a raw socket: ``declared`` bytes announced by Content-Length and none sent (the server must
+    refuse by the header alone), or (``declared`` None) ``send`` bytes streamed chunked with no length, sending stopped
+    as soon as the server answers. (status, JSON body). A client that kept sending after the answer would see the
+    server close the connection under it, which is how an HTTP server refuses a body it will not read."""
+    host, port = url.split("//", 1)[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=120) as sock:
+        length = f"Content-Length: {declared}" if declared is not None else "Transfer-Encoding: chunked"
+        sock.sendall(f"POST /step HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{length}\r\n\r\n"
+                     .encode())
+        piece = b"%x\r\n%s\r\n" % (64 << 10, b"x" * (64 << 10))
+        for _ in range(0 if declared is not None else send // (64 << 10)):
+            if select.select([sock], [], [], 0)[0]:
+                break  # answered: stop sending
+            try:
+                sock.sendall(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        raw = b""
+        while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < _content_length(raw):
+            data = sock.recv(65536)
+            if not data:
+                break
+            raw += data
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+def _content_length(raw: bytes) -> int:
+    found = re.search(rb"(?im)^content-length: *(\d+)", raw.split(b"\r\n\r\n", 1)[0])
+    return int(found.group(1)) if found else 1 << 30
+
+
 def _post(url: str, path: str, payload: Any) -> tuple[int, Any]:
     status, _, body = _http(url, "POST", path, json.dumps(payload).encode())
     return status, body
@@ -149,9 +184,10 @@ def test_hostile_requests_get_errors_and_other_sessions_are_untouched(server, ho
         assert status == 404 and body["detail"].startswith("unknown episode_id 'no-such-one'")
         status, body = _post(server, "/step", {"action": {"kind": "ANSWER", "answer": "x"}})
         assert status == 404 and "no episode in this session: reset first" in body["detail"]
-        status, _, body = _http(server, "POST", "/step", b'{"action": {"answer": "' + b"x" * (10 << 20) + b'"}}')
-        assert status == 413 and f"limit of {MAX_BODY} bytes" in body["detail"]
-        status, _, body = _http(server, "POST", "/step", (b"x" * (1 << 20) for _ in range(10)))  # chunked, no length
+        status, body = _oversized(server, declared=10 << 20)  # a 10 MB body: refused by its Content-Length
+        assert status == 413 and f"request body of {10 << 20}+ bytes" in body["detail"]
+        assert f"limit of {MAX_BODY} bytes" in body["detail"]
+        status, body = _oversized(server, declared=None, send=10 << 20)  # streamed, no length: cut at the limit
         assert status == 413 and f"limit of {MAX_BODY} bytes" in body["detail"]
         # an HTTP episode: reset, answer, then a step after the end
         status, body = _post(server, "/reset", {"question": hotpot_questions[0].id, "episode_id": "hostile-1"})
@@ -214,7 +250,8 @@ def test_serve_env_refuses_bad_flags_and_a_taken_port_in_one_line(capsys, hotpot
     assert_one_line_error(rc, err, "max_sessions must be >= 1 (got 0)")
     rc, _, err = run(capsys, "serve-env", tmp_path / "missing", "--port", str(free_port()))
     assert_one_line_error(rc, err, "missing")
-    import socket
+    rc, _, err = run(capsys, "serve-env", hotpot_graph_dir, "--port", str(free_port()), "--preset", "extended")
+    assert_one_line_error(rc, err, "rebuild the graph with --preset extended, or run with --preset paper")
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -21,7 +21,7 @@ WRONG = "Paris"
 #: answer "gold" means the question's first gold answer
 SCRIPTS: list[tuple[list[Any], str]] = [
     (["LOOKUP", "SELECT", "ANSWER"], "gold"),  # answer sent with ANSWER
-    (["SELECT", ("RAW", "A999"), "LOOKUP", ("ANSWER_WITH", 2)], WRONG),  # an invalid raw reply uses its turn
+    (["SELECT", ("RAW", "A999"), "LOOKUP", ("ANSWER_WITH", 1)], WRONG),  # an invalid raw reply uses its turn
     (["LOOKUP", "LOOKUP", ("RAW", "hello there"), "LOOKUP", "SELECT", "LOOKUP"], "gold"),  # turn budget, then answer
 ]
 
