@@ -258,3 +258,20 @@ def test_serve_env_refuses_bad_flags_and_a_taken_port_in_one_line(capsys, hotpot
         taken.listen(1)
         rc, _, err = run(capsys, "serve-env", hotpot_graph_dir, "--port", str(taken.getsockname()[1]))
     assert_one_line_error(rc, err, "cannot listen on 127.0.0.1:")
+
+
+def test_the_readme_client_example_plays_an_episode(server, hotpot_questions, capsys):
+    """The README's OpenEnv client block, run as written against this store's server (only the URL changes)."""
+    from helpers.readme_code import python_block
+
+    code = python_block("# play the menu environment over OpenEnv")
+    assert "http://127.0.0.1:8100" in code
+    scope: dict = {}
+    exec(compile(code.replace("http://127.0.0.1:8100", server), "README.md:openenv-client", "exec"), scope)  # noqa: S102
+    result = scope["result"]
+    item = next(q for q in hotpot_questions if q.question.startswith("Lorenzo Monaco was influenced"))
+    assert result.done and result.observation.phase == "over"
+    assert result.reward == token_f1("Giotto", item.answers) == 1.0
+    assert result.observation.info["trajectory"]["steps"][0]["action_type"] == "LOOKUP"
+    printed = capsys.readouterr().out
+    assert "Lorenzo Monaco was influenced" in printed and "True 1.0" in printed
