@@ -70,13 +70,12 @@ def record(view: Any, questions: list, policy_name: str, config: Any) -> list[Sc
     env = MenuEnv(view, config)
     scripts = []
     for item in questions:
-        obs = env.reset(item)
+        env.reset(item)
         actions = []
         while not env.done:
-            result = env.step(policy.act(obs))
+            env.step(policy.act(env.observe()))
             actions.append(env.trajectory.steps[-1].chosen or "")
-            obs = result.observation
-        answer = policy.answer(item.question, env.committed_texts(), obs)
+        answer = policy.answer(item.question, env.committed_texts(), env.observe())
         env.finish(answer)
         if not all(actions):
             raise SystemExit(f"bench_serve_env: policy {policy_name} made an invalid move on {item.id}; pick another")

@@ -27,10 +27,12 @@ Pointing trainers at it:
   TRL      GRPOTrainer(environment_factory=menu_tool_env_factory(base_url="http://HOST:PORT")) from
            harness_g.agent.integrations.trl_env: tools select/lookup/answer_with/answer, reward from get_reward();
            TRL keeps one scalar per rollout (the final F1), so step rewards and SNC credit are not used there.
-  SkyRL    a skyrl_gym BaseTextEnv whose init() resets a MenuEnvClient and whose step(action) sends
-           MenuAction(action_id=action) and returns the observation text, the step reward and info.
-  verl     a multi-turn interaction / agent loop holding one MenuEnvClient per trajectory; per-step rewards
-           (info.snc) need a custom advantage estimator.
+  SkyRL    a skyrl_gym BaseTextEnv whose step(action) sends MenuAction(action_id=action) over a MenuEnvClient and
+           returns the observation text, the step reward and info; SkyRL puts each step's reward on its turn.
+  rLLM     per-step rewards with rllm.stepwise_advantage.enable=true, mode=per_step.
+  verl     an agent loop (AgentLoopBase) holding one MenuEnvClient per trajectory; verl scores a trajectory once
+           (reward_score): per-step credit needs the step rewards on their turns' tokens and an advantage
+           estimator registered with verl.trainer.ppo.core_algos.register_adv_est.
 No authentication: keep it on loopback (the default) or a private network."""
 
 
