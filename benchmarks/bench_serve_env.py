@@ -151,15 +151,17 @@ def run_server(url: str, episodes: list[Script], concurrency: int) -> dict[str, 
     return asyncio.run(main())
 
 
-def start_server(graph: Path, sessions: int, preset: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "harness_g", "serve-env", str(graph), "--port", "0",
-                             "--max-sessions", str(sessions), "--preset", preset],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start_server(graph: Path, sessions: int, preset: str, log: Path) -> tuple[subprocess.Popen, str]:
+    """``serve-env`` on a free port; its stderr goes to ``log`` (a pipe nobody reads would fill and stall it)."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "harness_g", "serve-env", str(graph), "--port", "0",
+                                 "--max-sessions", str(sessions), "--preset", preset],
+                                stdout=subprocess.PIPE, stderr=err, text=True)
     line = proc.stdout.readline()  # type: ignore[union-attr]
     found = re.search(r"on (http://\S+) \(OpenEnv", line)
     if not found:
         proc.kill()
-        raise SystemExit(f"bench_serve_env: serve-env did not start: {line}{proc.stderr.read()[-2000:]}")  # type: ignore[union-attr]
+        raise SystemExit(f"bench_serve_env: serve-env did not start: {line}{log.read_text()[-2000:]}")
     return proc, found.group(1)
 
 
@@ -229,7 +231,9 @@ def main() -> int:
             out = run_in_process(view, by_id, config, episodes, c)
             rows.append(cell("in-process", c, out, len(episodes), steps))
             print(rows[-1], flush=True)
-    proc, url = start_server(graph, max(levels), args.preset)
+    log = args.root / "serve-env.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    proc, url = start_server(graph, max(levels), args.preset, log)
     try:
         run_server(url, scripts, 8)  # warm pass
         rewards: list[float] = []

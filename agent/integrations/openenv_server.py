@@ -28,7 +28,7 @@ import os
 import socket
 from typing import Any, Callable, Literal, Optional
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
@@ -233,6 +233,24 @@ def _error_handler(status: int) -> Callable[[Request, Exception], Any]:
     return handle
 
 
+class QuietClose:
+    """ASGI middleware: a WebSocket session whose client already left ends quietly. OpenEnv 0.3.0's ``/ws`` handler
+    closes the socket in its ``finally`` (the session already destroyed) and lets starlette's WebSocketDisconnect
+    escape when the client closed first, which uvicorn logs as a traceback for every ordinary disconnect."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            pass
+
+
 class BodyLimit:
     """ASGI middleware: an HTTP request body over ``max_bytes`` is answered 413 (by its Content-Length when it
     declares one, else once that many bytes arrived). WebSocket messages are capped by the server (``ws_max_size``)."""
@@ -282,6 +300,7 @@ def build_app(service: MenuService, *, max_body_bytes: int = DEFAULT_MAX_BODY_BY
     for cls, status in ERROR_STATUS:
         app.add_exception_handler(cls, _error_handler(status))
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(QuietClose)
     return app
 
 
