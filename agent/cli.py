@@ -1,4 +1,4 @@
-"""Agent commands for the ``harness-g`` CLI: ask, eval, menu."""
+"""Agent commands for the ``harness-g`` CLI: ask, eval, menu, report, browse, serve-env."""
 from __future__ import annotations
 
 import argparse
@@ -450,6 +450,12 @@ def cmd_browse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve_env(args: argparse.Namespace) -> int:
+    from harness_g.agent.integrations.serve_cli import run
+
+    return run(args, _env_config(args))
+
+
 def register(sub: Any) -> None:
     from harness_g.agent.policies import POLICIES
 
@@ -528,3 +534,12 @@ def register(sub: Any) -> None:
     p.add_argument("--port", type=int, help="port for --serve (default 8000; 0: any free port)")
     _add_env_flags(p)
     p.set_defaults(func=cmd_browse)
+
+    from harness_g.agent.integrations import serve_cli
+
+    p = sub.add_parser("serve-env", help="serve the menu environment as an OpenEnv server (TRL, SkyRL, verl, ...)",
+                       description=serve_cli.DESCRIPTION, epilog=serve_cli.EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    serve_cli.add_arguments(p)
+    _add_env_flags(p)
+    p.set_defaults(func=cmd_serve_env)

@@ -25,6 +25,8 @@ needs a checkout path fails the walk.
 - ``--policy openai --base-url http://127.0.0.1:8000/v1 --model M``: the bundled OpenAI-compatible server over the
   offline SmolLM2 (``python -m harness_g.agent.llm.server``, the README's own line) is started first, and the
   URL and model point at it;
+- ``harness-g serve-env GRAPH ... &`` (serves until stopped): started in the background on a free port, waited for
+  until it prints its address, and stopped at the end;
 - ``harness-g menu``: stdin is ``help`` then ``quit`` (a person typing);
 - ``harness-g browse ... --serve``: not run (it serves until Ctrl-C); the file-writing form is;
 - skipped with the reason printed: ``. .venv/bin/activate`` (the walk uses this interpreter's environment),
@@ -66,7 +68,7 @@ class Step:
     why: str = ""
     stdin: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    background: str = ""  # "neo4j" / "llm-server": started, not waited for
+    background: str = ""  # "neo4j" / "llm-server" / "serve-env": started, not waited for
 
 
 def readme_commands(readme: Path) -> list[tuple[int, str]]:
@@ -135,6 +137,8 @@ def plan(commands: list[tuple[int, str]], shared_ok: bool) -> list[Step]:
         step = Step(line, text, argv, env=env)
         if head == "harness-g" and cmd == "neo4j":
             step.background = "neo4j"
+        elif cmd == "serve-env":
+            step.background = "serve-env"
         elif cmd == "menu":
             step.stdin = "help\nquit\n"
         elif cmd == "browse" and "--serve" in argv:
@@ -221,12 +225,20 @@ class Walk:
         self.llm_url = f"http://127.0.0.1:{port}/v1"
         print(f"   OpenAI-compatible server at {self.llm_url}", flush=True)
 
+    def start_serve_env(self, argv: list[str]) -> None:
+        """``harness-g serve-env`` as the README starts it, on a free port; ready once it prints its address."""
+        _set_flag(argv, "--port", str(_free_port()))
+        _, out = self._background(argv, "Ctrl-C stops", 600)
+        print(f"   {out.strip().splitlines()[-1]}", flush=True)
+
     def run(self, step: Step) -> None:
         assert step.argv is not None
         if step.background == "neo4j":
             return self.start_neo4j()
         if step.background == "llm-server":
             return self.start_llm_server(list(step.argv))
+        if step.background == "serve-env":
+            return self.start_serve_env(list(step.argv))
         argv = self._rewrite(list(step.argv))
         argv = [sys.executable if a == "python" else a for a in argv]
         # the shell's glob expansion (`report runs/*`), in the working directory, sorted as bash sorts

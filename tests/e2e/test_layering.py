@@ -57,6 +57,19 @@ def test_nothing_imports_the_top_level_cli() -> None:
     assert users == [], f"harness_g.cli is the program's top; shared CLI helpers live in harness_g.cli_args: {users}"
 
 
+def test_every_subpackage_folder_is_packaged() -> None:
+    """A folder with an ``__init__.py`` under graph/, agent/ or training/ that pyproject.toml does not list would be
+    importable from a checkout and missing from a fresh install (the wheel)."""
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = {setuptools["package-dir"].get(name, name.replace(".", "/")): name for name in setuptools["packages"]}
+    folders = sorted(str(p.parent.relative_to(ROOT)) for folder in ("graph", "agent", "training")
+                     for p in (ROOT / folder).rglob("__init__.py") if "__pycache__" not in p.parts)
+    missing = [f for f in folders if f not in listed]
+    assert not missing, f"packages missing from pyproject.toml's [tool.setuptools] packages/package-dir: {missing}"
+
+
 def test_the_wheel_carries_the_package_data(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                            str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
@@ -66,7 +79,8 @@ def test_the_wheel_carries_the_package_data(tmp_path: Path) -> None:
     for needed in ("harness_g/examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json",
                    "harness_g/cypher/lookup_candidates_multi.cypher", "harness_g/cypher/entities_of_sentences.cypher",
                    "harness_g/agent/browse_assets/vis-network.min.js", "harness_g/training/configs/tiny-cpu.yaml",
-                   "harness_g/graph/stores/neo4j_launcher/pom.xml", "harness_g/registry.py", "harness_g/cli_args.py"):
+                   "harness_g/graph/stores/neo4j_launcher/pom.xml", "harness_g/registry.py", "harness_g/cli_args.py",
+                   "harness_g/agent/integrations/openenv_server.py"):
         assert needed in names, f"{needed} missing from {wheel.name}"
     # the demo finds its slice next to the installed package, not through the repository
     from harness_g import cli

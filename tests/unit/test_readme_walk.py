@@ -48,6 +48,9 @@ def test_every_readme_command_is_walked_or_skipped_with_a_reason() -> None:
                          for s in paper)
     # Cypher's $params reach the command as bash passes them (no backslash)
     assert any("{name: $n}" in r for r in run)
+    # servers that run until stopped are started in the background and stopped by the walk, never waited on
+    serve = [s for s in steps if s.argv and s.argv[:2] == ["harness-g", "serve-env"]]
+    assert serve and all(s.background == "serve-env" and "&" not in s.argv for s in serve)
 
 
 def test_readme_commands_join_continuations_and_drop_comments(tmp_path: Path) -> None:
