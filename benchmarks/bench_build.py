@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import run_child as common_run_child  # noqa: E402
 from common import (  # noqa: E402
     BY_NAME,
     PAPER_TP1KT,
@@ -206,14 +207,8 @@ def child_micro(spec: dict[str, Any]) -> dict[str, Any]:
 
 # -- parent ---------------------------------------------------------------------------------------
 def run_child(kind: str, spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    spec_path = workdir / f"_spec_{kind}_{spec.get('name', 'micro')}.json"
-    out_path = spec_path.with_suffix(".out.json")
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    out_path.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, __file__, f"--child-{kind}", str(spec_path), str(out_path)])
-    if proc.returncode != 0 or not out_path.exists():
-        raise SystemExit(f"{kind} child for {spec.get('name')} failed (exit {proc.returncode})")
-    return json.loads(out_path.read_text(encoding="utf-8"))
+    """This script in a child process (:func:`common.run_child`)."""
+    return common_run_child(__file__, kind, spec, workdir)
 
 
 def per_1k(case: dict[str, Any]) -> dict[str, float]:

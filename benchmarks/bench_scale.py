@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BY_NAME, RESULTS, fmt, load_avg, machine_info, machine_line, md_table, utc_stamp, write_results  # noqa: E402
+from common import run_child as common_run_child  # noqa: E402
 
 STAGES = ("read", "split", "ner", "embed", "ner_embed_wall", "entities", "link", "write")
 WALL_STAGES = ("read", "split", "ner_embed_wall", "entities", "link", "write")
@@ -231,14 +232,8 @@ def _empty_caches(view: Any) -> Any:
 
 # -- parent -----------------------------------------------------------------------------------------
 def run_child(kind: str, spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    spec_path = workdir / f"_spec_{kind}_{spec['name']}.json"
-    out_path = spec_path.with_suffix(".out.json")
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    out_path.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, __file__, f"--child-{kind}", str(spec_path), str(out_path)])
-    if proc.returncode != 0 or not out_path.exists():
-        raise SystemExit(f"{kind} child {spec['name']} failed (exit {proc.returncode})")
-    return json.loads(out_path.read_text(encoding="utf-8"))
+    """This script in a child process (:func:`common.run_child`)."""
+    return common_run_child(__file__, kind, spec, workdir)
 
 
 def main() -> None:

@@ -283,3 +283,20 @@ def write_results(json_path: str | Path, data: dict[str, Any], markdown: str | N
 
 def utc_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def run_child(script: str, kind: str, spec: dict, workdir: Path) -> dict:
+    """Run ``python SCRIPT --child-KIND SPEC.json OUT.json`` in a fresh process (a measurement free of the parent's
+    imports, caches and threads) and return the JSON it wrote; ``spec`` goes to the child as SPEC.json (its
+    ``name`` names the files). SystemExit naming the child when it fails or writes nothing."""
+    import subprocess
+
+    name = spec.get("name", "micro")
+    spec_path = workdir / f"_spec_{kind}_{name}.json"
+    out_path = spec_path.with_suffix(".out.json")
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    out_path.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, script, f"--child-{kind}", str(spec_path), str(out_path)])
+    if proc.returncode != 0 or not out_path.exists():
+        raise SystemExit(f"{kind} child for {name} failed (exit {proc.returncode})")
+    return json.loads(out_path.read_text(encoding="utf-8"))
