@@ -14,8 +14,10 @@ from harness_g.agent.actions import ActionType, parse_action
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv, StepResult, committed_query
 from harness_g.agent.graph_view import GraphView
+from harness_g.agent.menu import lookup_pools
 from harness_g.agent.observation import Observation
 from harness_g.agent.trajectory import Trajectory
+from harness_g.agent.transition import MenuState, transition
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
 
@@ -55,19 +57,15 @@ class BatchedMenuEnv:
         texts: list[str] = []
         ids: list[str] = []
         for env, reply in zip(self.envs, replies):
-            if env.done or reply is None or env.menu is None or env.state is None:
+            nxt = None if reply is None else self._next_state(env, reply)
+            if nxt is None:
                 continue
-            if env.state.turn + 1 >= self.config.max_turns:
-                continue  # its last turn: no next menu
-            action = parse_action(reply, env.menu.by_id).action
-            if action is None or action.type in (ActionType.ANSWER, ActionType.ANSWER_WITH):
-                continue  # an invalid reply keeps the menu; an answer ends the episode
-            preview = env.preview(action)
-            if action.type is ActionType.SELECT:
-                texts.append(committed_query(self.view, env.state.question.question, preview.committed,
+            assert env.state is not None
+            if nxt.committed != tuple(env.state.committed):
+                texts.append(committed_query(self.view, env.state.question.question, nxt.committed,
                                              self.config.query_max_words)[0])
-            ids.extend(preview.committed)
-            ids.extend(preview.visible)
+            ids.extend(nxt.committed)
+            ids.extend(nxt.visible)
         if texts:
             self.view.encode(list(dict.fromkeys(texts)))
         if ids:
@@ -76,7 +74,20 @@ class BatchedMenuEnv:
             entities = self.view.entities_of(ids)
             lookupable = [e.id for found in entities.values() for e in found if e.lookupable]
             if lookupable:
-                self.view.lookup_pools(list(dict.fromkeys(lookupable)), articles=self.config.article_pool)
+                lookup_pools(self.view, list(dict.fromkeys(lookupable)), self.config)
+
+    def _next_state(self, env: MenuEnv, reply: str) -> MenuState | None:
+        """The state ``reply`` leads ``env`` to (:func:`~harness_g.agent.transition.transition`, as ``env.step``
+        will apply it) when a new menu follows it; None when none does: the episode is over or ends with this step,
+        or the reply names no action of the current menu (the menu stays)."""
+        if env.done or env.menu is None or env.state is None:
+            return None
+        action = parse_action(reply, env.menu.by_id).action
+        if action is None:
+            return None
+        result = env.menu.lookup_results[action.targets[0]] if action.type is ActionType.LOOKUP else None
+        nxt = transition(env.state.z, action, result, max_turns=self.config.max_turns)
+        return None if nxt.done else nxt
 
     def step(self, replies: Sequence[str | None]) -> list[StepResult | None]:
         """Step every unfinished environment with its reply; finished ones (or a None reply) give None."""

@@ -8,7 +8,7 @@ read-only. Every graph access goes through :class:`GraphView` (named Cypher + ca
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -22,6 +22,7 @@ from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuActi
 from harness_g.agent.render import render_observation
 from harness_g.agent.retrieval import lookup_query, rrf
 from harness_g.agent.trajectory import StepRecord, Trajectory
+from harness_g.agent.transition import MenuState, introduced, transition
 from harness_g.errors import HarnessError
 from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.linking import title_name
@@ -72,6 +73,16 @@ class EnvState:
     turn: int = 0
     done: bool = False
     terminated_by: str = ""
+
+    @property
+    def z(self) -> MenuState:
+        """(C_t, U_t, V_t, H_t) as the pure :class:`~harness_g.agent.transition.MenuState`."""
+        return MenuState(tuple(self.committed), tuple(self.visible), tuple(self.visited), self.turn, self.terminated_by)
+
+    def enter(self, z: MenuState) -> None:
+        """Take (C, U, V, H) from ``z`` (what :func:`~harness_g.agent.transition.transition` returned)."""
+        self.committed, self.visible, self.visited = list(z.committed), list(z.visible), list(z.visited)
+        self.turn, self.done, self.terminated_by = z.turn, z.done, z.terminated_by
 
 
 def committed_query(view: GraphView, question: str, committed: Sequence[str], max_words: int) -> tuple[str, list[str]]:
@@ -384,18 +395,11 @@ class MenuEnv:
                        "action ids are re-bound every turn)")
             raise HarnessError(f"unknown action id {aid}{why}; available: {', '.join(self.menu.by_id)}")
         action = found
-        committed = tuple(st.committed)
-        visible = tuple(st.visible)
-        if action.type is ActionType.SELECT:
-            sid = action.targets[0]
-            return Preview(action.id, action.type, (sid,), committed + (sid,), tuple(s for s in visible if s != sid), False)
-        if action.type is ActionType.ANSWER_WITH:
-            new = tuple(s for s in action.targets if s not in committed)
-            return Preview(action.id, action.type, new, committed + new, tuple(s for s in visible if s not in new), True)
-        if action.type is ActionType.LOOKUP:
-            result = self.menu.lookup_results[action.targets[0]]
-            return Preview(action.id, action.type, result, committed, result, False)
-        return Preview(action.id, action.type, (), committed, visible, True)
+        before = replace(st.z, terminated_by="")  # what the action does, also asked once the episode is over
+        result = self.menu.lookup_results[action.targets[0]] if action.type is ActionType.LOOKUP else None
+        after = transition(before, action, result)  # no turn limit: a preview says what the action itself does
+        return Preview(action.id, action.type, introduced(before, after, action.type), after.committed, after.visible,
+                       after.done)
 
     def preview_all(self) -> dict[str, Preview]:
         assert self.menu is not None
@@ -419,50 +423,44 @@ class MenuEnv:
         if parsed.action is None:
             record.error = parsed.error
             self._event, self._error = "invalid", parsed.error
-            st.turn += 1
-            if st.turn >= self.config.max_turns:
-                st.done, st.terminated_by = True, "max_turns"
-            record.committed_after, record.visible_after = list(st.committed), list(st.visible)
-            record.seconds = time.perf_counter() - t0
-            self.trajectory.steps.append(record)
-            self._finish_if_done()
-            text = self._observed_now(self.observation(parsed.error) if not st.done else "")
-            return StepResult(text, st.done, False, parsed.error)
-
-        action = parsed.action
-        self._event, self._error = "ok", None
-        preview = self.preview(action)
-        step_no = st.turn
-        record.chosen, record.action_type, record.targets = action.id, action.type.value, list(action.targets)
-        record.introduced = list(preview.introduced)
-        record.consumed = [action.targets[0]] if action.type is ActionType.LOOKUP else list(preview.introduced)
-        # provenance from the state *before* this step: a LOOKUP re-produces its own entity (it is
-        # mentioned in the result sentences), which must not erase the step that exposed it
-        record.producers = sorted({st.producer.get(x, INIT_STEP) for x in record.consumed} - {INIT_STEP, step_no})
-        if action.type in (ActionType.SELECT, ActionType.ANSWER_WITH):
-            st.committed = list(preview.committed)
-            st.visible = list(preview.visible)
-            # committing a sentence makes its entities bridge targets: this step produced them
-            record.produced = [x for x in self._produce_entities(st, preview.introduced, step_no)]
-        elif action.type is ActionType.LOOKUP:
-            st.visited.append(action.targets[0])
-            st.visible = list(preview.visible)
-            record.produced = self._produce(st, list(preview.visible), step_no)
-            for sid in preview.visible:
-                if sid not in st.observed:
-                    st.observed.append(sid)
-        st.turn += 1
-        if action.type in (ActionType.ANSWER, ActionType.ANSWER_WITH):
-            st.done, st.terminated_by = True, action.type.value
-        elif st.turn >= self.config.max_turns:
-            st.done, st.terminated_by = True, "max_turns"
-        if not st.done:
-            self._refresh_menu()
+            st.enter(transition(st.z, None, max_turns=self.config.max_turns))  # the turn is used, nothing else
+        else:
+            self._event, self._error = "ok", None
+            self._execute(st, parsed.action, record)
+            if not st.done:
+                self._refresh_menu()
         record.committed_after, record.visible_after = list(st.committed), list(st.visible)
         record.seconds = time.perf_counter() - t0
         self.trajectory.steps.append(record)
         self._finish_if_done()
-        return StepResult(self._observed_now(self.observation() if not st.done else ""), st.done, True)
+        text = self._observed_now(self.observation(parsed.error) if not st.done else "")
+        return StepResult(text, st.done, parsed.action is not None, parsed.error)
+
+    def _execute(self, st: EnvState, action: Action, record: StepRecord) -> None:
+        """Apply ``action`` (of the current menu) to ``st`` by :func:`~harness_g.agent.transition.transition` and
+        record what it introduced, consumed and produced (provenance for SNC) in ``record``."""
+        assert self.menu is not None
+        before = st.z
+        lookup = action.type is ActionType.LOOKUP
+        after = transition(before, action, self.menu.lookup_results[action.targets[0]] if lookup else None,
+                           max_turns=self.config.max_turns)
+        new = introduced(before, after, action.type)
+        step_no = st.turn
+        record.chosen, record.action_type, record.targets = action.id, action.type.value, list(action.targets)
+        record.introduced = list(new)
+        record.consumed = [action.targets[0]] if lookup else list(new)
+        # provenance from the state *before* this step: a LOOKUP re-produces its own entity (it is
+        # mentioned in the result sentences), which must not erase the step that exposed it
+        record.producers = sorted({st.producer.get(x, INIT_STEP) for x in record.consumed} - {INIT_STEP, step_no})
+        st.enter(after)
+        if action.type in (ActionType.SELECT, ActionType.ANSWER_WITH):
+            # committing a sentence makes its entities bridge targets: this step produced them
+            record.produced = self._produce_entities(st, new, step_no)
+        elif lookup:
+            record.produced = self._produce(st, list(after.visible), step_no)
+            for sid in after.visible:
+                if sid not in st.observed:
+                    st.observed.append(sid)
 
     def _produce_entities(self, st: EnvState, sentence_ids: tuple[str, ...], step: int) -> list[str]:
         ents = self.view.entities_of(list(sentence_ids))

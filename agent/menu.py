@@ -113,13 +113,27 @@ def lookup_result(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commi
     return tuple(out)
 
 
+# -- which pools a LOOKUP reads: the one place that reads EnvConfig.article_pool ----------------------------------
+def lookup_pools(view: GraphView, entity_ids: Sequence[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
+    """Each entity's uncapped LOOKUP pool (cached by the view): the paper's C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e))
+    (harness-g.tex, section "The Menu Environment"), with ``EnvConfig.article_pool`` followed by the other sentences
+    of the article(s) e titles. Every reader of LOOKUP pools (the menu, the reachability search and its relaxed
+    closure, the batched prefetch) goes through here."""
+    return view.lookup_pools(entity_ids, articles=cfg.article_pool)
+
+
+def lookup_rules(cfg: "EnvConfig") -> tuple:
+    """The settings a LOOKUP's U_{t+1} depends on besides m_t, C_t and e (K_s, the pool cap, the pool of
+    :func:`lookup_pools`, the anchor slot): with them, a key of the view's LOOKUP result cache."""
+    return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot)
+
+
 def candidate_pools(view: GraphView, entity_ids: Sequence[str],
                     cfg: "EnvConfig") -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]]]:
-    """(each entity's LOOKUP pool, each entity's title anchors): the pool ``EnvConfig.article_pool`` chooses and,
-    with ``EnvConfig.anchor_slot``, the anchors :func:`lookup_result` always shows (none without it); one cached
-    store query for both when both are on."""
-    pools = view.lookup_pools(entity_ids, articles=cfg.article_pool)
-    return pools, (view.title_anchors(entity_ids) if cfg.anchor_slot else {})
+    """(each entity's LOOKUP pool, :func:`lookup_pools`; each entity's title anchors): with ``EnvConfig.anchor_slot``
+    the anchors :func:`lookup_result` always shows (none without it); one cached store query for both when both are
+    on."""
+    return lookup_pools(view, entity_ids, cfg), (view.title_anchors(entity_ids) if cfg.anchor_slot else {})
 
 
 def _show_title_anchor(view: GraphView, out: list[str], anchors: frozenset[str], m_vec: np.ndarray, committed: set[str],
@@ -185,8 +199,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     results: dict[str, tuple[str, ...]] = {}
     current_set = frozenset(current)
     seen_results = {current_set}
-    state = (m_text, frozenset(committed_set), cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool,
-             cfg.anchor_slot) if m_text is not None else None
+    state = (m_text, frozenset(committed_set), *lookup_rules(cfg)) if m_text is not None else None
     cache = view.lookup_result_cache
     known: dict[str, tuple[str, ...]] = {}
     if state is not None:

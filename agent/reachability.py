@@ -113,8 +113,9 @@ from harness_g.agent.actions import ActionType
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import committed_query, init_retrieve, question_targets
 from harness_g.agent.graph_view import EntityInfo, GraphView
-from harness_g.agent.menu import build_menu, candidate_pools, lookup_result, text_key
+from harness_g.agent.menu import build_menu, candidate_pools, lookup_pools, lookup_result, text_key
 from harness_g.agent.metrics import gold_units, unit_satisfied
+from harness_g.agent.transition import MenuState, transition
 from harness_g.graph.types import QAItem, paragraph_of
 
 CAUSES: tuple[str, ...] = ("gold_absent", "no_entity_path", "pool_or_rank_cap", "turn_budget", "search_budget")
@@ -200,12 +201,13 @@ def _commit_turns(n_units: int, answer_with_max: int = 1) -> int:
 
 
 def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str], *,
-                   articles: bool, visited: Iterable[str] = (),
+                   cfg: EnvConfig, visited: Iterable[str] = (),
                    question_targets: Sequence[str] = ()) -> list[int | None]:
     """Per gold unit, the fewest LOOKUP rounds after which the relaxed closure (module docstring) holds a
     sentence satisfying it: 0 when ``start`` (U_0, or C_t ∪ U_t) does, None when the closure never does.
     ``visited``: entities never looked up again (V_t), so the closure from a later state stays an over-approximation.
-    ``articles``: the pools hold titled articles too (``EnvConfig.article_pool``), as the menu's do.
+    ``cfg``: the environment whose pools (``menu.lookup_pools``: with ``EnvConfig.article_pool``, titled articles
+    too) the closure reads, as its menus do.
     ``question_targets``: the question's entities (``EnvConfig.question_lookups``), LOOKUP targets from the first
     round on."""
     depth: list[int | None] = [0 if any(_satisfies(s, u) for s in start) else None for u in units]
@@ -229,7 +231,7 @@ def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str],
         level += 1
         frontier = []
         for i in range(0, len(new_entities), _CHUNK):
-            pools = view.lookup_pools(new_entities[i : i + _CHUNK], articles=articles)
+            pools = lookup_pools(view, new_entities[i : i + _CHUNK], cfg)
             for eid in new_entities[i : i + _CHUNK]:
                 for sid in pools.get(eid, ()):
                     if sid not in reached:
@@ -241,26 +243,24 @@ def relaxed_depths(view: GraphView, units: Sequence[Unit], start: Sequence[str],
     return depth
 
 
-def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, articles: bool,
+def feasible_units(view: GraphView, units: Sequence[Unit], start: Sequence[str], *, cfg: EnvConfig,
                    question_targets: Sequence[str] = ()) -> list[Unit]:
     """The units some trajectory from ``start`` (U_0) could commit: in the graph and inside the relaxed closure;
     no trajectory ever commits the others (``gold_absent`` / ``no_entity_path``)."""
     present = [u for u in units if _in_graph(view, u)]
     if not present:
         return []
-    depths = relaxed_depths(view, present, start, articles=articles, question_targets=question_targets)
+    depths = relaxed_depths(view, present, start, cfg=cfg, question_targets=question_targets)
     return [u for u, d in zip(present, depths) if d is not None]
 
 
 # -- the search ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _State:
-    """A search node: z_t without the question and history (harness-g.tex l.275), plus the turns used."""
+class _State(MenuState):
+    """A search node: z_t without the question (harness-g.tex, section "Retrieval as Menu Navigation"), plus how many
+    non-gold SELECTs led to it; its steps are :func:`~harness_g.agent.transition.transition`'s (the search bounds
+    the turns itself, so it passes no T)."""
 
-    committed: tuple[str, ...]
-    visible: tuple[str, ...]
-    visited: tuple[str, ...]
-    turns: int
     detours: int = 0  # non-gold SELECTs on the path to this state (not part of the key: z_t does not hold it)
     last_detour: str = ""  # the sentence of the step into this state when that step was a non-gold SELECT
 
@@ -270,17 +270,16 @@ class _State:
         return (self.committed, self.visible, frozenset(self.visited))
 
     def select(self, sid: str) -> "_State":
-        """SELECT(s): C_{t+1} = C_t ∪ {s}, s leaves U_t (harness-g.tex l.289)."""
-        return _State(self.committed + (sid,), tuple(s for s in self.visible if s != sid), self.visited, self.turns + 1,
-                      self.detours)
+        """SELECT(s): C_{t+1} = C_t ∪ {s}, s leaves U_t."""
+        return replace(transition(self, (ActionType.SELECT, (sid,))), last_detour="")
 
     def detour(self, sid: str) -> "_State":
         """SELECT(s) of a sentence that satisfies no missing unit: it only changes m_t for the LOOKUPs after it."""
         return replace(self.select(sid), detours=self.detours + 1, last_detour=sid)
 
     def lookup(self, eid: str, result: tuple[str, ...]) -> "_State":
-        """LOOKUP(e): U_{t+1} = the menu's result for e, e joins V_t (harness-g.tex l.289-293)."""
-        return _State(self.committed, result, self.visited + (eid,), self.turns + 1, self.detours)
+        """LOOKUP(e): U_{t+1} = the menu's result for e, e joins V_t."""
+        return replace(transition(self, (ActionType.LOOKUP, (eid,)), result), last_detour="")
 
 
 @dataclass
@@ -412,8 +411,8 @@ class GoldSearch:
 
     def _consider_partial(self, run: _Run, st: _State, missing: frozenset[int]) -> None:
         """Keep the plan "reach ``st``, then commit what is visible" when it commits the most units so far."""
-        steps, gained = self.commit_steps(st.visible, missing, run.max_turns - st.turns)
-        score = (len(self.units) - len(missing) + gained, -(st.turns + len(steps)))
+        steps, gained = self.commit_steps(st.visible, missing, run.max_turns - st.turn)
+        score = (len(self.units) - len(missing) + gained, -(st.turn + len(steps)))
         if score > run.partial:  # ties: the first found (deepening order) stays
             run.partial, run.partial_path = score, (*run.stack, *steps)
 
@@ -423,7 +422,7 @@ class GoldSearch:
         if not missing:
             return []
         self._consider_partial(run, st, missing)
-        left = bound - st.turns
+        left = bound - st.turn
         # what the subtree may still do depends on the detours left, the last detour and whether commits may wait
         key = (st.key, run.detours - st.detours, st.last_detour, run.defer)
         if left < self._need(len(missing)) or run.failed.get(key, -1) >= left:
@@ -447,8 +446,8 @@ class GoldSearch:
         need = self._need(len(missing))
         visible_hits = self.hits(st.visible) & missing
         if visible_hits == missing:  # everything visible: the closing commits take exactly `need` turns
-            return self.commit_steps(st.visible, missing, bound - st.turns)[0]
-        lookups_left = bound - st.turns - need
+            return self.commit_steps(st.visible, missing, bound - st.turn)[0]
+        lookups_left = bound - st.turn - need
         for sid in [s for s in st.visible if self.hits([s]) & missing]:  # empty when no missing unit is visible
             found = self._child(run, st.select(sid), (ActionType.SELECT, (sid,)), bound)
             if found is not None or run.exhausted:
@@ -512,7 +511,7 @@ class GoldSearch:
         """Per entity, the units its uncapped candidate pool C(e) satisfies (cached)."""
         todo = [e for e in entity_ids if e not in self._pool_hits]
         if todo:
-            pools = self.view.lookup_pools(todo, articles=self.cfg.article_pool)
+            pools = lookup_pools(self.view, todo, self.cfg)
             for e in todo:
                 self._pool_hits[e] = self.hits(pools.get(e, ()))
         return {e: self._pool_hits[e] for e in entity_ids}
@@ -701,7 +700,7 @@ def menu_reachability(view: GraphView, item: QAItem, cfg: EnvConfig | None = Non
     n = len(units)
     if not all(_in_graph(view, u) for u in units):  # a gold unit absent from the graph: no menu reaches it
         return Reachability("unreachable", None, 0, n, init_hits, "gold_absent")
-    depths = [0] * n if init_hits == n else relaxed_depths(view, units, visible0, articles=cfg.article_pool,
+    depths = [0] * n if init_hits == n else relaxed_depths(view, units, visible0, cfg=cfg,
                                                            question_targets=search.question_target_ids)
     if any(d is None for d in depths):
         return Reachability("unreachable", None, 0, n, init_hits, "no_entity_path")

@@ -164,7 +164,7 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
 
     from harness_g.agent.config import EnvConfig
     from harness_g.agent.graph_view import GraphView
-    from harness_g.agent.menu import lookup_result
+    from harness_g.agent.menu import lookup_pools, lookup_result
     from harness_g.agent.retrieval import lookup_query
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph
@@ -197,7 +197,7 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
                     fresh = _empty_caches(view)
                     m_vec = fresh.encode([m_text])[0]
                     t0 = time.perf_counter()
-                    pool = fresh.lookup_pools([e["id"]], articles=cfg.article_pool)[e["id"]]
+                    pool = lookup_pools(fresh, [e["id"]], cfg)[e["id"]]
                     t1 = time.perf_counter()
                     ranked = fresh.rank_top(m_vec, pool, cfg.lookup_pool_cap, exclude=set())
                     t2 = time.perf_counter()

@@ -97,7 +97,7 @@ class OraclePolicy(Policy):
         """One :class:`GoldSearch` per question (its caches serve every turn's re-plan), goal = the feasible units."""
         if self._search is None or self._search.item is not item:
             search = GoldSearch(self.view, item, self.cfg)
-            units = feasible_units(self.view, search.units, search.initial_visible(), articles=self.cfg.article_pool,
+            units = feasible_units(self.view, search.units, search.initial_visible(), cfg=self.cfg,
                                    question_targets=search.question_target_ids)
             if units != search.units:  # drop the units no trajectory commits, so the budget goes to the rest
                 search = search.for_units(units)

@@ -196,7 +196,7 @@ def test_oracle_falls_back_to_the_largest_subset_with_a_plan(hotpot_view, hotpot
     u0 = base.initial_visible()
     g = next(s for s in item.gold_sentence_ids if s not in u0)
     assert base.for_units([g]).plan().status == "reachable"  # premise: LOOKUP, ANSWER_WITH g
-    feasible = set(feasible_units(hotpot_view, sorted(set(hotpot_view.sentence_ids) - set(u0)), u0, articles=cfg.article_pool))
+    feasible = set(feasible_units(hotpot_view, sorted(set(hotpot_view.sentence_ids) - set(u0)), u0, cfg=cfg))
     x = next(s for s in sorted(feasible) if s != g and base.for_units([g, s]).plan().committed_units == 0)
     both = replace(item, id="subset", gold_sentence_ids=(g, x))
     full = GoldSearch(hotpot_view, both, cfg).plan()

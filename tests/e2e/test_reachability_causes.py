@@ -207,8 +207,7 @@ def test_every_cause_is_named_and_relaxed_depths_bound_min_turns(hotpot_view, ho
         assert r.cause is None or r.cause in CAUSES
         units = gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
         q_vec = hotpot_view.encode([item.question])[0]
-        depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg),
-                                articles=cfg.article_pool,
+        depths = relaxed_depths(hotpot_view, units, init_retrieve(hotpot_view, item.question, q_vec, cfg), cfg=cfg,
                                 question_targets=[e.id for e in question_targets(hotpot_view, item.question, cfg)])
         if r.status == "reachable":  # the relaxation is a lower bound of every real trajectory
             assert all(d is not None for d in depths)

@@ -4,8 +4,8 @@ environment can be checked to leave every menu byte-identical (issue 33: "menus 
 A record (one per env preset) holds, per question of the packaged slice ``examples/hotpotqa-dev-slice``: U_0, and per
 turn the rendered observation's sha256 (the menu as the policy reads it, byte for byte), the reply, and every LOOKUP
 result the menu offers (entity id -> the exact U_{t+1}); and the reachability search's verdict and path per question
-(the search applies the same transitions through its own states). ``tests/data/menus/record_menus.py`` writes the fixture;
-``tests/e2e/test_menu_identity.py`` replays it on both stores.
+(the search applies the same transitions through its own states). ``tests/data/menus/record_menus.py`` writes the
+fixture; ``tests/e2e/test_menu_identity.py`` replays it on both stores.
 """
 from __future__ import annotations
 
