@@ -38,16 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 SCORE_COLUMNS = ("em", "f1", "rs", "evidence_recall", "evidence_precision", "answer_in_evidence", "ge")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file; ``{}`` when absent; InputError naming the file and line when it is not JSON."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except json.JSONDecodeError as exc:
-        raise InputError(f"corrupt JSON ({exc.msg})", str(path), exc.lineno) from exc
-
-
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSONL file a run appends to; a last line cut by a crash is skipped (the run re-does it)."""
     if not path.exists():
@@ -137,7 +127,9 @@ def load_run(run_dir: str | Path) -> EvalRun:
         raw[str(rec.get("id"))] = rec  # a resumed run re-does failed questions: the latest line wins
     records = _frame((_record_row(r) for r in raw.values()), _record_row({}).keys())
     steps = _frame((row for r in raw.values() for row in _step_rows(r)), STEP_COLUMNS)
-    return EvalRun(path, records, steps, _read_json(path / "config.json"), _read_json(path / "summary.json"), raw)
+    from harness_g.agent.report import read_json
+
+    return EvalRun(path, records, steps, read_json(path / "config.json"), read_json(path / "summary.json"), raw)
 
 
 # -- training runs -------------------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ class Run:
         return [r for r in self.records if "error" not in r]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A run's JSON object file (``config.json``, ``summary.json``, a manifest); ``{}`` when absent; InputError naming
+    the file and line when it is not JSON."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -79,7 +81,7 @@ def _graph_manifest(config: dict[str, Any]) -> dict[str, Any]:
     graph = config.get("graph")
     if not graph:
         return {}
-    return _read_json(Path(graph) / "manifest.json") if Path(graph).is_dir() else {}
+    return read_json(Path(graph) / "manifest.json") if Path(graph).is_dir() else {}
 
 
 def referenced_sentence_ids(records: Iterable[dict[str, Any]]) -> set[str]:
@@ -136,8 +138,8 @@ def load_run(run_dir: str | Path) -> Run:
     path = Path(run_dir)
     if not (path / RECORDS).exists():
         raise InputError(f"not an eval run directory (no {RECORDS}; make one with `harness-g eval --out DIR`)", str(path))
-    config = _read_json(path / CONFIG)
-    summary = _read_json(path / SUMMARY)
+    config = read_json(path / CONFIG)
+    summary = read_json(path / SUMMARY)
     records = _read_records(path / RECORDS)
     manifest = _graph_manifest(config)
     dataset = (config.get("dataset") or summary.get("dataset") or manifest.get("dataset")

@@ -12,27 +12,14 @@ import numpy as np
 import pytest
 import torch
 from helpers.readme_code import python_block
+from helpers.tiny_checkpoint import saved_tiny_checkpoint
 
 README_CKPT = 'Path("runs/tiny/checkpoint-4")'
 
 
 def _trainer_checkpoint(tmp_path, lora: bool):
-    """A tiny-random trainer with moved weights, saved at step 3: (trainer, RUN_DIR/checkpoint-3)."""
-    from harness_g.training.checkpoint import DataOrder
-    from harness_g.training.config import load_config
-    from harness_g.training.trainer import Trainer
-
-    cfg = load_config(None, {"model.name": "tiny-random", "model.lora": lora, "data.graph_dir": str(tmp_path / "unused"),
-                             "rollout.max_action_tokens": 5, "rollout.context": "markov", "log.tensorboard": False})
-    trainer = Trainer(cfg, tmp_path / "run", progress=False)
-    with torch.no_grad():  # move the trainable weights so the checkpoint differs from the initial model
-        for p in trainer.model.parameters():
-            if p.requires_grad:
-                p.add_(torch.randn_like(p) * 0.05)
-    trainer.order = DataOrder(4, 0)
-    trainer.step = 3
-    trainer.save()
-    return trainer, tmp_path / "run" / "checkpoint-3"
+    """(trainer, RUN_DIR/checkpoint-3): :func:`helpers.tiny_checkpoint.saved_tiny_checkpoint`."""
+    return saved_tiny_checkpoint(tmp_path, lora)
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])

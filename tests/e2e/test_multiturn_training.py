@@ -140,21 +140,9 @@ def test_a_trainer_checkpoint_reloads_like_a_hugging_face_one(tmp_path, lora):
     policy settings and generates exactly what the live policy generates."""
     from harness_g.agent.llm.checkpoint import policy_settings
     from harness_g.agent.llm.transformers_backend import TransformersBackend
-    from harness_g.training.config import load_config
-    from harness_g.training.checkpoint import DataOrder
-    from harness_g.training.trainer import Trainer
+    from helpers.tiny_checkpoint import saved_tiny_checkpoint
 
-    cfg = load_config(None, {"model.name": "tiny-random", "model.lora": lora, "data.graph_dir": str(tmp_path / "unused"),
-                             "rollout.max_action_tokens": 5, "rollout.context": "markov", "log.tensorboard": False})
-    trainer = Trainer(cfg, tmp_path / "run", progress=False)
-    with torch.no_grad():  # move the trainable weights so the checkpoint differs from the initial model
-        for p in trainer.model.parameters():
-            if p.requires_grad:
-                p.add_(torch.randn_like(p) * 0.05)
-    trainer.order = DataOrder(4, 0)
-    trainer.step = 3
-    trainer.save()
-    ckpt = tmp_path / "run" / "checkpoint-3"
+    trainer, ckpt = saved_tiny_checkpoint(tmp_path, lora)
     settings = policy_settings(ckpt)
     assert settings["policy"]["max_new_tokens"] == 5 and settings["policy"]["context"] == "markov"
     assert (ckpt / ("adapter_config.json" if lora else "config.json")).is_file()
