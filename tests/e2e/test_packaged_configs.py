@@ -33,6 +33,27 @@ def test_configs_lists_the_packaged_ones_and_refuses_an_unknown_name(capsys) -> 
     assert rc == 0 and Path(out.strip()) == names["accelerate/ddp"]
     rc, _, err = run(capsys, "train", "--config", "tiny-gpu", "--out", "run")
     assert_one_line_error(rc, err, "--config tiny-gpu: no such file, and no packaged config of that name", "tiny-cpu")
+    rc, _, err = run(capsys, "configs", "--path", "tiny-gpu")
+    assert_one_line_error(rc, err, "--path tiny-gpu: no such file, and no packaged config of that name")
+
+
+def test_the_readme_walk_expands_a_command_substitution_as_the_shell_does(tmp_path) -> None:
+    """The README's ``--config_file "$(harness-g configs --path accelerate/ddp)"``: the walk runs the inner command."""
+    from helpers.readme_code import load_readme_walk
+
+    argv = load_readme_walk().Walk(tmp_path)._rewrite(["accelerate", "--config_file", "$(harness-g configs --path accelerate/ddp)"])
+    assert argv[:2] == ["accelerate", "--config_file"]
+    assert Path(argv[2]).name == "ddp.yaml" and Path(argv[2]).is_file()
+
+
+def test_a_python_caller_is_told_to_name_the_run_graph(tmp_path) -> None:
+    from harness_g.errors import ConfigError
+    from harness_g.training.config import load_config
+    from harness_g.training.data import build_training_graph
+
+    config = load_config(None, {"data.build_format": "2wiki", "data.build_input": str(tmp_path / "q.json")})
+    with pytest.raises(ConfigError, match="data.graph_dir is empty.*with_run_graph"):
+        build_training_graph(config)
 
 
 def test_the_paper_recipe_without_a_graph_names_what_to_give(tmp_path, capsys, monkeypatch) -> None:

@@ -19,3 +19,15 @@ def python_block(marker: str, readme: str = "README.md") -> str:
     found = [b for b in blocks if marker in b]
     assert len(found) == 1, f"{readme}: {len(found)} ```python blocks hold {marker!r}"
     return found[0]
+
+
+def load_readme_walk():
+    """``scripts/readme_walk.py`` (not a package module) imported as ``readme_walk``."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("readme_walk", REPO_ROOT / "scripts" / "readme_walk.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["readme_walk"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module

@@ -2,20 +2,15 @@
 runs, shrunk only as the script's docstring documents, or is skipped with a stated reason. Pure: runs nothing."""
 from __future__ import annotations
 
-import importlib.util
 import shlex
-import sys
 from pathlib import Path
 
 from helpers.paths import REPO_ROOT as ROOT
+from helpers.readme_code import load_readme_walk
 
 
 def _walk():
-    spec = importlib.util.spec_from_file_location("readme_walk", ROOT / "scripts" / "readme_walk.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_walk"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_readme_walk()
 
 
 def test_every_readme_command_is_walked_or_skipped_with_a_reason() -> None:
