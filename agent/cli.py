@@ -117,7 +117,7 @@ def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
 
 def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu") -> None:
     """``default``: None where the flag is a shortcut for a config field (eval: eval.interface, default menu)."""
-    from harness_g.agent.interfaces import INTERFACES
+    from harness_g.agent.eval.interfaces import INTERFACES
     from harness_g.agent.policies import llm_policies
 
     p.add_argument("--interface", default=default, choices=INTERFACES.names(),
@@ -203,18 +203,18 @@ def print_trajectory(traj, view, out=None) -> None:
             out.write(f"  {i + 1}. [{infos[sid].title}] {infos[sid].text}\n")
     out.write(f"\nAnswer: {traj.answer!r}  (ended by {traj.terminated_by}, {traj.turns} turns)\n")
     if traj.answers:
-        from harness_g.agent.metrics import exact_match, token_f1
+        from harness_g.agent.eval.metrics import exact_match, token_f1
 
         out.write(f"Gold: {traj.answers}  EM={exact_match(traj.answer or '', traj.answers):.0f} F1={token_f1(traj.answer or '', traj.answers):.2f}\n")
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.session import open_view
     from harness_g.graph.types import QAItem
 
     _check_policy_flags(args)
     item = QAItem(id="ask", question=args.question, answers=tuple(args.answer or ()), dataset="")
-    from harness_g.agent.interfaces import make_interface
+    from harness_g.agent.eval.interfaces import make_interface
 
     if args.policy == "oracle":  # before the graph loads: an ad-hoc question has no gold labels
         _make_policy(args)
@@ -232,15 +232,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_menu(args: argparse.Namespace) -> int:
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.env.session import open_view
+    from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.policies.human import HumanPolicy
-    from harness_g.agent.runner import run_episode
-    from harness_g.agent.session import open_view
     from harness_g.graph.types import QAItem
 
     item = QAItem(id="menu", question=args.question, answers=tuple(args.answer or ()), dataset="")
     if callable(getattr(sys.stdin, "reconfigure", None)):
         # whatever the locale, an undecodable input byte becomes a surrogate escape (b"\xff" -> "\udcff"), never
-        # a crash mid-episode; the reply is kept exactly and saved recoverably (see agent/trajectory.py)
+        # a crash mid-episode; the reply is kept exactly and saved recoverably (see agent/env/trajectory.py)
         sys.stdin.reconfigure(errors="surrogateescape")
     with open_view(args.graph_dir, args.store, embedding_model=args.embedding_model,
                   embedding_backend=args.embedding_backend) as view:
@@ -248,7 +248,7 @@ def cmd_menu(args: argparse.Namespace) -> int:
         traj = run_episode(env, HumanPolicy(), item)
         print_trajectory(traj, view)
         if args.save:
-            from harness_g.agent.trajectory import save_jsonl
+            from harness_g.agent.env.trajectory import save_jsonl
 
             save_jsonl(args.save, [traj], append=True)
             print(f"trajectory appended to {args.save}")
@@ -329,8 +329,8 @@ def _run_questions(args: argparse.Namespace, settings: dict[str, Any]) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness_g.agent.config import EvalRunConfig
-    from harness_g.agent.evaluate import run_eval
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.session import open_view
+    from harness_g.agent.eval.run import run_eval
     from harness_g.config_loader import describe
     from harness_g.graph.artifact import Artifact
 
@@ -360,7 +360,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.graph_dir} has no questions; pass --questions PATH --format FORMAT")
     if args.question_ids:
         questions = select_questions(questions, args.question_ids, args.questions or args.graph_dir)
-    from harness_g.agent.judge import make_judge
+    from harness_g.agent.eval.judge import make_judge
 
     config, env_config = run.eval, run.env
     if args.policy == "oracle":  # before anything is written: a question without gold labels can only be an error
@@ -405,7 +405,7 @@ EVAL_REPORT_TITLE = "harness-g evaluation report"
 
 def _report_eval_runs(run_dirs: list[str], args: argparse.Namespace, alone: bool) -> None:
     """The eval runs (``harness-g eval --out``) share one page at ``--out``."""
-    from harness_g.agent.report import build_report
+    from harness_g.agent.eval.report import build_report
 
     title = EVAL_REPORT_TITLE if args.title is None else args.title
     path = build_report(run_dirs, args.out, title=title, max_questions=args.max_questions, expand=args.expand)
@@ -417,7 +417,7 @@ register_run_kind(RunKind("eval run", claims=None, report=_report_eval_runs))  #
 
 def cmd_browse(args: argparse.Namespace) -> int:
     """Draw a question's menu neighbourhood, or a Cypher query's result, as one self-contained HTML page."""
-    from harness_g.agent import browse
+    from harness_g.agent.eval import browse
 
     if (args.question is None) == (args.cypher is None):
         raise ConfigError("give a QUESTION (text or question id) or --cypher QUERY" + (", not both" if args.question else ""))
@@ -434,7 +434,7 @@ def cmd_browse(args: argparse.Namespace) -> int:
             data = browse.cypher_graph(store, args.cypher, params)
         title = args.title or f"harness-g browse: Cypher on {Path(args.graph_dir).name}"
     else:
-        from harness_g.agent.session import open_view
+        from harness_g.agent.env.session import open_view
         from harness_g.graph.artifact import Artifact
 
         item = browse.resolve_question(Artifact.open(args.graph_dir).questions(), args.question, str(args.graph_dir))

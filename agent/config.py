@@ -1,8 +1,7 @@
-"""Agent configuration: the environment (EnvConfig), evaluation runs (EvalConfig) and the files that hold them.
+"""The files that hold the agent's configs: the environment's (:class:`~harness_g.agent.env.config.EnvConfig`, with
+its presets) and an evaluation run's (:class:`~harness_g.agent.eval.config.EvalConfig`), as sections of one file.
 
-The menu rules come from a preset (:data:`ENV_PRESETS`; ``paper`` by default = harness-g.tex's section "The Menu
-Environment" and Table "Hyperparameter settings" exactly, ``extended`` = the project's menu extensions on top,
-:data:`ENV_EXTENSIONS`); a value given explicitly beats the preset. Loading is :mod:`harness_g.config_loader`'s (the
+Loading is :mod:`harness_g.config_loader`'s (the
 same as build and train): ``harness-g eval --config FILE --set eval.limit=5 --set env.visible_cap=4`` reads an
 :class:`EvalRunConfig` (sections ``eval`` and ``env``, as the run directory's ``config.json`` records them);
 ``ask``/``menu``/``browse`` read an :class:`EnvRunConfig` (section ``env``). A file with no section names is an env
@@ -14,117 +13,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from harness_g.config_loader import FROM_PRESET, Config, config_field, load, preset_field
-from harness_g.registry import RegistryNames
-
-#: the environment's extensions: fields whose paper and extended values differ (README "Presets and extensions")
-ENV_EXTENSIONS = ("article_pool", "anchor_slot", "question_lookups", "answer_with_max", "init_entity_reserve")
-_PAPER_ENV = {"max_turns": 6, "visible_cap": 6, "lookup_cap": 8, "query_max_words": 64, "answer_with": True,
-              "answer_with_max": 1, "init_entity_reserve": 0, "article_pool": False, "anchor_slot": False,
-              "question_lookups": False}
-#: the environment presets (harness_g.config_loader.PRESETS): paper = Table "Hyperparameter settings" (T, K_s, K_e,
-#: ANSWER_WITH enabled), appendix "Deterministic query construction and validation" (64-word query) and section
-#: "The Menu Environment" (C(e), U_0, the menu); extended = the same caps with every menu extension on
-ENV_PRESETS = {"paper": _PAPER_ENV, "extended": {**_PAPER_ENV, "answer_with_max": 2, "init_entity_reserve": 2,
-                                                  "article_pool": True, "anchor_slot": True, "question_lookups": True}}
-
-
-@dataclass(frozen=True)
-class EnvConfig(Config):
-    """Menu environment knobs. Changing any of them changes menus (and the cache key). The fields marked
-    FROM_PRESET take the row of ``preset`` in :data:`ENV_PRESETS` unless given."""
-
-    CONFIG_NAME = "env config"
-    PRESETS = ENV_PRESETS
-
-    preset: str = preset_field(
-        "which menu rules fill the fields marked [preset ...]: paper (default) = harness-g.tex's section 'The Menu "
-        "Environment' and Table 'Hyperparameter settings' exactly; extended = the five menu extensions on (README "
-        "'Presets and extensions'); a graph built under the other preset is refused")
-    max_turns: int = config_field(FROM_PRESET, "T: decision turns per episode (invalid actions count; Table "
-                                               "'Hyperparameter settings': 6)", ge=1)
-    visible_cap: int = config_field(FROM_PRESET, "K_s: visible sentences per step (Table 'Hyperparameter settings': "
-                                                 "6)", ge=1)
-    lookup_cap: int = config_field(FROM_PRESET, "K_e: LOOKUP candidates per menu (Table 'Hyperparameter settings': "
-                                                "8)", ge=1)
-    query_max_words: int = config_field(
-        FROM_PRESET, "cap on the environment-built lookup query concat(q, C_t), in words (appendix 'Deterministic "
-                     "query construction and validation': 64)", ge=1)
-    answer_with: bool = config_field(FROM_PRESET, "offer ANSWER_WITH (commit visible sentences and stop; Table "
-                                                  "'Hyperparameter settings': enabled)")
-    answer_with_max: int = config_field(
-        FROM_PRESET, "k: the most visible sentences one ANSWER_WITH(s_1..s_k) commits; the menu offers every subset "
-                     "of U_t of size 1..k. Paper: k = 1, reading section 'The Menu Environment' (ANSWER_WITH(s_1..s_k)) "
-                     "with the only menu the paper prints (appendix 'Observation format': A2 = ANSWER_WITH S0) and the "
-                     "'Finiteness' property that bounds |M_t| by K_s and K_e; extended: k = 2, which adds C(K_s, 2) = "
-                     "15 entries at K_s = 6", ge=1)
-    init_global_k: int = config_field(20, "InitRetrieve: global vector top-k sentences", ge=1)
-    init_paragraphs: int = config_field(4, "InitRetrieve: paragraphs expanded by the paragraph-local channel", ge=1)
-    init_entity_k: int = config_field(20, "InitRetrieve: sentences kept from the question-entity channel", ge=1)
-    init_entity_reserve: int = config_field(
-        FROM_PRESET, "extension: InitRetrieve's U_0 slots reserved for question entities that the fused channels "
-                     "miss (each gets its best sentence, e.g. the second film of a comparison question); 0 (paper): "
-                     "U_0 is the rank fusion of the three channels alone (section 'The Menu Environment')", ge=0)
-    rrf_k: int = config_field(60, "reciprocal rank fusion constant: score = sum 1/(rrf_k + rank)", ge=0)
-    lookup_pool_cap: int = config_field(
-        400, "how many of a LOOKUP's candidates, after ranking the whole pool by cosine to m_t, the text "
-             "de-duplication reads (bounds work on hub entities; no channel is cut before ranking)", ge=1)
-    question_ngram_max: int = config_field(6, "longest question n-gram matched against entity names", ge=1)
-    article_pool: bool = config_field(
-        FROM_PRESET, "extension: a LOOKUP's candidate pool also holds every sentence of the article e titles "
-                     "(through its title anchor or a 'title' synonym of one), after the paper's three channels: an "
-                     "article names its subject in the lead and then says 'He' or 'The film', so 'He died in London.' "
-                     "is otherwise in C(director) only beside a sentence that names him. false (paper): the top K_s "
-                     "of C(e) = S(e) + S(Syn(e)) + N_SS(S(e)) by m_t (section 'The Menu Environment', the equation of "
-                     "C(e)); needs no build rule (title anchors are the paper's); benchmarks/results/quality.md "
-                     "measures both")
-    anchor_slot: bool = config_field(
-        FROM_PRESET, "extension: a LOOKUP of an entity that titles an article always shows that article's title "
-                     "anchor (its first sentence: dates, nationality, occupation), in the last of the K_s slots when "
-                     "the top K_s by m_t left it out. false (paper): U_{t+1} is the top K_s by m_t alone (section 'The "
-                     "Menu Environment'); needs no build rule (every graph anchors titles, appendix 'Graph "
-                     "construction')")
-    question_lookups: bool = config_field(
-        FROM_PRESET, "extension: the entities the question names (maximal, written as names) stay LOOKUP targets "
-                     "until looked up, after those of C_t and before those of U_t, so 'LOOKUP the first director, "
-                     "commit, then LOOKUP the second film' can happen. false (paper): targets are the bridge (C_t) and "
-                     "frontier (U_t) entities, the two kinds appendix 'Observation format' lists, the question entering "
-                     "through m_t only; K_e and the merge rules are unchanged either way; "
-                     "benchmarks/results/quality.md measures both")
-
-
-@dataclass(frozen=True)
-class EvalConfig(Config):
-    """How ``harness-g eval`` runs (the policy's own settings and the environment's are recorded beside it)."""
-
-    CONFIG_NAME = "eval config"
-
-    policy: str = config_field("heuristic", "policy name (see --policy; checked against the policy registry)",
-                               choices=RegistryNames("harness_g.agent.policies:POLICIES",
-                                                     lookup="harness_g.agent.policies:POLICIES.get"))
-    interface: str = config_field("menu", "knowledge interface: menu | free-query | rag | naive (see agent/interfaces.py; "
-                                          "checked against the interface registry)",
-                                  choices=RegistryNames("harness_g.agent.interfaces:INTERFACES",
-                                                        lookup="harness_g.agent.interfaces:interface_runner"))
-    limit: int | None = config_field(None, "first N (>= 1) questions only (None: all)", ge=1)
-    reachability: bool = config_field(False, "also compute menu reachability per question")
-    reach_budget: int = config_field(400, "menu expansions per reachability search (>= 1)", ge=1)
-    max_consecutive_store_errors: int = config_field(3, "abort after this many store failures in a row (>= 1)", ge=1)
-    max_consecutive_errors: int = config_field(5, "abort after this many failed questions in a row (e.g. a policy "
-                                                  "server that went away), naming the last error (>= 1)", ge=1)
-
-
-def check_graph_preset(manifest: Mapping[str, Any], config: EnvConfig, graph: str = "graph") -> None:
-    """ConfigError (one line) when the graph whose ``manifest.json`` is ``manifest`` was built under a preset whose
-    build rules differ from those of ``config.preset`` (:func:`harness_g.graph.config.preset_mismatch`). The menu
-    extensions need no build rule of their own (title anchors and synonyms are the paper's); the check keeps a run
-    from silently mixing a graph of one preset with an environment of the other."""
-    from harness_g.errors import ConfigError
-    from harness_g.graph.config import preset_mismatch
-
-    why = preset_mismatch(manifest, config.preset)
-    if why:
-        raise ConfigError(f"{graph}: {why}")
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.eval.config import EvalConfig
+from harness_g.config_loader import Config, load
 
 
 @dataclass(frozen=True)

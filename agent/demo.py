@@ -31,9 +31,9 @@ def _step_summary(step: Any, view: Any, width: int = 100) -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the shipped HotpotQA slice into the embedded store, print stats and one menu."""
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.env.session import open_view
+    from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.policies import make_policy
-    from harness_g.agent.runner import run_episode
-    from harness_g.agent.session import open_view
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.cli import cmd_build, cmd_stats
     from harness_g.graph.readers import FORMATS  # noqa: F401  (fail early if readers are broken)
@@ -50,7 +50,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
     item = Artifact.open(args.out).questions()[args.question_index]
     print(f"\n== 3. one menu (question {item.id}; gold answer {item.answers[0]!r})\n")
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
 
     env_config = EnvConfig(preset=args.preset)
     with open_view(args.out, args.store) as view:

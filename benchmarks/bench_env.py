@@ -62,7 +62,7 @@ def summary_ms(values: list[float]) -> dict[str, Any]:
 
 def pick_action(env, rng: random.Random) -> str:
     """A valid non-terminal action id (uniform over SELECT/LOOKUP); ANSWER only when nothing else is offered."""
-    from harness_g.agent.actions import ActionType
+    from harness_g.agent.env.actions import ActionType
 
     menu = env.menu
     options = [a.id for a in menu.actions if a.type in (ActionType.SELECT, ActionType.LOOKUP)]
@@ -135,7 +135,7 @@ class _TimedEmbedder:
 
 def new_view(store, artifact, instrument: bool = True, backend: str | None = None):
     """A fresh GraphView (empty caches); ``backend``: the query encoder's backend (default: the graph's)."""
-    from harness_g.agent.graph_view import GraphView
+    from harness_g.agent.env.graph_view import GraphView
     from harness_g.graph.embed import get_embedder
 
     embedder = get_embedder(artifact.embedding_model, backend=backend) if backend else None
@@ -204,7 +204,7 @@ def _free_batch(free: "FreeQuery", queries: list[str]) -> None:
     """A group's free-query steps done the batched way: one encoder call, one matmul, one fetch."""
     if not queries:
         return
-    view = free.view
+    view = free.inner.view
     t0 = time.perf_counter()
     vecs = free.embedder.encode(queries)
     sims = view.embeddings @ vecs.T  # [n_sentences, B]
@@ -272,7 +272,7 @@ def run_single(view, items, *, seed: int, free: FreeQuery | None, config=None) -
 
 def run_batched(view, items, *, group: int, seed: int, free: "FreeQuery | None" = None, config=None) -> dict[str, Any]:
     """(b): a BatchedMenuEnv of ``group`` environments per question; steps/s over all questions."""
-    from harness_g.agent.batch import BatchedMenuEnv
+    from harness_g.agent.env.batch import BatchedMenuEnv
 
     benv = BatchedMenuEnv(view, group, config)
     steps = 0
@@ -336,7 +336,7 @@ def bench_dataset(name: str, root: Path, *, n_questions: int, n_batch: int, grou
                   backend: str | None = None, variant: str | None = None, config=None) -> dict[str, Any]:
     """One dataset with one query-encoder backend and one EnvConfig (``variant`` labels it); the free-query
     comparator encodes with the same embedder."""
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
     from harness_g.config_loader import to_dict
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph

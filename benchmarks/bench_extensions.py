@@ -38,7 +38,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def variants(preset: str) -> list[tuple[str, dict[str, Any]]]:
     """(label, EnvConfig keywords) run on the graph of ``preset``: the preset itself, then each menu extension
     toggled alone (paper: switched on; extended: switched off); on the extended graph also the paper's menu."""
-    from harness_g.agent.config import ENV_EXTENSIONS, ENV_PRESETS
+    from harness_g.agent.env.config import ENV_EXTENSIONS, ENV_PRESETS
 
     other = "extended" if preset == "paper" else "paper"
     sign = "+" if preset == "paper" else "-"
@@ -52,7 +52,7 @@ def variants(preset: str) -> list[tuple[str, dict[str, Any]]]:
 
 def reach_rate(view: Any, items: list, cfg: Any, budget: int) -> dict[str, Any]:
     """Reachable / decided over the questions with gold evidence."""
-    from harness_g.agent.reachability import menu_reachability
+    from harness_g.agent.eval.reachability import menu_reachability
 
     status = [asdict(menu_reachability(view, it, cfg, budget=budget))["status"] for it in items
               if it.gold_sentence_ids or it.gold_paragraph_ids]
@@ -65,8 +65,8 @@ def run(name: str, roots: dict[str, Path], limit: int | None, budget: int,
         build_variants: list[tuple[str, str, Path]] = ()) -> dict[str, Any]:
     """Every variant's reachability on dataset ``name``: the menu variants on the two presets' graphs, then each
     ``(preset, build field, root)`` of ``build_variants`` under that preset's menu."""
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
 
     out: dict[str, Any] = {"dataset": name, "rows": {}}
     runs = [(preset, root, variants(preset)) for preset, root in roots.items()]

@@ -4,7 +4,7 @@
         [--datasets nq,popqa,...] [--interfaces naive,rag,menu,free-query] [--max-new-tokens N]
         [--collect-only] [--no-heuristic] [--report FILE.html] [--max-questions K]
 
-For every dataset x interface this runs :func:`harness_g.agent.evaluate.run_eval` in-process (exactly what
+For every dataset x interface this runs :func:`harness_g.agent.eval.run.run_eval` in-process (exactly what
 ``harness-g eval GRAPH --interface I --policy transformers --model smollm2 --temperature 0 --seed 0 --limit N
 --out RUNS/<dataset>-<interface>`` does: the graph's own questions, default EnvConfig T = 6) on the first
 ``--limit`` questions of the dev graph ``ROOT/<dataset>`` (from ``benchmarks/build_dev_graphs.py``). The
@@ -92,8 +92,8 @@ def _tap(policy: Any) -> GenerationTap:
 # -- running ---------------------------------------------------------------------------------------
 def run_cell(view, questions, out: Path, interface: str, policy: Any, limit: int, tap: GenerationTap | None,
              policy_name: str) -> dict[str, Any]:
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.evaluate import EvalConfig, run_eval
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.eval.run import EvalConfig, run_eval
 
     out.mkdir(parents=True, exist_ok=True)
     calls_path = out / CALLS
@@ -122,8 +122,8 @@ def run_cell(view, questions, out: Path, interface: str, policy: Any, limit: int
 
 
 def run_all(args: argparse.Namespace) -> None:
+    from harness_g.agent.env.session import open_view
     from harness_g.agent.policies import make_policy
-    from harness_g.agent.session import open_view
     from harness_g.graph.artifact import Artifact
 
     kw: dict[str, Any] = {"model": args.model, "temperature": 0.0, "seed": 0}
@@ -391,7 +391,7 @@ def main() -> None:
     write_md(res, out.with_suffix(".md"))
     print(f"wrote {out} and {out.with_suffix('.md')}")
     if args.report:
-        from harness_g.agent.report import build_report
+        from harness_g.agent.eval.report import build_report
 
         dirs = sorted(str(p) for p in Path(args.runs).iterdir() if (p / "records.jsonl").exists())
         path = build_report(dirs, args.report, title="SmolLM2-135M on menu / free-query / rag / naive (dev sets)",

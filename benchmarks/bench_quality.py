@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEV_SETS, env_config, graph_dir, load_avg, machine_info, questions_of  # noqa: E402
 
 if TYPE_CHECKING:
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -70,7 +70,7 @@ def r100(x: float | None, nd: int = 1) -> float | None:
 
 def dense_top_k(view, q_vec: np.ndarray, k: int) -> list[str]:
     """Top-k sentence ids by cosine to the question (ties by row), duplicate texts merged (first kept)."""
-    from harness_g.agent.menu import text_key
+    from harness_g.agent.env.menu import text_key
 
     if k <= 0:
         return []
@@ -93,7 +93,7 @@ def dense_top_k(view, q_vec: np.ndarray, k: int) -> list[str]:
 
 
 def score_ids(view, item, ids: list[str]) -> dict[str, Any]:
-    from harness_g.agent import metrics as M
+    from harness_g.agent.eval import metrics as M
 
     units = M.gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
     infos = view.sentences(ids)
@@ -104,7 +104,7 @@ def score_ids(view, item, ids: list[str]) -> dict[str, Any]:
 
 def reach_summary(reach: list[dict[str, Any]], n_questions: int) -> dict[str, Any] | None:
     """Reachability verdicts, rates and the cause of every non-reachable question (``menu_reachability``)."""
-    from harness_g.agent.reachability import CAUSES
+    from harness_g.agent.eval.reachability import CAUSES
 
     if not reach:
         return None
@@ -138,9 +138,9 @@ def eval_reach_only(name: str, root: Path, *, limit: int | None, reach_budget: i
                     cfg: EnvConfig | None = None) -> dict[str, Any]:
     """Reachability (verdict + cause) of every question, without the policy and dense runs; ``cfg``: the
     environment (None: EnvConfig's defaults)."""
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.reachability import menu_reachability
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
+    from harness_g.agent.eval.reachability import menu_reachability
 
     cfg = cfg or EnvConfig()
     t_start = time.perf_counter()
@@ -195,8 +195,8 @@ def make_bench_policy(name: str, view: Any, cfg: Any, items: list) -> Any | None
 def run_policy(view: Any, env: Any, policy: Any, items: list) -> list[dict[str, Any]]:
     """One episode per question: scores of C_T and of dense top-k with k = this policy's commits for that question
     (its dense@same-k), and the trajectory's shape."""
-    from harness_g.agent.evaluate import score_trajectory
-    from harness_g.agent.runner import run_episode
+    from harness_g.agent.eval.run import score_trajectory
+    from harness_g.agent.eval.runner import run_episode
 
     out = []
     for item in items:
@@ -248,10 +248,10 @@ def eval_dataset(name: str, root: Path, *, limit: int | None, reach_budget: int,
     """Reachability, every policy of ``policies`` (each with its own dense@same-k) and dense at a fixed k, on the
     first ``limit`` questions. The legacy ``heuristic``/``dense_same_k``/``dense_fixed_k`` keys describe the heuristic
     (when it ran); ``policies`` holds every policy's summary."""
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
-    from harness_g.agent.reachability import menu_reachability
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
+    from harness_g.agent.eval.reachability import menu_reachability
 
     cfg = cfg or EnvConfig()
     t_start = time.perf_counter()
@@ -346,7 +346,7 @@ def policy_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str
 
 def cause_rows(results: list[dict[str, Any]], before: dict[str, Any] | None = None) -> tuple[list[str], list[list[str]]]:
     """Per dataset: reachable count and the cause of every other question (``before``: dataset -> an earlier run's summary)."""
-    from harness_g.agent.reachability import CAUSES
+    from harness_g.agent.eval.reachability import CAUSES
 
     cols = ["dataset", "run", "n", "reachable", "reach % (all)", "reach % (decided)", *CAUSES, "details"]
     rows = []
@@ -424,7 +424,7 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
           "the same with a fixed k = round(mean commits) (last column). Evidence units: gold sentences (HotpotQA, 2Wiki), "
           "gold paragraphs (MuSiQue, NQ, PopQA; any committed sentence of the paragraph satisfies it). TriviaQA: gold "
           "evidence unknown, recall/precision/reachability n/a.", ""]
-    from harness_g.agent.reachability import DETOURS
+    from harness_g.agent.env.gold_search import DETOURS
 
     ccols, crows = cause_rows(results, meta.get("reach_before"))
     if crows:
@@ -432,7 +432,7 @@ def write_report(results: list[dict[str, Any]], meta: dict[str, Any], out: Path 
               f"A question is reachable when the search (gold commits and LOOKUPs, a visible gold sentence committed now or "
               f"after LOOKUPs that show it again, then also up to {DETOURS} non-gold SELECT, which changes m_t) finds a "
               "trajectory within T. "
-              "Every question that is not reachable gets one cause (`agent/reachability.py` defines each exactly): "
+              "Every question that is not reachable gets one cause (`agent/env/gold_search.py` defines each exactly): "
               "*gold_absent* = a gold unit no sentence of the graph satisfies; *no_entity_path* = the relaxed closure from U_0 "
               "(every lookup-able entity's full candidate pool, no caps, no turn limit) never reaches a gold unit: no policy "
               "can; *pool_or_rank_cap* = T turns would do without caps, the capped menus do not reach it even with T + 4 "
@@ -552,7 +552,7 @@ def _merge_reach(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
     from harness_g.errors import ConfigError
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -16,7 +16,7 @@ start is timed apart. The artifact build (NLP + embeddings) is the same for both
 Queries: timed on the GRAPH_DIR's own embedded FalkorDB (``load_graph``, a no-op when already loaded)
 and on the fresh Neo4j, over the same graph. Each query is called ``--calls`` times with deterministic
 samples (seeded), through ``store.query(name, params)`` / ``store.vector_top_k`` exactly as
-``agent/graph_view.py`` calls them; calls are interleaved (call i runs every store and the in-process
+``agent/env/graph_view.py`` calls them; calls are interleaved (call i runs every store and the in-process
 version on the same arguments, the order rotated per call) after 10 untimed warm-up rounds:
 
   vector_top_k             k=20, embeddings of the dataset's real questions
@@ -185,7 +185,7 @@ class InProcess:
 # -- samples ----------------------------------------------------------------------------------------
 def question_grams(question: str, max_n: int = 6) -> list[str]:
     """The canonical word n-grams GraphView.question_entities sends to entities_by_names."""
-    from harness_g.agent.graph_view import question_grams as grams
+    from harness_g.agent.env.graph_view import question_grams as grams
 
     return grams(question, max_n)
 

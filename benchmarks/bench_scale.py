@@ -162,10 +162,10 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
     """Load one replicated graph, then time env steps and the largest pools' LOOKUPs (c)."""
     from bench_env import run_single, summary_ms
 
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.graph_view import GraphView
-    from harness_g.agent.menu import lookup_pools, lookup_result
-    from harness_g.agent.retrieval import lookup_query
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.graph_view import GraphView
+    from harness_g.agent.env.menu import lookup_pools, lookup_result
+    from harness_g.agent.env.retrieval import lookup_query
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph
 
@@ -221,7 +221,7 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _empty_caches(view: Any) -> Any:
     """``view`` with every cache emptied (pools, sentence texts, ranking row maps, all-sentence cosines, vectors)."""
-    from harness_g.agent.graph_view import _LRU
+    from harness_g.agent.env.graph_view import _LRU
 
     for value in vars(view).values():
         if isinstance(value, _LRU):

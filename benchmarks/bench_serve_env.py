@@ -89,7 +89,7 @@ def episodes_of(scripts: list[Script], n: int) -> list[Script]:
 
 def run_in_process(view: Any, by_id: dict, config: Any, episodes: list[Script], size: int) -> dict[str, Any]:
     """``episodes`` in batches of ``size`` on one BatchedMenuEnv: step-call latencies (s) and wall time."""
-    from harness_g.agent.batch import BatchedMenuEnv
+    from harness_g.agent.env.batch import BatchedMenuEnv
 
     batch = BatchedMenuEnv(view, size, config)
     latencies: list[float] = []
@@ -213,8 +213,8 @@ def main() -> int:
     args = ap.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
 
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
 
     graph = args.graph or build_graph(args.root)
     config = EnvConfig(preset=args.preset)

@@ -45,8 +45,8 @@ def main() -> None:
 
     import torch
 
-    from harness_g.agent.config import EnvConfig
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
     from harness_g.training.config import ModelConfig
     from harness_g.training.modeling import load_policy, load_tokenizer
     from harness_g.training.rollout import Generator, collect_rollouts

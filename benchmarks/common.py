@@ -51,7 +51,7 @@ def env_config(sets: Iterable[str], preset: str | None = None) -> tuple[Any, dic
     malformed text, an unknown field or a bad value raises ConfigError naming it; the scripts turn that into a
     one-line usage error."""
     from harness_g import config_loader
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
 
     overrides = dict(config_loader.parse_set(s) for s in sets if s.strip())
     return config_loader.load(EnvConfig, overrides=overrides, preset=preset), overrides

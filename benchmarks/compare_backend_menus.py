@@ -24,7 +24,7 @@ from common import RESULTS, graph_dir, load_avg, machine_info, md_table, questio
 
 def menu_signature(env: Any) -> dict[str, Any]:
     """U_t, the LOOKUP targets and each LOOKUP's previewed sentences of the current menu."""
-    from harness_g.agent.actions import ActionType
+    from harness_g.agent.env.actions import ActionType
 
     obs = env.observe()
     lookups = obs.actions(ActionType.LOOKUP)
@@ -33,10 +33,10 @@ def menu_signature(env: Any) -> dict[str, Any]:
 
 
 def compare_dataset(name: str, root_a: Path, root_b: Path) -> dict[str, Any]:
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
     from harness_g.agent.policies import make_policy
-    from harness_g.agent.session import open_view
 
     with open_view(graph_dir(root_a, name)) as va, open_view(graph_dir(root_b, name)) as vb:
         items = questions_of(va, name)

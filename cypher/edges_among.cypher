@@ -6,7 +6,7 @@
 // Parameters:
 //   $ids: list<string>  paragraph, sentence and entity ids (unknown ids match nothing)
 // Returns: src, dst (ids), type ('CONTAINS'|'NEXT'|'MENTIONS'|'SYNONYM'), kind (SYNONYM rule, else null)
-// Order: none across the four UNION parts; the caller sorts (harness_g.agent.browse sorts by type, src, dst)
+// Order: none across the four UNION parts; the caller sorts (harness_g.agent.eval.browse sorts by type, src, dst)
 // The far endpoint is unlabelled: with a label FalkorDB may plan a label scan instead of the id index seek.
 UNWIND $ids AS nid
 WITH DISTINCT nid

@@ -53,7 +53,6 @@ class Embedder:
         self.name = model
         self.backend = check_backend(backend)
         self.batch_size = batch_size
-        # ``_model`` keeps the name agent/metrics.py reads (``.tokenizer``, ``.max_seq_length``) for any backend
         self._model: Encoder = make_encoder(_resolve(model), backend=backend, device=device, name=model)
         self.dim = int(self._model.dim)
         self._lock = threading.Lock()

@@ -1,6 +1,6 @@
 """What changed between the settings a run recorded and the settings it is resumed with.
 
-``harness-g eval`` (``agent/evaluate.py``) and ``harness-g train`` (``training/resume.py``) both refuse a resume
+``harness-g eval`` (``agent/eval/run.py``) and ``harness-g train`` (``training/resume.py``) both refuse a resume
 whose settings differ from the recorded ones, listing every difference as ``key: old -> new``.
 """
 from __future__ import annotations

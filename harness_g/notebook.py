@@ -127,7 +127,7 @@ def load_run(run_dir: str | Path) -> EvalRun:
         raw[str(rec.get("id"))] = rec  # a resumed run re-does failed questions: the latest line wins
     records = _frame((_record_row(r) for r in raw.values()), _record_row({}).keys())
     steps = _frame((row for r in raw.values() for row in _step_rows(r)), STEP_COLUMNS)
-    from harness_g.agent.report import read_json
+    from harness_g.agent.eval.report import read_json
 
     return EvalRun(path, records, steps, read_json(path / "config.json"), read_json(path / "summary.json"), raw)
 

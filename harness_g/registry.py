@@ -108,7 +108,7 @@ class RegistryNames:
     """The names of a registry, looked up when first needed: a config field's ``choices``.
 
     ``target`` is ``"module:attribute"``: a :class:`Registry`, or a function returning names (a subset, e.g.
-    ``"harness_g.agent.interfaces:trainable_interfaces"``). Config modules declare their choices with it instead of
+    ``"harness_g.agent.eval.interfaces:trainable_interfaces"``). Config modules declare their choices with it instead of
     spelling the names again, without importing the registry's module (often torch-heavy, or an import cycle) when the
     config module is imported.
 

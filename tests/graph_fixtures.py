@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 import pytest
 from helpers.paths import TEST_DATA
 
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.build import CorpusSpec, build_graph
 from harness_g.graph.load import STORE_FILE, load_graph, remember_store

@@ -36,7 +36,7 @@ def gold_aliases(answers: Sequence[str], max_aliases: int | None = None) -> tupl
     """The normalised gold-answer alias set (harness-g.tex l.1177 with norm() of l.861): every annotated alias
     normalised, deduplicated in annotation order, empties dropped (raw stripped aliases only if all normalise
     to empty). ``max_aliases``: optional cap (None or <= 0: all)."""
-    from harness_g.agent.metrics import normalize_answer
+    from harness_g.agent.eval.metrics import normalize_answer
 
     out = tuple(dict.fromkeys(n for n in (normalize_answer(a) for a in answers if a) if n))
     if not out:

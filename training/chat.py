@@ -1,6 +1,6 @@
 """Render chat turns with the model's template and mark which tokens the policy generated.
 
-A training sequence is a chat rendered with the tokenizer's own template (:func:`harness_g.agent.context.render_chat`,
+A training sequence is a chat rendered with the tokenizer's own template (:func:`harness_g.agent.llm.context.render_chat`,
 the same rendering every generator uses): environment tokens are loss-masked, the policy's replies carry the loss
 (harness-g.tex l.911, "update only model-generated tokens"). Replies are located by character offsets, so the
 mask is exact for any template; the end-of-turn token right after a reply is trained too when the policy sampled
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from harness_g.agent.context import render_chat
+from harness_g.agent.llm.context import render_chat
 
 ANSWER_TURN = -1  # ``Sequence.turn_of`` of the final answer's tokens (and of every masked token)
 

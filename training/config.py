@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.env.config import EnvConfig
 from harness_g.config_loader import Config, describe, load, partial_mapping, preset_field
-from harness_g.graph.config import BuildConfig
 from harness_g.config_loader import config_field as _f
 from harness_g.errors import ConfigError
+from harness_g.graph.config import BuildConfig
 from harness_g.registry import RegistryNames
 
 __all__ = ["CreditConfig", "DataConfig", "LogConfig", "ModelConfig", "OptimConfig", "RENAMED", "RolloutConfig",
@@ -123,7 +123,7 @@ class RolloutConfig(Config):
     interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: commits and answers by "
                                 "handle as in the menu arm, any other reply is a search string a frozen resolver maps "
                                 "to the nearest LOOKUP target; logs D_query; give it max_action_tokens ~32)",
-                        choices=RegistryNames("harness_g.agent.interfaces:trainable_interfaces"))
+                        choices=RegistryNames("harness_g.agent.eval.interfaces:trainable_interfaces"))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness_g.agent.report.plots import _frame, _legend, _text, color, nice_ticks, tick_label
+from harness_g.agent.eval.report.plots import _frame, _legend, _text, color, nice_ticks, tick_label
 
 PANELS: list[tuple[str, list[str]]] = [
     ("Outcome reward (token F1) and EM", ["reward_f1", "em"]),

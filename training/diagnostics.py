@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness_g.agent.trajectory import lookup_evidence
+from harness_g.agent.env.trajectory import lookup_evidence
 
 
 def retrieval_evidence(trajectory: Any) -> frozenset[str]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.trajectory import Trajectory
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.trajectory import Trajectory
 from harness_g.graph.types import QAItem
 from harness_g.training.answerer import FrozenAnswerer
 from harness_g.training.credit import DEAD_ZONE, StepGains, compute_credit, frontier_relative

@@ -1,6 +1,6 @@
 """Greedy before/after evaluation of the policy during training, through ``harness-g eval``'s own path.
 
-A set is played one question at a time by an interface runner (``harness_g.agent.interfaces.make_interface``
+A set is played one question at a time by an interface runner (``harness_g.agent.eval.interfaces.make_interface``
 over the trainer's :meth:`~harness_g.training.trainer.Trainer.eval_policy`), so ``harness-g eval --model
 RUN_DIR/checkpoint-N`` reproduces the numbers. Multi-process: every process plays its own contiguous share of each
 set and the per-question results are gathered in rank order, so rank 0 reports what one process would report (each
@@ -32,7 +32,7 @@ def share(items: Sequence[QAItem], rank: int, procs: int) -> Sequence[QAItem]:
 
 def play(runner: Any, items: Sequence[QAItem]) -> list[QuestionResult]:
     """Play each question once with ``runner.run(item) -> Trajectory`` and score its answer."""
-    from harness_g.agent.metrics import exact_match, token_f1
+    from harness_g.agent.eval.metrics import exact_match, token_f1
 
     out = []
     for item in items:

@@ -1,7 +1,7 @@
 """Rollout collection through the batched menu environment (graph store queries happen here).
 
-Rollouts are played by :class:`harness_g.agent.llm.policy.LLMPolicy` -- the same policy object and the same
-context builder (:mod:`harness_g.agent.context`) as ``harness-g eval`` -- over a :class:`Generator` that samples
+Rollouts are played by :class:`harness_g.agent.policies.llm.LLMPolicy` -- the same policy object and the same
+context builder (:mod:`harness_g.agent.llm.context`) as ``harness-g eval`` -- over a :class:`Generator` that samples
 from the policy being trained. So a trained checkpoint is evaluated under exactly the prompt it was trained on.
 
 Context mode ``multi-turn`` (the paper's, harness-g.tex l.443 and l.911): a trajectory is one growing chat; it
@@ -26,14 +26,15 @@ from typing import Any, Callable, ContextManager, Sequence
 
 import torch
 
-from harness_g.agent.batch import BatchedMenuEnv
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.context import Turn, render_chat
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.interfaces import trainable_interfaces
+from harness_g.agent.env.batch import BatchedMenuEnv
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.protocol import Environment
+from harness_g.agent.env.trajectory import Trajectory
+from harness_g.agent.eval.interfaces import trainable_interfaces
+from harness_g.agent.eval.metrics import exact_match, token_f1
 from harness_g.agent.llm.backends import Conversation, Generation
-from harness_g.agent.metrics import exact_match, token_f1
-from harness_g.agent.trajectory import Trajectory
+from harness_g.agent.llm.context import Turn, render_chat
 from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
@@ -42,7 +43,7 @@ from harness_g.training.tito import TokenContinuations, continues as ids_continu
 
 
 def scorer_user_text(question: str, evidence: list[tuple[str, str]]) -> str:
-    from harness_g.agent import prompts
+    from harness_g.agent.llm import prompts
 
     return prompts.scorer_prompt(question, evidence)[0]["content"]
 
@@ -137,7 +138,7 @@ class Rollout:
 class Generator:
     """A chat backend (:class:`harness_g.agent.llm.backends.ChatBackend`) sampling from the policy being trained:
     batched transformers generation with left padding. Prompts are rendered with
-    :func:`~harness_g.agent.context.render_chat` and never truncated (the context builder keeps them within
+    :func:`~harness_g.agent.llm.context.render_chat` and never truncated (the context builder keeps them within
     ``max_prompt_tokens`` by dropping whole older turns). Sampling draws from the global torch RNG, which the
     trainer seeds per rank and saves in checkpoints, so ``seed`` is ignored."""
 
@@ -243,9 +244,9 @@ def _observation_tokens(generator: Any, texts: Sequence[str]) -> list[int]:
 def rollout_policy(generator: Any, *, greedy: bool, max_action_tokens: int, max_answer_tokens: int,
                    constrain_actions: bool = False, interface: str = "menu", context: str = "multi-turn",
                    max_prompt_tokens: int | None = None, size: int = 1024) -> Any:
-    """The :class:`~harness_g.agent.llm.policy.LLMPolicy` that plays rollouts: the generator's sampling settings
+    """The :class:`~harness_g.agent.policies.llm.LLMPolicy` that plays rollouts: the generator's sampling settings
     (greedy: temperature 0) for actions and the answer, no per-call reseeding, ``interface``'s header."""
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.policies.llm import LLMPolicy
 
     temperature = 0.0 if greedy else float(generator.temperature)
     policy = LLMPolicy(generator, temperature=temperature, top_p=float(generator.top_p), seed=None,
@@ -265,7 +266,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     """Play ``group_size`` rollouts of every item through one BatchedMenuEnv; returns rollouts and timings.
 
     ``generator``: a chat backend over the policy (:class:`Generator` or the vLLM one); ``context``: multi-turn
-    (the paper's) or markov (:mod:`harness_g.agent.context`); ``max_prompt_tokens`` (default: the generator's) is
+    (the paper's) or markov (:mod:`harness_g.agent.llm.context`); ``max_prompt_tokens`` (default: the generator's) is
     the prompt budget -- older whole turns are dropped to fit it and counted in the stats as ``dropped_turns_max``.
 
     ``max_observation_tokens`` (paper: max tool-response tokens, harness-g.tex l.959): when given, every
@@ -278,7 +279,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     search string resolved to the nearest LOOKUP target), so transitions, previews and SNC are the menu arm's and only
     how a retrieval target is named differs.
     """
-    from harness_g.agent.free_query import FreeQueryEnv
+    from harness_g.agent.env.free_query import FreeQueryEnv
 
     trainable = trainable_interfaces()
     if interface not in trainable:
@@ -289,7 +290,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     policy = rollout_policy(generator, greedy=greedy, max_action_tokens=max_action_tokens, max_answer_tokens=max_answer_tokens,
                             constrain_actions=constrain_actions, interface=interface, context=context,
                             max_prompt_tokens=max_prompt_tokens, size=len(expanded))
-    envs: list[Any] = [FreeQueryEnv(e) for e in benv.envs] if free else benv.envs
+    envs: list[Environment] = [FreeQueryEnv(e) for e in benv.envs] if free else list(benv.envs)
     budget = _ObservationBudget(generator, max_observation_tokens)
     t_env = time.perf_counter()
     if free:
@@ -328,7 +329,7 @@ class _ObservationBudget:
         """Count the live observations' tokens (as the policy sees them: wrapped as environment responses)."""
         if self.limit is None:
             return
-        from harness_g.agent import prompts
+        from harness_g.agent.llm import prompts
 
         sizes = _observation_tokens(self.generator, [prompts.environment_response(o, "ok") for o in observations
                                                      if o is not None])
@@ -346,7 +347,7 @@ class _ObservationBudget:
         return {"observation_tokens_max": float(self.largest), "observations_over_budget": float(self.over)}
 
 
-def _finish_rollouts(policy: Any, expanded: Sequence[tuple[QAItem, int]], envs: Sequence[Any], answers: Sequence[str],
+def _finish_rollouts(policy: Any, expanded: Sequence[tuple[QAItem, int]], envs: Sequence[Environment], answers: Sequence[str],
                      finals: Sequence[Any]) -> tuple[list[Rollout], int]:
     """Close every episode with its answer: the Rollouts (reward = max token F1 over gold aliases, EM) and the most
     whole turns any rollout's context dropped to fit the prompt budget."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView
 from harness_g.training.answerer import FrozenAnswerer, ScoreRequest
 from harness_g.training.credit import StepGains, dead_zone
 from harness_g.training.rollout import Rollout

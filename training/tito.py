@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness_g.agent.context import render_chat
+from harness_g.agent.llm.context import render_chat
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ from typing import Any
 
 import torch
 
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.env.config import EnvConfig
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
+from harness_g.training import step_metrics as sm
 from harness_g.training.advantages import compute_advantages, zero_advantage_stats
 from harness_g.training.batch import build_batch, kept_rollouts, micro_batch, rows_index, zero_advantage_groups
 from harness_g.training.chat import tail_logprobs
@@ -37,13 +38,12 @@ from harness_g.training.credit import GROUP_SCHEMES, compute_credit, igpo_advant
 from harness_g.training.data import HELDOUT_IDS
 from harness_g.training.generator_protocol import RolloutGenerator
 from harness_g.training.losses import policy_loss
+from harness_g.training.precision import UpdateProbe, make_accelerator
 from harness_g.training.resume import check_resume, truncate_logs
 from harness_g.training.rollout import Rollout, collect_rollouts
 from harness_g.training.snc_scoring import score_beliefs, score_rollouts
-from harness_g.training import step_metrics as sm
-from harness_g.training.precision import UpdateProbe, make_accelerator
-from harness_g.training.update_plan import (MiniBatch, MicroBatch, micro_batches, mini_batch_rows, pad_to_count, padded_tokens,
-                                            pass_weights, question_starts, update_count)
+from harness_g.training.update_plan import (MiniBatch, MicroBatch, micro_batches, mini_batch_rows, pad_to_count,
+                                            padded_tokens, pass_weights, question_starts, update_count)
 
 #: the per-update loss statistics :meth:`Trainer._update` averages (attributes of ``policy_loss``'s result)
 LOSS_KEYS = ("loss", "pg_loss", "kl", "clip_frac", "dual_clip_frac")
@@ -211,7 +211,7 @@ class Trainer:
         ``final_checkpoint``, ``last`` (the last step's metrics), ``skipped_batches``, ``heldout_ids`` (the file
         ``harness-g eval --question-ids`` reads: the run's held-out questions) and, when TensorBoard is on,
         ``tensorboard`` (the command that shows the curves)."""
-        from harness_g.agent.session import open_view
+        from harness_g.agent.env.session import open_view
         from harness_g.training.answerer import FrozenAnswerer
         from harness_g.training.data import check_split, require_graph, split_questions, split_record, write_split
         from harness_g.training.logger import MetricsLogger
@@ -489,11 +489,11 @@ class Trainer:
 
     # -- evaluation -----------------------------------------------------------------------
     def eval_policy(self) -> Any:
-        """The greedy :class:`~harness_g.agent.llm.policy.LLMPolicy` over the current weights, built exactly as
+        """The greedy :class:`~harness_g.agent.policies.llm.LLMPolicy` over the current weights, built exactly as
         ``harness-g eval --policy transformers --model RUN_DIR/checkpoint-N`` builds it from this run's
         :meth:`policy_settings` (same backend class, options and, on CPU, one generation thread)."""
-        from harness_g.agent.llm.policy import LLMPolicy
         from harness_g.agent.llm.transformers_backend import TransformersBackend
+        from harness_g.agent.policies.llm import LLMPolicy
 
         model = self.accelerator.unwrap_model(self.model)
         on_cpu = next(model.parameters()).device.type == "cpu"
@@ -506,7 +506,7 @@ class Trainer:
         ``harness-g eval --model`` reproduces it."""
         import json
 
-        from harness_g.agent.interfaces import make_interface
+        from harness_g.agent.eval.interfaces import make_interface
         from harness_g.training.evaluation import evaluate_sets
 
         runner = make_interface(self.config.rollout.interface, view, self.eval_policy(), self.env_config)

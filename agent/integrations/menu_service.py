@@ -14,7 +14,7 @@ imports no third-party library. Every episode is a :class:`~harness_g.agent.env.
   episode, :meth:`MenuEnv.finish`) and ``over`` (answered). Answer text comes with the action that ends
   retrieval or alone in the answer phase.
 - **Reward**: 0.0 on every step before the end; at the end the answer's token F1 against the question's gold
-  answers (max over aliases, :func:`~harness_g.agent.metrics.token_f1`); None at the end of a question without
+  answers (max over aliases, :func:`~harness_g.agent.eval.metrics.token_f1`); None at the end of a question without
   gold answers (an ad-hoc question with no ``answers``).
 - **Metadata** of a step (:meth:`MenuService.observation`'s ``info``): C_t's ids, the executed action, its preview
   (the sentences it surfaced or committed, and which of them are new to the scorer context O_t: re-surfaced text
@@ -38,14 +38,14 @@ from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
-from harness_g.agent.actions import ActionType, parse_action
-from harness_g.agent.config import EnvConfig, check_graph_preset
 from harness_g.agent.env import EpisodeOver, MenuEnv
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.metrics import exact_match, normalize_answer, token_f1
-from harness_g.agent.observation import Observation
-from harness_g.agent.prompts import answer_prompt
-from harness_g.agent.trajectory import Trajectory
+from harness_g.agent.env.actions import ActionType, parse_action
+from harness_g.agent.env.config import EnvConfig, check_graph_preset
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.observation import Observation
+from harness_g.agent.env.trajectory import Trajectory
+from harness_g.agent.eval.metrics import exact_match, normalize_answer, token_f1
+from harness_g.agent.llm.prompts import answer_prompt
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
 
@@ -170,7 +170,7 @@ class MenuService:
     """Episodes over one graph view. ``questions``: the graph's question set (``reset`` finds a question by id or
     text in it; other text is an ad-hoc question). ``credit``: optional :class:`StepCredit` (then every step records
     its menu's previews, which SNC's frontier needs). Refuses (ConfigError) a graph built under another preset than
-    ``config.preset`` before any episode (:func:`~harness_g.agent.config.check_graph_preset`)."""
+    ``config.preset`` before any episode (:func:`~harness_g.agent.env.config.check_graph_preset`)."""
 
     def __init__(self, view: GraphView, questions: Sequence[QAItem] = (), config: EnvConfig | None = None, *,
                  credit: StepCredit | None = None, limits: ServiceLimits | None = None):
@@ -463,8 +463,8 @@ class MenuService:
 def open_service(graph_dir: str | Path, store: str | None = None, config: EnvConfig | None = None, *,
                  credit: StepCredit | None = None, limits: ServiceLimits | None = None) -> Iterator[MenuService]:
     """A :class:`MenuService` over GRAPH_DIR (loaded into its store first if needed) with the graph's question set;
-    the store is closed on exit (:func:`~harness_g.agent.session.open_view`)."""
-    from harness_g.agent.session import open_view
+    the store is closed on exit (:func:`~harness_g.agent.env.session.open_view`)."""
+    from harness_g.agent.env.session import open_view
 
     with open_view(graph_dir, store) as view:
         yield MenuService(view, view.artifact.questions(), config, credit=credit, limits=limits)

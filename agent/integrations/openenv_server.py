@@ -38,10 +38,10 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from harness_g.agent.actions import MAX_REPLY_CHARS
 from harness_g.agent.env import EpisodeOver
+from harness_g.agent.env.actions import MAX_REPLY_CHARS
 from harness_g.agent.integrations.menu_service import (ActionRefused, ActionSpec, Episode, MenuService, ServiceFull,
-                                                        UnknownEpisode)
+                                                       UnknownEpisode)
 from harness_g.errors import HarnessError, one_line
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MenuAction", "MenuEnvClient", "MenuEnvironment", "MenuObservation", "MenuState",

@@ -64,8 +64,8 @@ def run(args: argparse.Namespace, env_config: Any) -> int:
         from harness_g.agent.integrations import openenv_server
     except ImportError as exc:
         raise ConfigError(f"serve-env needs OpenEnv: pip install openenv-core==0.3.0 ({exc})") from None
+    from harness_g.agent.env.session import open_view
     from harness_g.agent.integrations.menu_service import MenuService, ServiceLimits
-    from harness_g.agent.session import open_view
 
     if args.port < 0 or args.port > 65535:
         raise ConfigError(f"--port must be in 0..65535 (got {args.port})")

@@ -5,9 +5,9 @@ import threading
 import time
 from typing import Any, Sequence
 
-from harness_g.agent.context import render_chat
 from harness_g.agent.llm.backends import BackendError, Conversation, Generation, check_sampling, cut_at_stop
 from harness_g.agent.llm.checkpoint import is_adapter, load_adapter_model
+from harness_g.agent.llm.context import render_chat
 from harness_g.agent.llm.models import ModelRef, resolve_model
 from harness_g.errors import ConfigError
 

@@ -45,12 +45,12 @@ _BUILT_IN = {
                          "PRIVILEGED (reads gold evidence labels): kwargs view, env_config, questions (id -> QAItem or "
                          "QAItems), budget"),
     "human": LazyPolicy("harness_g.agent.policies.human:HumanPolicy", "a person at the terminal; kwargs stdin, stdout"),
-    "transformers": LazyPolicy("harness_g.agent.llm:transformers_policy",
+    "transformers": LazyPolicy("harness_g.agent.policies.llm:transformers_policy",
                                'offline LLM; kwargs model="smollm2", gguf_file=None, temperature=0.0, seed=0, '
                                'max_new_tokens=8, device="cpu", ...', llm=True),
-    "vllm": LazyPolicy("harness_g.agent.llm:vllm_policy", "kwargs model, LLMPolicy options, and vllm.LLM engine options",
+    "vllm": LazyPolicy("harness_g.agent.policies.llm:vllm_policy", "kwargs model, LLMPolicy options, and vllm.LLM engine options",
                        llm=True),
-    "openai": LazyPolicy("harness_g.agent.llm:openai_policy",
+    "openai": LazyPolicy("harness_g.agent.policies.llm:openai_policy",
                          'OpenAI-compatible server; kwargs base_url, model, api_key_env="OPENAI_API_KEY", timeout_s, '
                          "max_retries, LLMPolicy options", llm=True),
 }

@@ -10,8 +10,8 @@ import re
 
 import numpy as np
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.observation import MenuAction, Observation
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.observation import MenuAction, Observation
 from harness_g.agent.policies.base import Policy
 from harness_g.graph.text.canonical import canonicalize
 
@@ -26,7 +26,7 @@ _CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
 
 
 class HeuristicPolicy(Policy):
-    """Reads only the :class:`~harness_g.agent.observation.Observation`: the menu, C_t, U_t, the executed action
+    """Reads only the :class:`~harness_g.agent.env.observation.Observation`: the menu, C_t, U_t, the executed action
     types, m_t, and ``observation.tools`` (encode / rank / mentions) for vectors and answer candidates."""
 
     name = "heuristic"
@@ -36,6 +36,15 @@ class HeuristicPolicy(Policy):
 
     def settings(self) -> dict:
         return {"max_commits": self.max_commits}
+
+    def for_interface(self, name: str) -> Policy:
+        """The free-query arm: :class:`~harness_g.agent.policies.free_query.HeuristicFreeQueryPolicy` over this
+        policy (the same plan, its LOOKUP written as a search string); any other interface: ``self``."""
+        if name != "free-query":
+            return self
+        from harness_g.agent.policies.free_query import HeuristicFreeQueryPolicy
+
+        return HeuristicFreeQueryPolicy(base=self)
 
     @staticmethod
     def _best_visible(observation: Observation, vec: np.ndarray) -> str | None:

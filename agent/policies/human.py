@@ -4,18 +4,18 @@ A person is not a policy under training, so typing mistakes are forgiven (issue 
 (or ``?``), an unknown id or anything that is not one action id is explained and asked again without spending a
 turn; ``quit`` (or ``q``, ``exit``, end of input) ends the episode with the menu's ANSWER. Only a reply that names an
 offered action reaches the environment, which still parses it strictly: policies keep the strict rule (an invalid
-reply costs its turn, see :mod:`harness_g.agent.actions`).
+reply costs its turn, see :mod:`harness_g.agent.env.actions`).
 """
 from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from harness_g.agent.actions import parse_action
+from harness_g.agent.env.actions import parse_action
 from harness_g.agent.policies.base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.observation import Observation
+    from harness_g.agent.env.observation import Observation
 
 QUIT = ("quit", "q", "exit")
 HELP = ("help", "?", "h")

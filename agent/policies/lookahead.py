@@ -4,7 +4,7 @@ The environment can expand any action of the current menu without changing state
 harness-g.tex l.293): ``observation.tools.preview(action_id)`` returns what the action would introduce or commit,
 C_{t+1}, U_{t+1} and whether it ends the episode. This policy previews every LOOKUP (the menu already computed
 their U_{t+1}, so a preview costs nothing) to decide which entity to pursue and whether pursuing one is worth a
-turn at all. It reads only the :class:`~harness_g.agent.observation.Observation` (question, C_t, U_t with titles,
+turn at all. It reads only the :class:`~harness_g.agent.env.observation.Observation` (question, C_t, U_t with titles,
 menu, turn, m_t) and its tools -- no environment internals, no gold. Deterministic: ties go to the smaller
 sentence id, then to the earlier menu entry.
 
@@ -58,8 +58,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.observation import CommittedSentence, Observation, PolicyTools
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.observation import CommittedSentence, Observation, PolicyTools
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.policies.heuristic import HeuristicPolicy
 from harness_g.errors import ConfigError

@@ -2,11 +2,11 @@
 
 It is an upper reference for the menu, not a baseline a learned policy could match: at every turn it plans, from
 the observation's state z_t = (C_t, U_t, V_t, turn) (harness-g.tex l.275), a shortest trajectory that commits every
-gold evidence unit (:class:`harness_g.agent.reachability.GoldSearch`, the bounded search over the real menus), takes
+gold evidence unit (:class:`harness_g.agent.env.gold_search.GoldSearch`, the bounded search over the real menus), takes
 its first step and replies with the id of the menu action of that type and targets. A plan may LOOKUP while a gold
 sentence is visible when that LOOKUP shows it again, so the closing ANSWER_WITH commits it with the last one (a
 deferred commit: LOOKUP, ANSWER_WITH in 2 turns instead of SELECT, LOOKUP, ANSWER_WITH). When no gold-only plan exists
-it plans with up to :data:`~harness_g.agent.reachability.DETOURS` non-gold SELECTs (a committed sentence changes
+it plans with up to :data:`~harness_g.agent.env.gold_search.DETOURS` non-gold SELECTs (a committed sentence changes
 m_t, so the LOOKUPs after it rank differently), as ``menu_reachability`` does. It re-plans every turn (the
 search's menu cache makes that cheap), so it stays correct when the state is not the planned one.
 
@@ -25,14 +25,14 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, Iterable, Mapping
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.metrics import gold_units
-from harness_g.agent.observation import Observation
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.gold import gold_units
+from harness_g.agent.env.gold_search import DETOURS, GoldPlan, GoldSearch, Step, feasible_units
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.observation import Observation
 from harness_g.agent.policies.base import Policy
 from harness_g.agent.policies.heuristic import HeuristicPolicy
-from harness_g.agent.reachability import DETOURS, GoldPlan, GoldSearch, Step, feasible_units
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent import metrics as M
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.trajectory import load_jsonl
+from harness_g.agent.eval import metrics as M
+from harness_g.agent.eval.runner import run_episode
 from harness_g.agent.policies import POLICIES, make_policy
 from harness_g.agent.policies.human import HumanPolicy
-from harness_g.agent.runner import run_episode
-from harness_g.agent.trajectory import load_jsonl
 from harness_g.cli import main
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from harness_g.agent.metrics import normalize_answer
+from harness_g.agent.eval.metrics import normalize_answer
 from harness_g.training.answerer import FrozenAnswerer, PolicyBelief, ScoreRequest, gold_aliases
 from harness_g.training.chat import render_prompt
 from harness_g.training.config import ModelConfig

@@ -12,9 +12,9 @@ from collections import defaultdict
 
 import pytest
 
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.menu import lookup_result, text_key
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.menu import lookup_result, text_key
 
 
 def _expected_anchors(view) -> dict[str, frozenset[str]]:
@@ -164,7 +164,7 @@ def test_the_anchor_slot_is_its_own_switch(hotpot_view, hotpot_questions) -> Non
     """``anchor_slot`` alone decides whether a LOOKUP gets its title anchors (whatever ``article_pool`` says), and
     ``article_pool`` alone which pool it ranks; off (the paper preset) every menu LOOKUP result is the plain top K_s
     of its pool by m_t (that an anchor changes a result when given: the test above)."""
-    from harness_g.agent.menu import candidate_pools
+    from harness_g.agent.env.menu import candidate_pools
 
     ids = sorted(_expected_anchors(hotpot_view))
     for article_pool in (False, True):

@@ -28,33 +28,17 @@ from typing import Any
 import pytest
 from helpers.paths import REPO_ROOT as ROOT
 
-from harness_g.agent.browse import (
-    EDGE_TYPES,
-    NODE_KINDS,
-    ROLE_GOLD,
-    ROLE_LOOKUP,
-    ROLE_RESULT,
-    ROLE_VISIBLE,
-    BrowseConfig,
-    Edge,
-    GraphData,
-    Node,
-    cypher_graph,
-    first_menu,
-    neighbourhood,
-    render_page,
-    resolve_question,
-    shorten,
-    vis_network_js,
-)
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.eval.browse import (EDGE_TYPES, NODE_KINDS, ROLE_GOLD, ROLE_LOOKUP, ROLE_RESULT, ROLE_VISIBLE,
+                                         BrowseConfig, Edge, GraphData, Node, cypher_graph, first_menu, neighbourhood,
+                                         render_page, resolve_question, shorten, vis_network_js)
 from harness_g.cli import main
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 
 README = ROOT / "README.md"
-ASSETS = ROOT / "agent" / "browse_assets"
+ASSETS = ROOT / "agent" / "eval" / "browse_assets"
 TOOL_DIR = ROOT / "tools" / "browser-check"
 SCRIPT = TOOL_DIR / "browse_page.mjs"
 DOCS_SCREENSHOT = ROOT / "docs" / "images" / "browse.png"
@@ -329,9 +313,9 @@ def test_the_vendored_library_is_the_one_its_notice_names() -> None:
     assert "@version 10.1.5" in (ASSETS / "vis-network.min.js").read_text(encoding="utf-8")[:400]
     assert "MIT License" in (ASSETS / "LICENSE-MIT").read_text(encoding="utf-8")
     assert "Apache License" in (ASSETS / "LICENSE-APACHE-2.0").read_text(encoding="utf-8")
-    shipped = resources.files("harness_g.agent") / "browse_assets"  # read as package data, as the wheel ships it
+    shipped = resources.files("harness_g.agent.eval") / "browse_assets"  # read as package data, as the wheel ships it
     assert {p.name for p in shipped.iterdir()} >= {"vis-network.min.js", "page.js", "page.css", "NOTICE", "LICENSE-MIT"}
-    assert '"harness_g.agent" = ["browse_assets/*"]' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"harness_g.agent.eval" = ["browse_assets/*"]' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def test_the_readme_browse_query_passes_the_cypher_linter() -> None:

@@ -47,9 +47,9 @@ def test_onnx_fp32_build_is_the_torch_graph_and_int8_is_its_own(tmp_path: Path, 
 
 def test_env_menus_match_across_torch_and_onnx_graphs(tmp_path: Path, capsys) -> None:
     """Same U_0 and the same lookup results: every state of a fixed walk has identical menus on both graphs."""
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.session import open_view
 
     torch_dir, onnx_dir = tmp_path / "torch", tmp_path / "onnx"
     for d, extra in ((torch_dir, ("--embedding-backend", "torch")), (onnx_dir, ())):
@@ -79,7 +79,7 @@ def test_agent_commands_take_a_query_encoder_backend(tmp_path: Path, capsys) -> 
     backend is refused by argparse naming the choices."""
     import pytest
 
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.session import open_view
 
     out = tmp_path / "g"
     rc, _, err = run(capsys, "build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1", "-q")

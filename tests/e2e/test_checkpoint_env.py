@@ -12,7 +12,7 @@ from helpers.cli_checks import assert_one_line_error, run
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     """A trainer checkpoint whose environment differs from the defaults (K_s 3, K_e 5, T 4)."""
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
     from harness_g.agent.llm.checkpoint import write_policy_checkpoint
     from harness_g.training.checkpoint import policy_settings
     from harness_g.training.config import ModelConfig, load_config

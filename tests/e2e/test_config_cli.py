@@ -7,7 +7,9 @@ from pathlib import Path
 
 from helpers.cli_checks import assert_one_line_error, run
 
-from harness_g.agent.config import EnvConfig, EvalConfig, EvalRunConfig
+from harness_g.agent.config import EvalRunConfig
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.eval.config import EvalConfig
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.config import BuildConfig
 

@@ -42,7 +42,7 @@ def test_the_wheel_ships_the_demo_slice_the_queries_and_the_neo4j_launcher(tmp_p
     cypher = {f"harness_g/cypher/{p.relative_to(root / 'cypher')}" for p in (root / "cypher").rglob("*.cypher")}
     assert cypher and cypher <= names
     assert "harness_g/graph/stores/neo4j_launcher/pom.xml" in names
-    assert {f"harness_g/agent/browse_assets/{f}" for f in ("vis-network.min.js", "page.js", "page.css", "LICENSE-MIT")} <= names
+    assert {f"harness_g/agent/eval/browse_assets/{f}" for f in ("vis-network.min.js", "page.js", "page.css", "LICENSE-MIT")} <= names
     requires = [line for line in zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("METADATA"))).decode().splitlines() if line.startswith("Requires-Dist:")]
     assert any(line.startswith("Requires-Dist: transformers") for line in requires)  # imported by the policies

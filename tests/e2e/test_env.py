@@ -16,15 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import INIT_STEP, EpisodeOver, MenuEnv
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.menu import lookup_result, text_key
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.menu import lookup_result, text_key
+from harness_g.agent.env.menu_env import INIT_STEP, EpisodeOver, MenuEnv
+from harness_g.agent.env.retrieval import lookup_query
+from harness_g.agent.env.trajectory import Trajectory, load_jsonl, save_jsonl
+from harness_g.agent.eval.runner import run_episode
 from harness_g.agent.policies import make_policy
-from harness_g.agent.retrieval import lookup_query
-from harness_g.agent.runner import run_episode
-from harness_g.agent.trajectory import Trajectory, load_jsonl, save_jsonl
 from harness_g.errors import ConfigError, HarnessError
 
 ORDER = {ActionType.SELECT: 0, ActionType.LOOKUP: 1, ActionType.ANSWER_WITH: 2, ActionType.ANSWER: 3}
@@ -435,7 +435,7 @@ def test_determinism_fresh_envs_and_fresh_caches(hotpot_view, hotpot_questions) 
 def test_cached_lookup_results_give_the_uncached_menus(hotpot_view, hotpot_questions) -> None:
     """The view caches each LOOKUP result under (m_t, C_t, caps, entity); a fresh view's menus, built without the
     cache (no m_text), must be the same at every state of real episodes, and a revisited state must hit the cache."""
-    from harness_g.agent.menu import build_menu
+    from harness_g.agent.env.menu import build_menu
 
     policy = make_policy("heuristic")
     cold = GraphView(hotpot_view.store, hotpot_view.artifact, embedder=hotpot_view.embedder)

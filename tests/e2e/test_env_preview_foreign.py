@@ -14,8 +14,8 @@ import copy
 import numpy as np
 import pytest
 
-from harness_g.agent.actions import Action, ActionType
 from harness_g.agent.env import MenuEnv
+from harness_g.agent.env.actions import Action, ActionType
 from harness_g.errors import HarnessError
 
 

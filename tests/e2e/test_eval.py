@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.evaluate import RECORDS, SUMMARY, EvalConfig, run_eval
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.eval.run import RECORDS, SUMMARY, EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.agent.policies.base import Policy
 from harness_g.cli import main
@@ -309,7 +309,7 @@ def test_policy_without_valid_ids_ends_at_turn_budget(hotpot_view, hotpot_questi
         assert r["trajectory"]["terminated_by"] == "max_turns" and r["trajectory"]["committed"] == []
         assert all("no action id found" in s["error"] for s in r["trajectory"]["steps"])
         assert r["metrics"]["evidence_recall"] == 0.0 and r["metrics"]["evidence_precision"] is None
-        # R-S scores the *retrieved* evidence (U_0 was retrieved, agent/metrics.py RS_EVIDENCE), not C_T
+        # R-S scores the *retrieved* evidence (U_0 was retrieved, agent/eval/metrics.py RS_EVIDENCE), not C_T
         assert 0.0 < r["metrics"]["rs"] <= 1.0 and r["metrics"]["answer_in_evidence"] == 0.0
     assert summary["errors"] == 0 and summary["scored"] == 2
     assert summary["mean_invalid_turns"] == 3.0 and summary["mean_turns"] == 3.0

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from helpers.paths import REPO_ROOT
 
-from harness_g.agent.evaluate import EvalConfig, run_eval
+from harness_g.agent.eval.report import build_report
+from harness_g.agent.eval.report.html import inline_bodies
+from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
-from harness_g.agent.report import build_report
-from harness_g.agent.report.html import inline_bodies
 
 #: the report of REPORT_RECORDS questions must stay under this many bytes
 REPORT_RECORDS, REPORT_LIMIT = 600, 4_000_000

@@ -12,26 +12,18 @@ from typing import Any
 
 import pytest
 
-from harness_g.agent.actions import Action, ActionType
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.free_query import (
-    NO_SEARCH_NOTE,
-    SEARCH_PREFIX,
-    FreeQueryEnv,
-    HeuristicFreeQueryPolicy,
-    NoRetrievalTarget,
-    Resolver,
-    free_query_header,
-    free_query_instruction,
-    free_query_policy,
-    target_text,
-)
-from harness_g.agent.graph_view import EntityInfo, GraphView
-from harness_g.agent.interfaces import make_interface
-from harness_g.agent.menu import Menu
+from harness_g.agent.env.actions import Action, ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.free_query import (NO_SEARCH_NOTE, SEARCH_PREFIX, FreeQueryEnv, NoRetrievalTarget, Resolver,
+                                            free_query_instruction, target_text)
+from harness_g.agent.env.graph_view import EntityInfo, GraphView
+from harness_g.agent.env.menu import Menu
+from harness_g.agent.eval.interfaces import make_interface
+from harness_g.agent.eval.runner import run_episode
+from harness_g.agent.llm.prompts import free_query_header
 from harness_g.agent.policies import make_policy
-from harness_g.agent.runner import run_episode
+from harness_g.agent.policies.free_query import HeuristicFreeQueryPolicy
 
 # StepRecord fields that make up a transition (everything but timing, the reply and the previews)
 TRANSITION = ("turn", "chosen", "action_type", "targets", "error", "introduced", "produced", "consumed", "producers",
@@ -79,7 +71,7 @@ def test_observation_shows_handles_but_no_executable_ids(hotpot_view: GraphView,
     # the visible sentences are listed with the menu arm's own handles, line for line
     menu_lines = [ln for ln in menv.observation().splitlines() if re.match(r"S\d+ \|", ln)]
     free_lines = [ln for ln in obs.splitlines() if re.match(r"S\d+ \|", ln)]
-    assert free_lines == menu_lines and len(free_lines) == len(fenv.state.visible) > 0
+    assert free_lines == menu_lines and len(free_lines) == len(fenv.inner.state.visible) > 0
     assert fenv.search_available and NO_SEARCH_NOTE not in obs
 
 
@@ -101,40 +93,40 @@ def test_moves_by_handle_execute_exactly_without_resolution(hotpot_view: GraphVi
         result = fenv.step(reply)
         menv.step(action.id)
         assert result.valid and result.error is None, reply
-        fstep, mstep = fenv.trajectory.steps[-1], menv.trajectory.steps[-1]
+        fstep, mstep = fenv.inner.trajectory.steps[-1], menv.trajectory.steps[-1]
         assert _transition(fstep) == _transition(mstep), reply
         assert (fstep.chosen, fstep.action_type, fstep.targets) == (action.id, kind.value, list(action.targets))
-        assert fstep.reply == reply and fenv.trajectory.meta["free_query"] == []  # nothing was resolved
+        assert fstep.reply == reply and fenv.inner.trajectory.meta["free_query"] == []  # nothing was resolved
         assert fenv.done == menv.done
         if not fenv.done:
             assert fenv.inner.menu.to_json() == menv.menu.to_json()
     fenv.finish("x")
-    assert fenv.trajectory.meta["queries"] == []  # moves are not query strings (D_query counts searches only)
+    assert fenv.inner.trajectory.meta["queries"] == []  # moves are not query strings (D_query counts searches only)
 
 
 def test_unknown_handle_is_an_invalid_turn(hotpot_view: GraphView, hotpot_questions) -> None:
     fenv, menv = _pair(hotpot_view, hotpot_questions[0])
     fenv.resolver = _NoResolution()  # type: ignore[assignment]
-    before = (list(fenv.state.committed), list(fenv.state.visible))
+    before = (list(fenv.inner.state.committed), list(fenv.inner.state.visible))
     result = fenv.step("SELECT S99")
     assert not result.valid and "unknown sentence S99" in result.error and "Invalid reply: unknown sentence S99" in result.observation
-    assert (fenv.state.committed, fenv.state.visible) == before and fenv.state.turn == 1  # the turn is used
+    assert (fenv.inner.state.committed, fenv.inner.state.visible) == before and fenv.inner.state.turn == 1  # the turn is used
     menv.step("A999")  # the menu arm's invalid turn: the same state change
-    assert _transition(fenv.trajectory.steps[-1]) | {"error": None} == _transition(menv.trajectory.steps[-1]) | {"error": None}
-    assert fenv.trajectory.steps[-1].reply == "SELECT S99"
+    assert _transition(fenv.inner.trajectory.steps[-1]) | {"error": None} == _transition(menv.trajectory.steps[-1]) | {"error": None}
+    assert fenv.inner.trajectory.steps[-1].reply == "SELECT S99"
     assert not fenv.step("SELECT the best one").valid  # malformed: invalid, never a search
     assert fenv.queries == []
 
 
 def test_answer_with_beyond_the_cap_or_repeated_is_an_invalid_turn(hotpot_view: GraphView, hotpot_questions) -> None:
     fenv, _ = _pair(hotpot_view, hotpot_questions[0], EnvConfig(answer_with_max=2))
-    assert len(fenv.state.visible) >= 3 and fenv.inner.config.answer_with_max == 2
-    before = list(fenv.state.committed)
+    assert len(fenv.inner.state.visible) >= 3 and fenv.inner.config.answer_with_max == 2
+    before = list(fenv.inner.state.committed)
     result = fenv.step("ANSWER_WITH S0 S1 S2")
     assert not result.valid and "at most 2 sentences per ANSWER_WITH" in result.error
     result = fenv.step("ANSWER_WITH S1 S1")
     assert not result.valid and "names a sentence twice" in result.error
-    assert fenv.state.committed == before and fenv.state.turn == 2 and not fenv.done
+    assert fenv.inner.state.committed == before and fenv.inner.state.turn == 2 and not fenv.done
 
 
 # -- free strings: resolved to a retrieval target ----------------------------------------------------------
@@ -150,14 +142,14 @@ def test_free_string_resolves_to_a_retrieval_target(hotpot_view: GraphView, hotp
         assert target_text(menu.by_id[res.action_id], menu) == target_text(a, menu)  # (equal surfaces tie -> lower id)
     # whatever the string, only retrieval targets are ranked: a visible sentence's own text or "answer"
     # still lands on a LOOKUP (commits and answers are reached by handle, never through text)
-    for query in [s.text for s in menu.sentences] + ["answer", "ANSWER_WITH S0 please", fenv.state.question.question]:
+    for query in [s.text for s in menu.sentences] + ["answer", "ANSWER_WITH S0 please", fenv.inner.state.question.question]:
         res = fenv.resolve(query)
         assert res.type == "LOOKUP" and res.action_id in {a.id for a in lookups}, query
         assert sorted(a for a, _ in res.ranked) == sorted(a.id for a in lookups)
         scores = [s for _, s in res.ranked]
         assert scores == sorted(scores, reverse=True)
     # deterministic: the same resolution from the env, again, and from a fresh frozen resolver
-    q = fenv.state.question.question
+    q = fenv.inner.state.question.question
     assert fenv.resolve(q) == fenv.resolve(q) == Resolver(hotpot_view).resolve(q, menu)
 
 
@@ -181,12 +173,12 @@ def test_resolved_query_transition_equals_the_menu_lookup(hotpot_view: GraphView
             result = fenv.step(SEARCH_PREFIX + query)
             assert result.valid and result.info["resolution"]["action_id"] == res.action_id
             menv.step(res.action_id)
-            fstep, mstep = fenv.trajectory.steps[-1], menv.trajectory.steps[-1]
+            fstep, mstep = fenv.inner.trajectory.steps[-1], menv.trajectory.steps[-1]
             assert fstep.action_type == "LOOKUP" and _transition(fstep) == _transition(mstep)
             assert fstep.reply == SEARCH_PREFIX + query
             if not fenv.done:
                 assert fenv.inner.menu.to_json() == menv.menu.to_json()
-            log = fenv.trajectory.meta["free_query"][-1]
+            log = fenv.inner.trajectory.meta["free_query"][-1]
             assert (log["query"], log["resolved"], log["type"]) == (query, res.action_id, "LOOKUP")
             assert fenv.queries == [query]
 
@@ -199,11 +191,11 @@ def test_search_without_a_retrieval_target_is_an_invalid_turn(hotpot_view: Graph
     assert not fenv.search_available and NO_SEARCH_NOTE in fenv.observation()
     with pytest.raises(NoRetrievalTarget):
         fenv.resolve("anything")
-    before = list(fenv.state.visible)
+    before = list(fenv.inner.state.visible)
     result = fenv.step("SEARCH: the director")
-    assert not result.valid and "no retrieval target" in result.error and fenv.state.visible == before
+    assert not result.valid and "no retrieval target" in result.error and fenv.inner.state.visible == before
     assert fenv.queries == ["the director"]  # a query string was still written (D_query counts it)
-    assert fenv.trajectory.meta["free_query"] == []
+    assert fenv.inner.trajectory.meta["free_query"] == []
 
 
 def test_ties_are_broken_by_action_number(hotpot_view: GraphView) -> None:
@@ -221,11 +213,11 @@ def test_ties_are_broken_by_action_number(hotpot_view: GraphView) -> None:
 
 # -- policies, eval, training ------------------------------------------------------------------------------
 def test_heuristic_free_query_policy_commits_by_handle_and_searches_in_text(hotpot_view: GraphView, hotpot_questions) -> None:
-    policy = free_query_policy(make_policy("heuristic"))
+    policy = make_policy("heuristic").for_interface("free-query")
     assert isinstance(policy, HeuristicFreeQueryPolicy)
     for item in hotpot_questions[:3]:
         fenv = FreeQueryEnv(MenuEnv(hotpot_view))
-        traj = run_episode(fenv, policy, item)  # type: ignore[arg-type]
+        traj = run_episode(fenv, policy, item)
         assert traj.meta["interface"] == "free-query" and traj.invalid_turns == 0 and isinstance(traj.answer, str)
         assert re.fullmatch(r"(SELECT|ANSWER_WITH) S\d+", traj.steps[0].reply)  # the first commit is by handle
         for s in traj.steps:
@@ -246,7 +238,7 @@ def test_free_query_interface_runs_the_arm(hotpot_view: GraphView, hotpot_questi
 
 def test_llm_policy_gets_handles_and_free_search(hotpot_view: GraphView, hotpot_questions) -> None:
     from harness_g.agent.llm.backends import Generation
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.policies.llm import LLMPolicy
 
     class Scripted:
         name = "scripted"
@@ -260,7 +252,7 @@ def test_llm_policy_gets_handles_and_free_search(hotpot_view: GraphView, hotpot_
 
     backend = Scripted(["SELECT S0", "SEARCH: where was it filmed", "ANSWER"])
     menu_policy = LLMPolicy(backend, constrain_actions=True)
-    fq = free_query_policy(menu_policy)
+    fq = menu_policy.for_interface("free-query")
     assert fq.header == free_query_header() and fq.constrain_actions is False and menu_policy.constrain_actions is True
     traj = make_interface("free-query", hotpot_view, menu_policy).run(hotpot_questions[0])
     assert [s.reply for s in traj.steps] == ["SELECT S0", "SEARCH: where was it filmed", "ANSWER"]
@@ -273,7 +265,7 @@ def test_llm_policy_gets_handles_and_free_search(hotpot_view: GraphView, hotpot_
 def test_training_rollouts_use_the_arm(hotpot_view: GraphView, hotpot_questions) -> None:
     """training/rollout.py's free-query path: the same replies become the same moves, D_query strings are logged."""
     torch = pytest.importorskip("torch")  # noqa: F841 - rollout imports torch
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
     from harness_g.training.diagnostics import trajectory_group_diagnostics
     from harness_g.training.rollout import collect_rollouts
 

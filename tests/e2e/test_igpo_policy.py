@@ -56,7 +56,7 @@ def test_the_belief_is_the_policys_answer_chat_probability_of_the_gold_answer():
     belief whose rise is the turn's information gain."""
     import math
 
-    from harness_g.agent.context import answer_messages
+    from harness_g.agent.llm.context import answer_messages
     from harness_g.agent.llm.transformers_backend import TransformersBackend
     from harness_g.training.answerer import PolicyBelief, ScoreRequest
     from harness_g.training.config import ModelConfig
@@ -82,12 +82,12 @@ def test_the_belief_is_the_policys_answer_chat_probability_of_the_gold_answer():
 
 
 def test_build_batch_puts_each_turn_advantage_on_its_tokens_without_snc_scale():
+    from harness_g.training.batch import build_batch
     from harness_g.training.config import CreditConfig, ModelConfig
     from harness_g.training.modeling import load_tokenizer
-    from harness_g.training.batch import build_batch
 
     tok = load_tokenizer(ModelConfig(name="tiny-random"))
-    from harness_g.agent.context import Turn
+    from harness_g.agent.llm.context import Turn
 
     ro = _rollout([])
     ro.turns = [Turn([{"role": "user", "content": "turn 0 prompt"}], "A3"), Turn([{"role": "user", "content": "turn 1 prompt"}], "A0")]

@@ -2,12 +2,12 @@
 
 A comparison question names two entities; when the fused channels (harness-g.tex l.285) fill U_0 with the first
 entity's articles and nothing links the two, no LOOKUP can reach the second (the ``no_entity_path`` cause of
-agent/reachability.py). A reserved slot gives each uncovered question entity its best sentence.
+agent/env/gold_search.py). A reserved slot gives each uncovered question entity its best sentence.
 """
 from __future__ import annotations
 
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import _named_in_question, init_retrieve
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.menu_env import _named_in_question, init_retrieve
 
 # comparison questions over two articles of the test corpus (their titles are entities of the graph)
 COMPARISONS = [

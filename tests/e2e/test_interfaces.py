@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent.evaluate import EvalConfig, run_eval
-from harness_g.agent.free_query import free_query_policy
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.interfaces import INTERFACES, RagInterface, make_interface
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.eval.interfaces import INTERFACES, RagInterface, make_interface
+from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.errors import ConfigError, HarnessError
 
@@ -142,10 +141,11 @@ def test_cli_passes_llm_flags_to_llm_policies_only(request) -> None:
 
 def test_llm_policy_gets_the_free_query_prompt(hotpot_view: GraphView, hotpot_questions) -> None:
     """An LLMPolicy in the free-query arm: same backend, free-query instruction instead of the menu's ids."""
-    from harness_g.agent.free_query import FREE_QUERY_MAX_NEW_TOKENS, free_query_header
     from harness_g.agent.llm.backends import Generation
-    from harness_g.agent.llm.policy import LLMPolicy
-    from harness_g.agent.prompts import policy_instruction
+    from harness_g.agent.llm.prompts import free_query_header
+    from harness_g.agent.llm.prompts import policy_instruction
+    from harness_g.agent.policies.llm import FREE_QUERY_MAX_NEW_TOKENS
+    from harness_g.agent.policies.llm import LLMPolicy
 
     class Scripted:
         name = "scripted"
@@ -159,7 +159,7 @@ def test_llm_policy_gets_the_free_query_prompt(hotpot_view: GraphView, hotpot_qu
 
     backend = Scripted()
     menu_policy = LLMPolicy(backend)
-    fq = free_query_policy(menu_policy)
+    fq = menu_policy.for_interface("free-query")
     assert fq is not menu_policy and fq.backend is backend and menu_policy.header.startswith(policy_instruction())
     traj = make_interface("free-query", hotpot_view, menu_policy).run(hotpot_questions[0])
     act_prompt, act_tokens = backend.calls[0]

@@ -19,8 +19,8 @@ import pytest
 from helpers.judge_records import GE, SCORES, record
 from helpers.ports import closed_port_url
 
-from harness_g.agent.evaluate import EvalConfig, run_eval
-from harness_g.agent.judge import DIMENSIONS, Judge, needs_judging
+from harness_g.agent.eval.judge import DIMENSIONS, Judge, needs_judging
+from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 
 

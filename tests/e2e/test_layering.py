@@ -1,8 +1,10 @@
 """The package's layering, as DESIGN.md states it, checked on the source (pure: no database, no model).
 
 One-way flow: ``graph`` (readers, build, artifact, stores) <- ``agent`` (environment, policies, eval) <-
-``training``; the CLI modules are the top and nothing imports ``harness_g.cli``. Also: the wheel carries the
-package data the commands need (the demo slice, the Cypher files, the browse assets, the training configs).
+``training``; the CLI modules are the top and nothing imports ``harness_g.cli``. Inside ``agent/`` (DESIGN.md
+"Inside agent/"): ``env`` <- ``policies`` <- ``eval``, ``llm`` <- ``policies``, ``eval``; the CLI, the config files and
+the integrations on top. Also: the wheel carries the package data the commands need (the demo slice, the Cypher
+files, the browse assets, the training configs).
 """
 from __future__ import annotations
 
@@ -23,6 +25,16 @@ FORBIDDEN = {
     "harness_g.graph": ("harness_g.agent", "harness_g.training", "harness_g.cli"),
     "harness_g.agent": ("harness_g.training", "harness_g.cli"),
     "harness_g.training": ("harness_g.cli",),
+}
+
+#: agent/'s top: modules that assemble the layers below (nothing under agent/env, llm, policies or eval imports them)
+AGENT_TOP = ("harness_g.agent.cli", "harness_g.agent.config", "harness_g.agent.demo", "harness_g.agent.integrations")
+#: agent/ sub-package folder -> what its modules must never import (TYPE_CHECKING and function-level imports included)
+AGENT_FORBIDDEN = {
+    "env": ("harness_g.agent.policies", "harness_g.agent.llm", "harness_g.agent.eval", *AGENT_TOP),
+    "llm": ("harness_g.agent.env", "harness_g.agent.policies", "harness_g.agent.eval", *AGENT_TOP),
+    "policies": ("harness_g.agent.eval", *AGENT_TOP),
+    "eval": AGENT_TOP,
 }
 
 
@@ -49,6 +61,37 @@ def test_no_layer_imports_upwards(folder: str) -> None:
     bad = [f"{p.relative_to(ROOT)}: {name}" for p in _modules(folder) for name in sorted(_imports(p))
            if any(name == b or name.startswith(b + ".") for b in banned)]
     assert not bad, "imports against DESIGN.md's one-way flow:\n" + "\n".join(bad)
+
+
+def _banned(names: set[str], banned: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(n == b or n.startswith(b + ".") for b in banned))
+
+
+@pytest.mark.parametrize("layer", sorted(AGENT_FORBIDDEN))
+def test_agent_layers_import_only_downwards(layer: str) -> None:
+    bad = [f"{p.relative_to(ROOT)}: {name}" for p in _modules(f"agent/{layer}")
+           for name in _banned(_imports(p), AGENT_FORBIDDEN[layer])]
+    assert not bad, "imports against DESIGN.md's agent/ layers:\n" + "\n".join(bad)
+
+
+def test_agent_has_no_module_outside_a_layer() -> None:
+    """A new module goes into env/, llm/, policies/ or eval/ (or is one of the top's): agent/ is not flat again."""
+    loose = sorted(p.name for p in (ROOT / "agent").glob("*.py"))
+    assert loose == ["__init__.py", "cli.py", "config.py", "demo.py"], loose
+
+
+def test_importing_the_environment_loads_nothing_above_it() -> None:
+    """At run time too (lazy imports and the config registries' string targets): the env package and an EnvConfig
+    load no module of llm/, policies/, eval/ or the top; an EvalConfig's name checks load no module of the top."""
+    code = ("import sys\nfrom harness_g.agent.env import EnvConfig, MenuEnv\nEnvConfig(preset='extended')\n"
+            "env = sorted(m for m in sys.modules if m.startswith('harness_g.agent.'))\n"
+            "from harness_g.agent.eval.config import EvalConfig\nEvalConfig(policy='lookahead', interface='free_query')\n"
+            "ev = sorted(m for m in sys.modules if m.startswith('harness_g.agent.'))\nprint(repr((env, ev)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, ev = eval(proc.stdout.strip().splitlines()[-1])
+    assert env and all(m.startswith("harness_g.agent.env") for m in env), env
+    assert "harness_g.agent.eval.interfaces" in ev and not _banned(set(ev), AGENT_TOP), ev
 
 
 def test_nothing_imports_the_top_level_cli() -> None:
@@ -78,7 +121,7 @@ def test_the_wheel_carries_the_package_data(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("harness_g/examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json",
                    "harness_g/cypher/lookup_candidates_multi.cypher", "harness_g/cypher/entities_of_sentences.cypher",
-                   "harness_g/agent/browse_assets/vis-network.min.js", "harness_g/training/configs/tiny-cpu.yaml",
+                   "harness_g/agent/eval/browse_assets/vis-network.min.js", "harness_g/training/configs/tiny-cpu.yaml",
                    "harness_g/graph/stores/neo4j_launcher/pom.xml", "harness_g/registry.py", "harness_g/cli_args.py",
                    "harness_g/agent/integrations/openenv_server.py"):
         assert needed in names, f"{needed} missing from {wheel.name}"

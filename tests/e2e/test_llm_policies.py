@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent.batch import BatchedMenuEnv
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.prompts import (answer_prompt, environment_response, policy_instruction, scorer_prompt,
-                                     tool_schema)
-from harness_g.agent.runner import run_episode
+from harness_g.agent.env.batch import BatchedMenuEnv
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.eval.runner import run_episode
+from harness_g.agent.llm.prompts import (answer_prompt, environment_response, policy_instruction, scorer_prompt,
+                                         tool_schema)
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 
@@ -87,7 +87,7 @@ def test_prompt_stack_pieces():
 
 
 def test_clean_answer():
-    from harness_g.agent.llm.policy import clean_answer
+    from harness_g.agent.policies.llm import clean_answer
 
     assert clean_answer("Answer: Paris.\nBecause ...") == "Paris"
     assert clean_answer('  "Arthur\'s Magazine"  ') == "Arthur's Magazine"
@@ -154,8 +154,8 @@ def test_unloadable_model_is_a_config_error(tmp_path: Path):
 
 
 def test_registry_builds_llm_policies(tiny_dir: Path):
-    from harness_g.agent.llm.policy import LLMPolicy
     from harness_g.agent.policies import POLICIES, make_policy
+    from harness_g.agent.policies.llm import LLMPolicy
 
     assert {"transformers", "openai", "vllm"} <= set(POLICIES)
     policy = make_policy("transformers", model=str(tiny_dir), max_answer_tokens=5, max_context_tokens=300)
@@ -167,7 +167,7 @@ def test_registry_builds_llm_policies(tiny_dir: Path):
 
 # -- the policy on a real graph ----------------------------------------------------------------
 def test_smollm2_plays_one_episode(smol, hotpot_view: GraphView, hotpot_questions: list[QAItem]):
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.policies.llm import LLMPolicy
 
     policy = LLMPolicy(smol, max_new_tokens=6, max_answer_tokens=12, max_context_tokens=2500)
     env = MenuEnv(hotpot_view, EnvConfig(max_turns=2))
@@ -192,7 +192,7 @@ def test_random_model_replies_are_counted_invalid(tiny_dir: Path, hotpot_view: G
                                                   hotpot_questions: list[QAItem]):
     """A random model never writes a valid id: every turn is rejected, counted, and fed back with its reason."""
     from harness_g.agent.llm import load_transformers_backend
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.policies.llm import LLMPolicy
 
     policy = LLMPolicy(load_transformers_backend(str(tiny_dir), num_threads=THREADS), max_new_tokens=5, max_answer_tokens=4,
                        max_context_tokens=1600)
@@ -213,7 +213,7 @@ def test_random_model_replies_are_counted_invalid(tiny_dir: Path, hotpot_view: G
 def test_act_batch_one_generate_call_per_step(tiny_dir: Path, hotpot_view: GraphView,
                                               hotpot_questions: list[QAItem]):
     from harness_g.agent.llm import load_transformers_backend
-    from harness_g.agent.llm.policy import LLMPolicy, run_batch
+    from harness_g.agent.policies.llm import LLMPolicy, run_batch
 
     backend = CountingBackend(load_transformers_backend(str(tiny_dir), num_threads=THREADS))
     policy = LLMPolicy(backend, max_new_tokens=4, max_answer_tokens=4, temperature=1.0, seed=3)
@@ -227,10 +227,10 @@ def test_act_batch_one_generate_call_per_step(tiny_dir: Path, hotpot_view: Graph
 
 def test_constrained_actions_make_smollm2_play_valid_ids(hotpot_view, hotpot_questions):
     """With --constrain-actions the 135M model can only emit offered ids: no invalid turns."""
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.policies import make_policy
-    from harness_g.agent.runner import run_episode
 
     policy = make_policy("transformers", model="smollm2", constrain_actions=True, max_new_tokens=4)
     traj = run_episode(MenuEnv(hotpot_view, EnvConfig(max_turns=2)), policy, hotpot_questions[0])
@@ -240,7 +240,7 @@ def test_constrained_actions_make_smollm2_play_valid_ids(hotpot_view, hotpot_que
 
 def test_constrained_actions_refused_by_a_backend_without_support():
     from harness_g.agent.llm.openai_backend import OpenAIBackend
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.policies.llm import LLMPolicy
     from harness_g.errors import ConfigError
 
     with pytest.raises(ConfigError, match="constrained action decoding is not supported by the OpenAIBackend"):

@@ -8,18 +8,18 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv, Preview
-from harness_g.agent.evaluate import score_trajectory
-from harness_g.agent.graph_view import EntityInfo
-from harness_g.agent.observation import (CommittedSentence, MenuAction, MenuEntity, Observation, PolicyTools,
-                                         VisibleSentence, next_episode_id)
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import EntityInfo
+from harness_g.agent.env.observation import (CommittedSentence, MenuAction, MenuEntity, Observation, PolicyTools,
+                                             VisibleSentence, next_episode_id)
+from harness_g.agent.eval.run import score_trajectory
+from harness_g.agent.eval.runner import run_episode
 from harness_g.agent.policies import POLICIES, make_policy
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.policies.lookahead import (BRIDGE, NAMED, NONE, LookaheadPolicy, article_leads, count_backward_hops,
-                                               named_leads)
-from harness_g.agent.runner import run_episode
+from harness_g.agent.policies.lookahead import (BRIDGE, NAMED, NONE, LookaheadPolicy, article_leads,
+                                                count_backward_hops, named_leads)
 from harness_g.errors import ConfigError
 
 

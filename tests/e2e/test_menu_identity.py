@@ -1,6 +1,6 @@
 """The menus are what they were: U_0, every rendered observation (sha256) and every LOOKUP result along the lookahead
 policy's trajectories, and the reachability search's verdicts, on the packaged slice ``examples/hotpotqa-dev-slice``
-under both env presets, equal the fixture recorded before the transition rules moved into ``agent/transition.py``
+under both env presets, equal the fixture recorded before the transition rules moved into ``agent/env/transition.py``
 (issue 33; ``tests/data/menus/record_menus.py`` wrote it with the code before the change).
 
 Each preset runs on the slice built under the same build preset, on both stores; the batched environment (whose
@@ -17,9 +17,9 @@ from typing import Any, Iterator
 import pytest
 from helpers.menu_record import PRESETS, build_slice, close_turn, fixture_path, record_menus, turn_record
 
-from harness_g.agent.batch import BatchedMenuEnv
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.batch import BatchedMenuEnv
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
 from harness_g.agent.policies.lookahead import LookaheadPolicy
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.load import load_graph

@@ -9,11 +9,11 @@ import time
 import pytest
 from helpers.menu_scripts import SCRIPTS, actions, play, served_snapshot, strip_timings
 
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import EpisodeOver, MenuEnv
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.eval.metrics import token_f1
 from harness_g.agent.integrations.menu_service import (ADHOC_ID, ActionRefused, ActionSpec, MenuService, ServiceFull,
-                                                        ServiceLimits, UnknownEpisode)
-from harness_g.agent.metrics import token_f1
+                                                       ServiceLimits, UnknownEpisode)
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
 

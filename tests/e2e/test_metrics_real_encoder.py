@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_g.agent import metrics as M
+from harness_g.agent.eval import metrics as M
 
 
 def test_rs_with_the_real_encoder_reads_evidence_past_its_window() -> None:
@@ -24,7 +24,7 @@ def test_rs_with_the_real_encoder_reads_evidence_past_its_window() -> None:
             return emb.encode(texts)
 
     encoder = M.EvidenceEncoder.from_view(View())
-    assert encoder.name == emb.name and encoder.max_tokens == emb._model.max_seq_length == 256
+    assert encoder.name == emb.name and encoder.max_tokens == emb.max_seq_length == 256
     gold = ["Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer."]
     distractors = [f"The annual rainfall in district number {i} of the northern province was recorded by the local weather "
                    f"station over several decades." for i in range(16)]

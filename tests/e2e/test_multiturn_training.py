@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers.paths import REPO_ROOT
 
-from harness_g.agent.context import EpisodeContext, Turn, policy_header
+from harness_g.agent.llm.context import EpisodeContext, Turn, policy_header
 from harness_g.training.config import CreditConfig, ModelConfig
 
 END = "<|im_end|>"
@@ -40,8 +40,8 @@ def _three_turn_rollout():
 
 
 def test_three_turn_sequence_masks_the_environment_and_gives_each_action_its_own_step_advantage(tokenizer):
-    from harness_g.training.chat import ANSWER_TURN
     from harness_g.training.batch import build_batch
+    from harness_g.training.chat import ANSWER_TURN
 
     ro = _three_turn_rollout()
     seqs = ro.sequences(tokenizer)
@@ -103,11 +103,11 @@ def _spy_generate(model, seen: list):
 def test_eval_and_training_feed_the_model_the_same_token_ids(falkordb_hotpot_view, hotpot_questions, tokenizer, monkeypatch):
     """Same weights, same question, greedy: the training rollout and the evaluation policy (``harness-g eval``'s
     LLMPolicy + TransformersBackend) play the same episode and feed the model identical prompts, turn by turn."""
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.llm.transformers_backend import TransformersBackend
-    from harness_g.agent.runner import run_episode
+    from harness_g.agent.policies.llm import LLMPolicy
     from harness_g.training.modeling import load_policy
     from harness_g.training.rollout import Generator, collect_rollouts
 

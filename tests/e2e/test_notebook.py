@@ -15,7 +15,7 @@ import yaml
 from helpers.readme_code import python_block
 
 import harness_g
-from harness_g.agent.evaluate import EvalConfig, run_eval
+from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.errors import InputError
 

@@ -9,15 +9,15 @@ import re
 import numpy as np
 import pytest
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.observation import GraphTools, Observation, PolicyTools
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.observation import GraphTools, Observation, PolicyTools
 from harness_g.errors import HarnessError
 
 
 # -- the environments' observations ------------------------------------------------------------------------
 def test_menu_env_observe_matches_what_it_renders(hotpot_view, hotpot_questions) -> None:
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.env.config import EnvConfig
 
     env = MenuEnv(hotpot_view, EnvConfig(max_turns=3))
     text = env.reset(hotpot_questions[0])
@@ -60,10 +60,10 @@ def test_menu_env_observe_matches_what_it_renders(hotpot_view, hotpot_questions)
 
 
 def test_free_query_and_batched_observe(hotpot_view, hotpot_questions) -> None:
-    from harness_g.agent.batch import BatchedMenuEnv
-    from harness_g.agent.config import EnvConfig
     from harness_g.agent.env import MenuEnv
-    from harness_g.agent.free_query import FreeQueryEnv
+    from harness_g.agent.env.batch import BatchedMenuEnv
+    from harness_g.agent.env.config import EnvConfig
+    from harness_g.agent.env.free_query import FreeQueryEnv
 
     fenv = FreeQueryEnv(MenuEnv(hotpot_view, EnvConfig(max_turns=2)))
     text = fenv.reset(hotpot_questions[0])
@@ -90,8 +90,8 @@ def test_free_query_and_batched_observe(hotpot_view, hotpot_questions) -> None:
 def test_run_episode_gives_policies_observations_only(hotpot_view, hotpot_questions) -> None:
     """run_episode calls ``act(observation)`` and ``answer(question, evidence, final observation)``: no environment."""
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.policies.base import Policy
-    from harness_g.agent.runner import run_episode
 
     class Spy(Policy):
         name = "spy"
@@ -121,7 +121,7 @@ def test_tools_preview_is_env_preview_and_read_only(hotpot_view, hotpot_question
     of the current menu, no state touched; tools of an earlier turn, of a finished episode and of the free-query arm
     refuse."""
     from harness_g.agent.env import MenuEnv
-    from harness_g.agent.free_query import FreeQueryEnv
+    from harness_g.agent.env.free_query import FreeQueryEnv
 
     env = MenuEnv(hotpot_view)
     env.reset(hotpot_questions[1])

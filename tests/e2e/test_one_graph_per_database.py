@@ -17,9 +17,9 @@ from helpers.cli_checks import assert_one_line_error, run
 from helpers.ports import free_port
 from helpers.tiny_artifact import build_tiny_artifact
 
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.evaluate import RECORDS, EvalConfig, run_eval
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.eval.run import RECORDS, EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.errors import HarnessError, StoreError
 from harness_g.graph.artifact import Artifact

@@ -32,8 +32,8 @@ from websockets.exceptions import ConnectionClosed  # noqa: E402
 from websockets.sync.client import connect as ws_connect  # noqa: E402
 
 from harness_g.agent.env import MenuEnv  # noqa: E402
+from harness_g.agent.eval.metrics import token_f1  # noqa: E402
 from harness_g.agent.integrations.openenv_server import MenuAction, MenuEnvClient  # noqa: E402
-from harness_g.agent.metrics import token_f1  # noqa: E402
 
 MAX_BODY = 1 << 20  # serve-env's default --max-body-bytes
 

@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent import metrics as M
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.evaluate import RECORDS, SUMMARY
-from harness_g.agent.menu import build_menu
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.gold_search import GoldSearch, feasible_units, shortest_gold_trajectory
+from harness_g.agent.env.menu import build_menu
+from harness_g.agent.eval import metrics as M
+from harness_g.agent.eval.reachability import menu_reachability
+from harness_g.agent.eval.run import RECORDS, SUMMARY
+from harness_g.agent.eval.runner import run_episode
 from harness_g.agent.policies import make_policy
 from harness_g.agent.policies.heuristic import HeuristicPolicy
 from harness_g.agent.policies.oracle import NEEDS_GOLD, OraclePolicy
-from harness_g.agent.reachability import GoldSearch, feasible_units, menu_reachability, shortest_gold_trajectory
-from harness_g.agent.runner import run_episode
 from harness_g.cli import main
 from harness_g.errors import ConfigError
 

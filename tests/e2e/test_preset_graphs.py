@@ -13,8 +13,8 @@ import pytest
 from helpers.cli_checks import assert_one_line_error, run
 from helpers.presets import extended_env
 
-from harness_g.agent.config import EnvConfig, check_graph_preset
 from harness_g.agent.env import MenuEnv
+from harness_g.agent.env.config import EnvConfig, check_graph_preset
 from harness_g.errors import ConfigError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.build import CorpusSpec, build_graph

@@ -7,9 +7,9 @@ the bridges (entities of C_t) and before the frontier (entities of U_t); off, ev
 """
 from __future__ import annotations
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv, question_targets
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
 
 ROLE_ORDER = {"bridge": 0, "question": 1, "frontier": 2}
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.reachability import menu_reachability
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.eval.reachability import menu_reachability
 
 Q_ALL_VISIBLE = "5a7ce50f55429909bec76869"  # both gold sentences are in U_0 (checked below)
 Q_ONE_VISIBLE = "5a8268aa55429940e5e1a8aa"  # one of two gold sentences in U_0

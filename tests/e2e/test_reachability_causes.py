@@ -8,12 +8,13 @@ import numpy as np
 
 from helpers.presets import extended_env
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv, committed_query, init_retrieve, question_targets
-from harness_g.agent.menu import build_menu, dedup_by_text, lookup_result, text_key
-from harness_g.agent.metrics import gold_units, unit_satisfied
-from harness_g.agent.reachability import CAUSES, menu_reachability, relaxed_depths
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.gold_search import relaxed_depths
+from harness_g.agent.env.menu import build_menu, dedup_by_text, lookup_result, text_key
+from harness_g.agent.eval.metrics import gold_units, unit_satisfied
+from harness_g.agent.eval.reachability import CAUSES, menu_reachability
 
 Q_ALL_VISIBLE = "5a7ce50f55429909bec76869"  # both gold sentences in U_0
 Q_ONE_VISIBLE = "5a8268aa55429940e5e1a8aa"  # one of two gold sentences in U_0, the other one LOOKUP away

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from helpers.store_kinds import STORE_KINDS
 
-from harness_g.agent.evaluate import EvalConfig, run_eval
+from harness_g.agent.eval.report import build_report, diagnose, load_run, parse_label
+from harness_g.agent.eval.report.html import fmt_value, inline_bodies
+from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
-from harness_g.agent.report import build_report, diagnose, load_run, parse_label
-from harness_g.agent.report.html import fmt_value, inline_bodies
 from harness_g.errors import InputError
 
 

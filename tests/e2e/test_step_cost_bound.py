@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView
 
 
 def test_a_small_pool_of_a_large_graph_is_ranked_without_the_all_sentence_product(hotpot_view: GraphView) -> None:

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.paths import TEST_DATA
 
-from harness_g.agent.reachability import menu_reachability
-from harness_g.agent.session import open_view
+from harness_g.agent.env.session import open_view
+from harness_g.agent.eval.reachability import menu_reachability
 from harness_g.graph.build import CorpusSpec, build_graph
 from harness_g.graph.config import BuildConfig
 

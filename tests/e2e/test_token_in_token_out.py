@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness_g.agent.context import Turn
+from harness_g.agent.llm.context import Turn
 from harness_g.training.chat import build_chat_sequence, Reply
 from harness_g.training.config import ModelConfig
 from harness_g.training.rollout import Generator, turn_sequences

@@ -84,7 +84,7 @@ def _user(text):
 
 
 def test_a_cut_reply_trains_no_end_of_turn_token(tokenizer):
-    from harness_g.agent.context import Turn
+    from harness_g.agent.llm.context import Turn
     from harness_g.training.chat import ANSWER_TURN, build_sequence
     from harness_g.training.rollout import Rollout
 
@@ -126,7 +126,7 @@ def test_generator_reports_whether_each_reply_stopped(tokenizer):
 def test_rollout_path_masks_no_end_token_after_a_cut_reply(falkordb_hotpot_view, hotpot_questions, tokenizer):
     """collect_rollouts with the real Generator: action ids cut at 1 token (ids are 2+ tokens) are recorded as cut,
     and their sequences train the one sampled token only."""
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
     from harness_g.training.chat import ANSWER_TURN
     from harness_g.training.modeling import load_policy
     from harness_g.training.rollout import Generator, collect_rollouts

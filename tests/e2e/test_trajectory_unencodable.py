@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.evaluate import RECORDS, EvalConfig, read_records, run_eval
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.trajectory import StepRecord, Trajectory, decode_reply, json_line, load_jsonl, save_jsonl
+from harness_g.agent.eval.run import RECORDS, EvalConfig, read_records, run_eval
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.trajectory import StepRecord, Trajectory, decode_reply, json_line, load_jsonl, save_jsonl
 
 BAD_REPLIES = ["A0\udcff", "\udcff", "\ud800", "x\udfff y", "\ud83d\ude00", "\udced\udca0\udc80", "é\\u00e9\udc80\n"]
 

@@ -20,9 +20,9 @@ pytest.importorskip("trl", reason="trl is not installed here (pip install trl==1
 
 import torch  # noqa: E402
 
+from harness_g.agent.eval.metrics import token_f1  # noqa: E402
 from harness_g.agent.integrations.menu_service import MenuService  # noqa: E402
 from harness_g.agent.integrations.trl_env import MenuToolEnv, menu_tool_env_factory  # noqa: E402
-from harness_g.agent.metrics import token_f1  # noqa: E402
 from harness_g.errors import HarnessError  # noqa: E402
 
 PROMPT = "Answer the question with the tools.\n"

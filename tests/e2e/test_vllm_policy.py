@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.llm.vllm_backend import VLLMBackend, vllm_available
 from harness_g.errors import ConfigError
 
@@ -50,8 +50,8 @@ def test_vllm_generates_deterministically(vllm_smol):
 @needs_smollm2
 def test_vllm_policy_plays_one_episode(vllm_smol, hotpot_view, hotpot_questions):
     from harness_g.agent.env import MenuEnv
-    from harness_g.agent.llm.policy import LLMPolicy
-    from harness_g.agent.runner import run_episode
+    from harness_g.agent.eval.runner import run_episode
+    from harness_g.agent.policies.llm import LLMPolicy
 
     policy = LLMPolicy(vllm_smol, max_new_tokens=6, max_answer_tokens=12)
     traj = run_episode(MenuEnv(hotpot_view, EnvConfig(max_turns=3)), policy, hotpot_questions[0])

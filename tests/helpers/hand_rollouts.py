@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness_g.agent.trajectory import StepRecord, Trajectory
+from harness_g.agent.env.trajectory import StepRecord, Trajectory
 from harness_g.graph.types import QAItem
 from harness_g.training.rollout import Rollout
 

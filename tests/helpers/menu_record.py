@@ -15,11 +15,11 @@ from typing import Any, Sequence
 
 from helpers.paths import REPO_ROOT, TEST_DATA
 
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.eval.reachability import menu_reachability
 from harness_g.agent.policies.lookahead import LookaheadPolicy
-from harness_g.agent.reachability import menu_reachability
 from harness_g.graph.build import CorpusSpec, build_graph
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.types import QAItem

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_g.agent.actions import ActionType
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.observation import Observation
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.observation import Observation
 from harness_g.graph.types import QAItem
 
 WRONG = "Paris"

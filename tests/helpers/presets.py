@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_g.agent.config import ENV_EXTENSIONS, ENV_PRESETS, EnvConfig
+from harness_g.agent.env.config import ENV_EXTENSIONS, ENV_PRESETS, EnvConfig
 
 
 def extended_env(**values: Any) -> EnvConfig:

@@ -1,7 +1,7 @@
 """A hand-made menu (action id -> Action) for parser tests that need no graph."""
 from __future__ import annotations
 
-from harness_g.agent.actions import Action, ActionType
+from harness_g.agent.env.actions import Action, ActionType
 
 MENU = {
     a.id: a

@@ -5,7 +5,7 @@ import pytest
 
 from helpers.sample_menu import MENU
 
-from harness_g.agent.actions import parse_action
+from harness_g.agent.env.actions import parse_action
 
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from helpers.sample_menu import MENU
 
-from harness_g.agent.actions import MAX_IDS_IN_ERROR, MAX_REPLY_CHARS, ParseResult, parse_action
+from harness_g.agent.env.actions import MAX_IDS_IN_ERROR, MAX_REPLY_CHARS, ParseResult, parse_action
 
 pytestmark = pytest.mark.timeout(300)  # the old parser hung here: fail instead of blocking the suite
 

@@ -1,10 +1,10 @@
-"""The one context builder (agent/context.py) shared by evaluation and training: no graph, no model."""
+"""The one context builder (agent/llm/context.py) shared by evaluation and training: no graph, no model."""
 from __future__ import annotations
 
 import pytest
 
-from harness_g.agent.context import OMITTED, ContextOverflow, EpisodeContext, policy_header
-from harness_g.agent.prompts import environment_response
+from harness_g.agent.llm.context import OMITTED, ContextOverflow, EpisodeContext, policy_header
+from harness_g.agent.llm.prompts import environment_response
 from harness_g.errors import ConfigError
 
 

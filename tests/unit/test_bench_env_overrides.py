@@ -8,7 +8,7 @@ import sys
 import pytest
 from helpers.paths import REPO_ROOT
 
-from harness_g.agent.config import EnvConfig
+from harness_g.agent.env.config import EnvConfig
 
 
 def _script(name: str):

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness_g import config_loader as L
-from harness_g.agent.config import EnvConfig, EnvRunConfig, EvalConfig, EvalRunConfig, load_agent_config
+from harness_g.agent.config import EnvRunConfig, EvalRunConfig, load_agent_config
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.eval.config import EvalConfig
 from harness_g.errors import ConfigError
 from harness_g.graph.config import BuildConfig
 from harness_g.training.config import TrainConfig, load_config

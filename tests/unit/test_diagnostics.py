@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness_g.agent.trajectory import StepRecord, Trajectory
-from harness_g.training.diagnostics import (
-    equivalence_classes,
-    group_diagnostics,
-    retrieval_evidence,
-    trajectory_group_diagnostics,
-)
+from harness_g.agent.env.trajectory import StepRecord, Trajectory
+from harness_g.training.diagnostics import (equivalence_classes, group_diagnostics, retrieval_evidence,
+                                            trajectory_group_diagnostics)
 
 U0 = [f"u:{i}" for i in range(6)]  # the same InitRetrieve for every rollout of the question
 

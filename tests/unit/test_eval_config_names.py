@@ -1,5 +1,5 @@
 """``EvalConfig`` checks its policy and interface names through ``RegistryNames`` as ``TrainConfig`` does: declared
-on the fields, resolved when checked, so ``agent/config.py`` imports neither the policies nor the interfaces (the
+on the fields, resolved when checked, so ``agent/eval/config.py`` (and ``agent/config.py``) imports neither the policies nor the interfaces (the
 import loop its ``__post_init__`` used to close at runtime is gone). Pure: no database, no model."""
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ from dataclasses import fields
 import pytest
 from helpers.paths import REPO_ROOT
 
-from harness_g.agent.config import EvalConfig
+from harness_g.agent.eval.config import EvalConfig
 from harness_g.errors import ConfigError
 from harness_g.registry import RegistryNames
 
 
-def test_agent_config_imports_no_policy_or_interface_module() -> None:
-    tree = ast.parse((REPO_ROOT / "agent" / "config.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", ["agent/config.py", "agent/eval/config.py"])
+def test_agent_config_imports_no_policy_or_interface_module(path: str) -> None:
+    tree = ast.parse((REPO_ROOT / path).read_text(encoding="utf-8"))
     named = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     named |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not {m for m in named if m.startswith(("harness_g.agent.policies", "harness_g.agent.interfaces"))}
+    assert not {m for m in named if m.startswith(("harness_g.agent.policies", "harness_g.agent.eval.interfaces"))}
 
 
 def test_eval_config_declares_its_registry_names() -> None:
@@ -47,4 +48,4 @@ def test_registry_names_without_a_lookup_keep_the_config_wording() -> None:
 
     with pytest.raises(ConfigError, match=r"^rollout\.interface 'rag' unknown; available: free-query, menu$"):
         check_value("rollout.interface", "rag",
-                    {"choices": RegistryNames("harness_g.agent.interfaces:trainable_interfaces")})
+                    {"choices": RegistryNames("harness_g.agent.eval.interfaces:trainable_interfaces")})

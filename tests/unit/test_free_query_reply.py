@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.free_query import parse_free_reply
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.free_query import parse_free_reply
 
 
 # -- reply grammar (no graph) ----------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import pytest
 from helpers.judge_records import GE, SCORES, record
 from helpers.ports import closed_port_url
 
-from harness_g.agent.evaluate import summarize
-from harness_g.agent.judge import DIMENSIONS, Judge, JudgeError, generation_evaluation, make_judge, parse_scores
+from harness_g.agent.eval.judge import DIMENSIONS, Judge, JudgeError, generation_evaluation, make_judge, parse_scores
+from harness_g.agent.eval.run import summarize
 
 
 # -- arithmetic and parsing -------------------------------------------------------------------------

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_g.agent import metrics as M
-from harness_g.agent.retrieval import lookup_query, rrf
+from harness_g.agent.env.retrieval import lookup_query, rrf
+from harness_g.agent.eval import metrics as M
 
 
 # -- normalisation ---------------------------------------------------------------------------

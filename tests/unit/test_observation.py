@@ -12,17 +12,10 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.graph_view import EntityInfo
-from harness_g.agent.observation import (
-    CommittedSentence,
-    MenuAction,
-    MenuEntity,
-    Observation,
-    PolicyTools,
-    VisibleSentence,
-    next_episode_id,
-)
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.graph_view import EntityInfo
+from harness_g.agent.env.observation import (CommittedSentence, MenuAction, MenuEntity, Observation, PolicyTools,
+                                             VisibleSentence, next_episode_id)
 from harness_g.agent.policies.heuristic import HeuristicPolicy
 from harness_g.agent.policies.human import HumanPolicy
 from harness_g.errors import HarnessError
@@ -185,8 +178,8 @@ class Scripted:
 
 
 def test_llm_policy_acts_on_observations() -> None:
-    from harness_g.agent.llm.policy import LLMPolicy
-    from harness_g.agent.prompts import environment_response
+    from harness_g.agent.llm.prompts import environment_response
+    from harness_g.agent.policies.llm import LLMPolicy
 
     backend = Scripted(["A1", "A9", "A0", "Answer: 1974"])
     policy = LLMPolicy(backend, constrain_actions=True)
@@ -219,7 +212,7 @@ def test_llm_policy_acts_on_observations() -> None:
 
 
 def test_llm_policy_starts_a_fresh_chat_per_episode() -> None:
-    from harness_g.agent.llm.policy import LLMPolicy
+    from harness_g.agent.policies.llm import LLMPolicy
 
     policy = LLMPolicy(Scripted(["A0"] * 10))
     first = _obs(None, visible=["s_ph"])

@@ -15,7 +15,8 @@ from helpers.paths import PAPER_CONFIG
 from helpers.presets import PAPER_BUILD, PAPER_ENV
 
 from harness_g import config_loader as L
-from harness_g.agent.config import EnvConfig, EnvRunConfig, EvalRunConfig, check_graph_preset, load_agent_config
+from harness_g.agent.config import EnvRunConfig, EvalRunConfig, load_agent_config
+from harness_g.agent.env.config import EnvConfig, check_graph_preset
 from harness_g.cli import main
 from harness_g.errors import ConfigError
 from harness_g.graph.config import BUILD_EXTENSIONS, BuildConfig, preset_mismatch

@@ -86,7 +86,7 @@ def test_policies_are_lazy_and_flag_llm_policies() -> None:
 
 
 def test_trainable_interfaces_are_derived_from_the_interface_registry() -> None:
-    from harness_g.agent.interfaces import INTERFACES, trainable_interfaces
+    from harness_g.agent.eval.interfaces import INTERFACES, trainable_interfaces
 
     assert INTERFACES.names() == ["free-query", "menu", "naive", "rag"]
     assert trainable_interfaces() == ["free-query", "menu"]

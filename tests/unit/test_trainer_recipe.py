@@ -19,7 +19,7 @@ import torch
 from helpers.paths import PAPER_CONFIG
 from helpers.paths import REPO_ROOT as ROOT
 
-from harness_g.agent.config import ENV_PRESETS
+from harness_g.agent.env.config import ENV_PRESETS
 from harness_g.errors import ConfigError
 from harness_g.training.config import load_config
 

@@ -64,7 +64,7 @@ def test_several_training_runs_get_a_page_each(tmp_path, capsys):
 
 
 def test_curve_ticks_are_round_and_keep_their_minus_sign() -> None:
-    from harness_g.agent.report.plots import nice_ticks, tick_label
+    from harness_g.agent.eval.report.plots import nice_ticks, tick_label
     from harness_g.training.curves import line_chart
 
     assert nice_ticks(-0.042, 0.31) == [-0.1, 0.0, 0.1, 0.2, 0.3, 0.4]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness_g.agent.trajectory import StepRecord, Trajectory
+from harness_g.agent.env.trajectory import StepRecord, Trajectory
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN
@@ -224,8 +224,8 @@ def test_trajectory_diagnostics_use_lookup_results_only():
 
 # -- the update plan ----------------------------------------------------------------------------------------------
 def test_update_plan_cuts_whole_questions_into_updates_and_length_sorted_passes():
-    from harness_g.training.update_plan import (micro_batches, mini_batch_rows, pad_to_count, padded_tokens, plan_updates,
-                                                question_starts, update_count)
+    from harness_g.training.update_plan import (micro_batches, mini_batch_rows, pad_to_count, padded_tokens,
+                                                plan_updates, question_starts, update_count)
 
     questions = [0, 0, 1, 2, 2, 2, 3]  # row -> question
     lengths = [5, 9, 7, 3, 8, 8, 2]  # row -> real tokens

@@ -1,4 +1,4 @@
-"""agent/transition.py: the pure state transition of the menu environment (harness-g.tex, section "The Menu
+"""agent/env/transition.py: the pure state transition of the menu environment (harness-g.tex, section "The Menu
 Environment"), one rule per action type, checked without a store."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness_g.agent.actions import Action, ActionType
-from harness_g.agent.transition import MAX_TURNS, MenuState, introduced, transition
+from harness_g.agent.env.actions import Action, ActionType
+from harness_g.agent.env.transition import MAX_TURNS, MenuState, introduced, transition
 
 Z = MenuState(committed=("c1",), visible=("s1", "s2", "s3"), visited=("e0",), turn=2)
 

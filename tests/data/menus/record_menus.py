@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/, for help
 
 from helpers.menu_record import PRESETS, build_slice, fixture_path, record_menus  # noqa: E402
 
-from harness_g.agent.graph_view import GraphView  # noqa: E402
+from harness_g.agent.env.graph_view import GraphView  # noqa: E402
 from harness_g.graph.artifact import Artifact  # noqa: E402
 from harness_g.graph.load import load_graph  # noqa: E402
 

@@ -1,12 +1,13 @@
 """The prompt stack (paper appendix "Environment Protocol and Prompts").
 
-Four pieces, kept short so they fit a small model's context:
+Five pieces, kept short so they fit a small model's context:
 
 - :func:`policy_instruction`   what the agent does and how it must reply;
 - :func:`tool_schema`          the model-visible description of the menu tool (JSON-schema-like text);
 - :func:`environment_response` the event-conditioned wrapper around each rendered observation;
 - :func:`answer_prompt` / :func:`scorer_prompt`  answer from committed evidence C_T only (the
-  scorer prompt is the frozen answerer's, used by SNC; it never enters the policy context).
+  scorer prompt is the frozen answerer's, used by SNC; it never enters the policy context);
+- :func:`free_query_header`    the free-query arm's opening instruction (no ids, a free search string).
 
 No custom system prompt: the model's chat template supplies its default system message.
 Prompts are returned as chat messages (``[{"role": "user", "content": ...}]``) where a backend
@@ -20,6 +21,8 @@ from typing import Sequence
 Message = dict[str, str]
 Evidence = Sequence[tuple[str, str]]  # [(title, sentence)] in commit order
 
+#: the events an environment response reports (the same three as
+#: :data:`harness_g.agent.env.observation.EVENTS`; llm/ imports nothing of env/, a unit test keeps them equal)
 EVENTS = ("start", "ok", "invalid")
 
 
@@ -93,3 +96,20 @@ def scorer_prompt(question: str, evidence: Evidence) -> list[Message]:
     """The frozen answerer's prompt for SNC (teacher-forced gold-answer likelihood); same shape as
     :func:`answer_prompt` so the scorer and the policy's answer read evidence identically."""
     return answer_prompt(question, evidence)
+
+
+def free_query_header() -> str:
+    """The LLM policy's opening instruction for the free-query arm: the menu header
+    (``prompts.policy_instruction`` + ``prompts.tool_schema``) with the action ids and LOOKUP entities
+    replaced by a free search string. SELECT / ANSWER_WITH / ANSWER are the menu arm's, by sentence handle."""
+    return (
+        "You answer a multi-hop question by searching for evidence. Each step shows the question, your committed "
+        "evidence and the sentences currently visible (S0, S1, ...). Moves:\n"
+        "- SELECT S: commit visible sentence S as evidence (the final answer sees committed evidence only).\n"
+        "- SEARCH: <text>: write a search request in your own words; the search engine retrieves new sentences "
+        "about the closest matching entity.\n"
+        "- ANSWER_WITH S ...: commit the listed visible sentence(s) and stop.\n"
+        "- ANSWER: stop and answer from the committed evidence.\n"
+        "Reply with exactly one move and nothing else, e.g. SELECT S0, SEARCH: <what to look up>, ANSWER_WITH S1 "
+        "or ANSWER."
+    )

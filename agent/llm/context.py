@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from harness_g.agent import prompts
+from harness_g.agent.llm import prompts
 from harness_g.errors import ConfigError
 
 Message = dict[str, str]
@@ -50,13 +50,11 @@ def check_mode(mode: str) -> str:
 
 def policy_header(interface: str = "menu") -> str:
     """The opening instruction: menu arm = policy instruction + tool schema; free-query arm = its own header
-    (no ids, no LOOKUP entities; :func:`harness_g.agent.free_query.free_query_header`)."""
+    (no ids, no LOOKUP entities; :func:`harness_g.agent.llm.prompts.free_query_header`)."""
     if interface == "menu":
         return f"{prompts.policy_instruction()}\n\n{prompts.tool_schema()}"
     if interface == "free-query":
-        from harness_g.agent.free_query import free_query_header
-
-        return free_query_header()
+        return prompts.free_query_header()
     raise ConfigError(f"unknown interface {interface!r} for a policy context; expected menu or free-query")
 
 

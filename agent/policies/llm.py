@@ -1,4 +1,4 @@
-"""An LLM plays the menu: one chat per episode, one action id per turn, then an answer from C_T only.
+"""An LLM policy plays the menu (or, through :meth:`LLMPolicy.for_interface`, the free-query arm): one chat per episode, one action id per turn, then an answer from C_T only.
 
 The episode's chat (paper appendix "Environment Protocol and Prompts"; no custom system prompt):
 
@@ -7,7 +7,7 @@ The episode's chat (paper appendix "Environment Protocol and Prompts"; no custom
 - user      environment_response(o_t, "ok" | "invalid" + reason)
 - ...
 
-The chat is built by :class:`harness_g.agent.context.EpisodeContext`, the one context builder the trainer's
+The chat is built by :class:`harness_g.agent.llm.context.EpisodeContext`, the one context builder the trainer's
 rollouts use too (so a trained checkpoint is evaluated under the prompt it was trained on); ``context="markov"``
 sends only the current observation. When the chat outgrows the context budget the oldest whole turns are dropped,
 always keeping the instruction, the tool schema and the latest observation. ``answer`` opens a fresh chat holding
@@ -15,33 +15,41 @@ only the question and the committed evidence C_T. Per-episode token counts and s
 (``episode_stats(observation)``, ``stats`` for the latest episode) and recorded in ``trajectory.meta["llm"]``
 (:meth:`LLMPolicy.trajectory_meta`).
 
-The policy sees :class:`~harness_g.agent.observation.Observation` objects, never an environment: each episode's chat
+The policy sees :class:`~harness_g.agent.env.observation.Observation` objects, never an environment: each episode's chat
 is keyed by ``observation.episode``; the event of each environment response (start / ok / invalid + reason) is the
 observation's own.
 """
 from __future__ import annotations
 
+import copy
 import inspect
-
+import os
 import re
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, TYPE_CHECKING, Sequence
 
-from harness_g.agent.context import OMITTED, EpisodeContext, Turn, answer_messages, check_mode, policy_header
+from harness_g.agent.llm import load_transformers_backend, load_vllm_backend
 from harness_g.agent.llm.backends import ChatBackend, Conversation, Generation, context_limit, count_tokens
+from harness_g.agent.llm.context import OMITTED, EpisodeContext, Turn, answer_messages, check_mode, policy_header
+from harness_g.agent.llm.prompts import free_query_header
 from harness_g.agent.policies.base import Policy
 from harness_g.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.batch import BatchedMenuEnv
-    from harness_g.agent.observation import Observation
-    from harness_g.agent.trajectory import Trajectory
+    from harness_g.agent.env.batch import BatchedMenuEnv
+    from harness_g.agent.env.observation import Observation
+    from harness_g.agent.env.trajectory import Trajectory
     from harness_g.graph.types import QAItem
 
-__all__ = ["LLMPolicy", "OMITTED", "clean_answer", "run_batch"]
+__all__ = ["LLMPolicy", "OMITTED", "clean_answer", "openai_policy", "run_batch", "transformers_policy", "vllm_policy"]
 MAX_CHATS = 1024  # chats (and their stats) kept, most recent episodes first
+#: free-text replies need more room than an action id (LLM policies default to 8 new tokens)
+FREE_QUERY_MAX_NEW_TOKENS = 48
+#: the factories' keyword arguments that are LLMPolicy's; the rest go to the backend
+POLICY_KWARGS = ("temperature", "top_p", "seed", "max_new_tokens", "constrain_actions", "max_answer_tokens",
+                 "max_context_tokens", "stop", "answer_temperature", "name", "context", "interface")
 
 
 @dataclass
@@ -63,7 +71,7 @@ class EpisodeStats:
 
 @dataclass
 class _Chat:
-    context: EpisodeContext  # what every turn was sent and replied (agent/context.py)
+    context: EpisodeContext  # what every turn was sent and replied (agent/llm/context.py)
     stats: EpisodeStats = field(default_factory=EpisodeStats)
     answer: Turn | None = None  # the answer's fresh chat, the raw reply (before clean_answer) and its stop flag
 
@@ -92,7 +100,7 @@ class LLMPolicy(Policy):
     ``max_context_tokens`` is the prompt budget (default: the backend's context window minus
     ``max_new_tokens``; no truncation when neither is known). ``stop`` optional stop strings for
     action replies. ``seed`` makes sampling reproducible per (question, turn). ``context``: "multi-turn" (the
-    paper's growing chat, default) or "markov" (the current observation only), see :mod:`harness_g.agent.context`.
+    paper's growing chat, default) or "markov" (the current observation only), see :mod:`harness_g.agent.llm.context`.
     """
 
     name = "llm"
@@ -135,6 +143,24 @@ class LLMPolicy(Policy):
                 "stop": self.stop, "answer_temperature": self.answer_temperature,
                 "constrain_actions": self.constrain_actions, "context": self.context_mode,
                 "interface": "free-query" if self.free_query else "menu"}
+
+    def for_interface(self, name: str) -> "LLMPolicy":
+        """This policy for interface ``name``. "free-query": a copy sharing the backend and sampling settings whose
+        chat opens with :func:`~harness_g.agent.llm.prompts.free_query_header` instead of the menu instruction and
+        tool schema, with room for a free-text reply (:data:`FREE_QUERY_MAX_NEW_TOKENS`, taken from the context
+        budget), no constrained decoding (no ids to constrain to) and its own episode bookkeeping. Any other
+        interface, or a policy already built for the free-query arm: ``self``."""
+        if name != "free-query" or self.free_query:
+            return self
+        fq = copy.copy(self)
+        fq.header = free_query_header()
+        fq._chats, fq._answered, fq._last = {}, [], None
+        fq.max_new_tokens = max(self.max_new_tokens, FREE_QUERY_MAX_NEW_TOKENS)
+        if self.max_context_tokens:  # keep prompt + reply inside the same window
+            fq.max_context_tokens = self.max_context_tokens - (fq.max_new_tokens - self.max_new_tokens)
+        fq.constrain_actions = False
+        fq.free_query = True
+        return fq
 
     # -- bookkeeping --------------------------------------------------------------------------
     @staticmethod
@@ -286,3 +312,48 @@ def run_batch(batch_env: "BatchedMenuEnv", policy: LLMPolicy, items: Sequence["Q
     for t in trajectories:
         t.seconds["batch_total"] = total
     return trajectories
+
+
+# -- the registered factories (agent/policies/__init__.py: transformers, openai, vllm) ---------------------------
+def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    policy = {k: kwargs.pop(k) for k in POLICY_KWARGS if k in kwargs}
+    return policy, kwargs
+
+
+def transformers_policy(model: str = "smollm2", *, gguf_file: str | None = None, device: str = "cpu",
+                        temperature: float = 0.0, seed: int | None = 0, max_new_tokens: int = 8,
+                        **kwargs: Any) -> LLMPolicy:
+    """On CPU generation runs on one torch thread unless ``num_threads`` says otherwise: a small model
+    gains little from more, and on a busy machine (other jobs on the same cores) two threads were
+    measured ~5x slower than one. Other kwargs go to :class:`LLMPolicy` or :class:`TransformersBackend`."""
+    policy_kw, backend_kw = _split(kwargs)
+    if device == "cpu":
+        backend_kw.setdefault("num_threads", 1)
+    backend = load_transformers_backend(model, gguf_file=gguf_file, device=device, **backend_kw)
+    return LLMPolicy(backend, temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
+                     **{"name": f"transformers:{model}", **policy_kw})
+
+
+def openai_policy(base_url: str | None = None, model: str | None = None, **kwargs: Any) -> LLMPolicy:
+    """``base_url``/``model`` default to $OPENAI_BASE_URL / $OPENAI_MODEL. ``check_endpoint`` (default True): ask the
+    server's ``/models`` first and refuse a dead endpoint or a model it does not serve."""
+    from harness_g.agent.llm.openai_backend import OpenAIBackend
+
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    model = model or os.environ.get("OPENAI_MODEL")
+    if not base_url or not model:
+        missing = " and ".join(f for f, v in (("--base-url", base_url), ("--model", model)) if not v)
+        raise ConfigError(f"the openai policy needs {missing} (or $OPENAI_BASE_URL / $OPENAI_MODEL), "
+                          "e.g. --base-url http://127.0.0.1:8011/v1 --model smollm2")
+    check = kwargs.pop("check_endpoint", True)
+    policy_kw, backend_kw = _split(kwargs)
+    backend = OpenAIBackend(base_url, model, **backend_kw)
+    if check:  # a dead endpoint or a wrong model name is one error before the first question, not one per question
+        backend.check()
+    return LLMPolicy(backend, **{"name": f"openai:{model}", **policy_kw})
+
+
+def vllm_policy(model: str = "smollm2", **kwargs: Any) -> LLMPolicy:
+    """kwargs: :class:`LLMPolicy` options, the rest are ``vllm.LLM`` engine options."""
+    policy_kw, engine_kw = _split(kwargs)
+    return LLMPolicy(load_vllm_backend(model, **engine_kw), **{"name": f"vllm:{model}", **policy_kw})

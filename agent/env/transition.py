@@ -17,7 +17,7 @@ Every action, and a reply that names no menu action (it is blocked from the feas
 Environment", Verifiability, but the turn is used: ``EnvConfig.max_turns``), takes one turn of the finite horizon T
 (section "Retrieval as Menu Navigation": "at most T turns"); reaching T ends the episode. H_t enters the menu only
 through C_t and V_t (Filter) and through the turn count; the full record of the steps is the environment's
-:class:`~harness_g.agent.trajectory.Trajectory`, so H_t here is its length (``turn``) and how it ended.
+:class:`~harness_g.agent.env.trajectory.Trajectory`, so H_t here is its length (``turn``) and how it ended.
 
 Pure: no store, no encoder. ``MenuEnv.step`` and ``MenuEnv.preview``, the reachability search's states and
 ``BatchedMenuEnv``'s prefetch (which predicts the next states) all apply these rules through :func:`transition`.
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence, TypeVar, Union
 
-from harness_g.agent.actions import Action, ActionType
+from harness_g.agent.env.actions import Action, ActionType
 
 #: one step as the reachability search writes it: (type, targets)
 Step = tuple[ActionType, tuple[str, ...]]

@@ -23,8 +23,8 @@ from collections import Counter
 from html import escape
 from typing import Any, Sequence
 
-from harness_g.agent.report import CORRECT, REASONS, Run, diagnose, is_gold, parse_label
-from harness_g.agent.report import plots
+from harness_g.agent.eval.report import CORRECT, REASONS, Run, diagnose, is_gold, parse_label
+from harness_g.agent.eval.report import plots
 
 #: summary.json keys shown in the run table, with their column headers
 SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (

@@ -2,21 +2,18 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Union
+from typing import Callable
 
-from harness_g.agent.env import MenuEnv
+from harness_g.agent.env.protocol import Environment
+from harness_g.agent.env.trajectory import Trajectory
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.trajectory import Trajectory
 from harness_g.graph.types import QAItem
 
-if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.free_query import FreeQueryEnv
 
-
-def run_episode(env: Union[MenuEnv, "FreeQueryEnv"], policy: Policy, item: QAItem,
+def run_episode(env: Environment, policy: Policy, item: QAItem,
                 on_turn: Callable[[int, int], None] | None = None) -> Trajectory:
-    """Play ``item`` to the end with ``policy``, which sees only :meth:`env.observe() <MenuEnv.observe>`
-    observations; the answer sees the question, C_T and the final observation. ``on_turn(turn, max_turns)`` (1-based)
+    """Play ``item`` to the end with ``policy`` (already adapted to ``env``'s interface: ``Policy.for_interface``),
+    which sees only :meth:`env.observe() <harness_g.agent.env.protocol.Environment.observe>` observations; the answer sees the question, C_T and the final observation. ``on_turn(turn, max_turns)`` (1-based)
     is called before each decision, e.g. to show progress within a slow LLM episode."""
     t0 = time.perf_counter()
     env.reset(item)

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from harness_g.agent.actions import Action, ActionType
-from harness_g.agent.graph_view import EntityInfo, GraphView, SentenceInfo
+from harness_g.agent.env.actions import Action, ActionType
+from harness_g.agent.env.graph_view import EntityInfo, GraphView, SentenceInfo
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.config import EnvConfig
+    from harness_g.agent.env.config import EnvConfig
 
 
 def text_key(text: str) -> str:

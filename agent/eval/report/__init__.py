@@ -1,6 +1,6 @@
 """``harness-g report RUN_DIR… --out report.html``: one self-contained HTML page per set of eval runs.
 
-Loading (this module) reads each run directory written by :func:`harness_g.agent.evaluate.run_eval`
+Loading (this module) reads each run directory written by :func:`harness_g.agent.eval.run.run_eval`
 (``records.jsonl``, ``summary.json``, ``config.json``), resolves the dataset name (config, else the
 graph's manifest), sentence texts and gold evidence ids (from the records, else the graph artifact
 named in ``config.json``), and diagnoses each wrong answer:
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness_g.agent.metrics import gold_units, unit_satisfied
+from harness_g.agent.eval.metrics import gold_units, unit_satisfied
 from harness_g.errors import InputError
 from harness_g.graph.types import paragraph_of
 
@@ -72,7 +72,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:
-    from harness_g.agent.evaluate import read_records
+    from harness_g.agent.eval.run import read_records
 
     return list(read_records(path).values())
 
@@ -224,7 +224,7 @@ def parse_label(label: str) -> dict[str, str]:
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, title: str = "harness-g evaluation report",
                  max_questions: int | None = None, expand: bool = False) -> Path:
     """Write the HTML report for ``run_dirs`` to ``out``; returns the path. ``expand``: trajectories start open."""
-    from harness_g.agent.report.html import render_report
+    from harness_g.agent.eval.report.html import render_report
 
     if not run_dirs:
         raise InputError("report needs at least one RUN_DIR")

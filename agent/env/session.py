@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.embed import get_embedder
 from harness_g.graph.load import load_graph

@@ -23,12 +23,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from harness_g.agent import metrics as M
-from harness_g.agent.config import EnvConfig, EvalConfig  # EvalConfig: declared with the other agent configs
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.trajectory import Trajectory, json_line
+from harness_g.agent.eval import metrics as M
+from harness_g.agent.eval.config import EvalConfig  # EvalConfig: declared with the other agent configs
+from harness_g.agent.eval.reachability import menu_reachability
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.reachability import menu_reachability
-from harness_g.agent.trajectory import Trajectory, json_line
 from harness_g.config_diff import differences
 from harness_g.config_loader import sources
 from harness_g.errors import ConfigError, HarnessError, StoreError, os_error_reason
@@ -68,7 +69,7 @@ def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[st
     units = M.gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
     gold = gold_texts(view, item)
     rs = None
-    if gold:  # R-S over the *retrieved* evidence, per sentence, no window truncation (agent/metrics.py, paper l.881-887)
+    if gold:  # R-S over the *retrieved* evidence, per sentence, no window truncation (agent/eval/metrics.py, paper l.881-887)
         retrieved_ids = M.retrieved_evidence(traj)
         infos = view.sentences(retrieved_ids)
         retrieved = [infos[s].text for s in retrieved_ids if s in infos]
@@ -288,8 +289,8 @@ def run_eval(
     on_record: Callable[[dict[str, Any]], None] | None = None,
     judge: Any | None = None,
 ) -> dict[str, Any]:
-    """``judge``: an optional :class:`harness_g.agent.judge.Judge` for G-E (failures are counted, never fatal)."""
-    from harness_g.agent.interfaces import make_interface
+    """``judge``: an optional :class:`harness_g.agent.eval.judge.Judge` for G-E (failures are counted, never fatal)."""
+    from harness_g.agent.eval.interfaces import make_interface
 
     config = config or EvalConfig()
     env_config = env_config or EnvConfig()
@@ -313,7 +314,7 @@ def run_eval(
     records_path = out / RECORDS
     done = _done_ids(records_path)
     if judge is not None:  # resumed runs: judge records that were never judged or whose judging failed
-        from harness_g.agent.judge import evidence_texts, needs_judging
+        from harness_g.agent.eval.judge import evidence_texts, needs_judging
 
         for rec in done.values():
             if needs_judging(rec):
@@ -347,7 +348,7 @@ def run_eval(
                                                    "paragraph_ids": list(item.gold_paragraph_ids)}}
                 timing: dict[str, float] = {}
                 if judge is not None:
-                    from harness_g.agent.judge import evidence_texts
+                    from harness_g.agent.eval.judge import evidence_texts
 
                     t_part = time.perf_counter()
                     judge.judge_record(record, evidence_texts(view, record))

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness_g.agent.actions import ActionType, parse_action
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import MenuEnv, StepResult, committed_query
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.menu import lookup_pools
-from harness_g.agent.observation import Observation
-from harness_g.agent.trajectory import Trajectory
-from harness_g.agent.transition import MenuState, transition
+from harness_g.agent.env.actions import ActionType, parse_action
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.menu import lookup_pools
+from harness_g.agent.env.menu_env import MenuEnv, StepResult, committed_query
+from harness_g.agent.env.observation import Observation
+from harness_g.agent.env.trajectory import Trajectory
+from harness_g.agent.env.transition import MenuState, transition
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
 
@@ -77,7 +77,7 @@ class BatchedMenuEnv:
                 lookup_pools(self.view, list(dict.fromkeys(lookupable)), self.config)
 
     def _next_state(self, env: MenuEnv, reply: str) -> MenuState | None:
-        """The state ``reply`` leads ``env`` to (:func:`~harness_g.agent.transition.transition`, as ``env.step``
+        """The state ``reply`` leads ``env`` to (:func:`~harness_g.agent.env.transition.transition`, as ``env.step``
         will apply it) when a new menu follows it; None when none does: the episode is over or ends with this step,
         or the reply names no action of the current menu (the menu stays)."""
         if env.done or env.menu is None or env.state is None:
@@ -103,8 +103,8 @@ class BatchedMenuEnv:
         return [None if e.done else e.observation() for e in self.envs]
 
     def observe(self) -> list[Observation | None]:
-        """Every environment's :class:`~harness_g.agent.observation.Observation`; None for finished ones
-        (what :meth:`harness_g.agent.llm.policy.LLMPolicy.act_batch` takes)."""
+        """Every environment's :class:`~harness_g.agent.env.observation.Observation`; None for finished ones
+        (what :meth:`harness_g.agent.policies.llm.LLMPolicy.act_batch` takes)."""
         return [None if e.done else e.observe() for e in self.envs]
 
     def trajectories(self) -> list[Trajectory | None]:

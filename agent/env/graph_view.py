@@ -254,7 +254,7 @@ class GraphView:
     @property
     def lookup_result_cache(self) -> _LRU:
         """LOOKUP results U_{t+1} keyed by ``(state key, entity id)``, where the state key is whatever determines them
-        besides the entity (:func:`harness_g.agent.menu.build_menu`: m_t, C_t and the caps). Shared by every
+        besides the entity (:func:`harness_g.agent.env.menu.build_menu`: m_t, C_t and the caps). Shared by every
         environment on this view: a GRPO group revisiting a state ranks each candidate pool once."""
         return self._lookup_results
 

@@ -13,16 +13,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness_g.agent.actions import Action, ActionType, parse_action
-from harness_g.agent.config import EnvConfig, check_graph_preset
-from harness_g.agent.graph_view import EntityInfo, GraphView, question_words
-from harness_g.agent.menu import Menu, build_menu, dedup_by_text
-from harness_g.agent.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
-                                         VisibleSentence, next_episode_id)
-from harness_g.agent.render import render_observation
-from harness_g.agent.retrieval import lookup_query, rrf
-from harness_g.agent.trajectory import StepRecord, Trajectory
-from harness_g.agent.transition import MenuState, introduced, transition
+from harness_g.agent.env.actions import Action, ActionType, parse_action
+from harness_g.agent.env.config import EnvConfig, check_graph_preset
+from harness_g.agent.env.graph_view import EntityInfo, GraphView, question_words
+from harness_g.agent.env.menu import Menu, build_menu, dedup_by_text
+from harness_g.agent.env.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
+                                             VisibleSentence, next_episode_id)
+from harness_g.agent.env.render import render_observation
+from harness_g.agent.env.retrieval import lookup_query, rrf
+from harness_g.agent.env.trajectory import StepRecord, Trajectory
+from harness_g.agent.env.transition import MenuState, introduced, transition
 from harness_g.errors import HarnessError
 from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.linking import title_name
@@ -76,11 +76,11 @@ class EnvState:
 
     @property
     def z(self) -> MenuState:
-        """(C_t, U_t, V_t, H_t) as the pure :class:`~harness_g.agent.transition.MenuState`."""
+        """(C_t, U_t, V_t, H_t) as the pure :class:`~harness_g.agent.env.transition.MenuState`."""
         return MenuState(tuple(self.committed), tuple(self.visible), tuple(self.visited), self.turn, self.terminated_by)
 
     def enter(self, z: MenuState) -> None:
-        """Take (C, U, V, H) from ``z`` (what :func:`~harness_g.agent.transition.transition` returned)."""
+        """Take (C, U, V, H) from ``z`` (what :func:`~harness_g.agent.env.transition.transition` returned)."""
         self.committed, self.visible, self.visited = list(z.committed), list(z.visible), list(z.visited)
         self.turn, self.done, self.terminated_by = z.turn, z.done, z.terminated_by
 
@@ -200,7 +200,8 @@ def _reserve_entity_slots(view: GraphView, visible: list[str], q_entities: list,
 
 
 class MenuEnv:
-    """One episode at a time over a shared :class:`GraphView`.
+    """One episode at a time over a shared :class:`GraphView`: the menu arm's
+    :class:`~harness_g.agent.env.protocol.Environment`.
 
     >>> env = MenuEnv(view)                     # doctest: +SKIP
     >>> obs = env.reset(item)                   # doctest: +SKIP
@@ -209,7 +210,7 @@ class MenuEnv:
 
     def __init__(self, view: GraphView, config: EnvConfig | None = None, *, record_previews: bool = False):
         """Refuses (ConfigError) a graph built under another preset than ``config.preset``
-        (:func:`~harness_g.agent.config.check_graph_preset`)."""
+        (:func:`~harness_g.agent.env.config.check_graph_preset`)."""
         self.view = view
         self.config = config or EnvConfig()
         check_graph_preset(view.artifact.manifest, self.config, str(view.artifact.path))
@@ -311,7 +312,7 @@ class MenuEnv:
         return self._event, self._error
 
     def tools(self, *, preview: bool = True) -> GraphTools:
-        """The read-only :class:`~harness_g.agent.observation.PolicyTools` policies get, with the question's
+        """The read-only :class:`~harness_g.agent.env.observation.PolicyTools` policies get, with the question's
         and m_t's vectors pinned to the ones this environment used for its menu.
 
         ``preview`` (harness-g.tex l.293, Previewability): the tools expand actions of *this* turn's menu with
@@ -336,7 +337,7 @@ class MenuEnv:
         return GraphTools(self.view, pinned, bound_preview)
 
     def observe(self) -> Observation:
-        """The current :class:`~harness_g.agent.observation.Observation`: what a policy acts on (``text`` is
+        """The current :class:`~harness_g.agent.env.observation.Observation`: what a policy acts on (``text`` is
         exactly what ``reset``/``step`` returned). Once the episode is over: ``done``, no menu or entities,
         ``committed`` = C_T, ``text`` = "". Built once per reset/step and then returned as is."""
         if self._observed is not None:
@@ -437,7 +438,7 @@ class MenuEnv:
         return StepResult(text, st.done, parsed.action is not None, parsed.error)
 
     def _execute(self, st: EnvState, action: Action, record: StepRecord) -> None:
-        """Apply ``action`` (of the current menu) to ``st`` by :func:`~harness_g.agent.transition.transition` and
+        """Apply ``action`` (of the current menu) to ``st`` by :func:`~harness_g.agent.env.transition.transition` and
         record what it introduced, consumed and produced (provenance for SNC) in ``record``."""
         assert self.menu is not None
         before = st.z

@@ -2,7 +2,7 @@
 
 =============  ===============================================================================
 ``menu``       the menu environment: the policy picks one action id per step (Harness-G).
-``free-query`` the transition-matched free-query arm (:mod:`harness_g.agent.free_query`): no action
+``free-query`` the transition-matched free-query arm (:mod:`harness_g.agent.env.free_query`): no action
                ids; SELECT / ANSWER_WITH / ANSWER by sentence handle as in the menu arm, and a free
                search string that a frozen resolver maps onto a LOOKUP target of the same menu.
 ``rag``        Standard RAG (appendix "Baseline Details"): the top-3 chunks by the shared
@@ -26,12 +26,13 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import MenuEnv
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.observation import CommittedSentence, GraphTools, Observation, next_episode_id
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.free_query import FreeQueryEnv
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.menu_env import MenuEnv
+from harness_g.agent.env.observation import CommittedSentence, GraphTools, Observation, next_episode_id
+from harness_g.agent.env.trajectory import Trajectory
 from harness_g.agent.policies.base import Policy
-from harness_g.agent.trajectory import Trajectory
 from harness_g.errors import ConfigError
 from harness_g.graph.types import QAItem, paragraph_of
 from harness_g.registry import Registry
@@ -74,11 +75,11 @@ class MenuInterface:
     on_turn: Callable[[int, int], None] | None = None
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
-        self.view, self.policy = view, policy
+        self.view, self.policy = view, policy.for_interface(self.name)
         self.env = MenuEnv(view, env_config or EnvConfig())
 
     def run(self, item: QAItem) -> Trajectory:
-        from harness_g.agent.runner import run_episode
+        from harness_g.agent.eval.runner import run_episode
 
         traj = run_episode(self.env, self.policy, item, self.on_turn)
         traj.meta["interface"] = self.name
@@ -91,16 +92,14 @@ class FreeQueryInterface:
     on_turn: Callable[[int, int], None] | None = None
 
     def __init__(self, view: GraphView, policy: Policy, env_config: EnvConfig | None = None):
-        from harness_g.agent.free_query import FreeQueryEnv, free_query_policy
-
         self.view = view
-        self.policy = free_query_policy(policy)
+        self.policy = policy.for_interface(self.name)
         self.env = FreeQueryEnv(MenuEnv(view, env_config or EnvConfig()))
 
     def run(self, item: QAItem) -> Trajectory:
-        from harness_g.agent.runner import run_episode
+        from harness_g.agent.eval.runner import run_episode
 
-        traj = run_episode(self.env, self.policy, item, self.on_turn)  # type: ignore[arg-type]  # same protocol as MenuEnv
+        traj = run_episode(self.env, self.policy, item, self.on_turn)
         traj.meta["interface"] = self.name
         return traj
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.menu import Menu
+    from harness_g.agent.env.menu import Menu
 
 INSTRUCTION = "Reply with exactly one action id from the menu (e.g. A0). Do not write a search query."
 

@@ -27,9 +27,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.graph_view import EntityInfo, GraphView, SentenceInfo
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import EntityInfo, GraphView, SentenceInfo
 from harness_g.errors import ConfigError
 from harness_g.graph.stores.base import GraphStore
 from harness_g.graph.types import QAItem
@@ -45,7 +45,7 @@ ROLE_GOLD = "gold"  # gold evidence (a gold sentence, or a gold paragraph)
 
 LABEL_CHARS = 56  # sentence text drawn on the node (the full text is in the hover and the details panel)
 HOVER_CHARS = 700  # paragraph text shown on hover
-ASSETS = "harness_g.agent"  # package holding browse_assets/ (package data)
+ASSETS = "harness_g.agent.eval"  # package holding browse_assets/ (package data)
 VIS_JS = "browse_assets/vis-network.min.js"  # vendored, unmodified (browse_assets/NOTICE)
 PAGE_JS = "browse_assets/page.js"  # the page's own script: data -> vis-network DataSets, legend, details panel
 PAGE_CSS = "browse_assets/page.css"

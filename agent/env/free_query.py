@@ -46,6 +46,10 @@ Records: ``StepRecord.reply`` holds the policy's own words; ``trajectory.meta["q
 free search string written (the D_query strings Qry(G), harness-g.tex l.1028-1033), and
 ``trajectory.meta["free_query"]`` one ``{turn, reply, query, resolved, type, targets, score, runner_up}``
 per resolved search (moves by handle have none: nothing was resolved).
+
+This module is the interface only (observation, reply grammar, resolver, :class:`FreeQueryEnv`). The arm's policies
+come from ``Policy.for_interface("free-query")``: :mod:`harness_g.agent.policies.free_query` (the heuristic's) and
+:meth:`harness_g.agent.policies.llm.LLMPolicy.for_interface` (its prompt: :func:`harness_g.agent.llm.prompts.free_query_header`).
 """
 from __future__ import annotations
 
@@ -56,18 +60,17 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from harness_g.agent.actions import MAX_REPLY_CHARS, Action, ActionType
-from harness_g.agent.config import EnvConfig
-from harness_g.agent.env import EnvState, EpisodeOver, MenuEnv, StepResult
-from harness_g.agent.graph_view import GraphView
-from harness_g.agent.observation import Observation
-from harness_g.agent.policies.base import Policy
+from harness_g.agent.env.actions import MAX_REPLY_CHARS, Action, ActionType
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.menu_env import EpisodeOver, MenuEnv, Preview, StepResult
+from harness_g.agent.env.observation import Observation
 from harness_g.errors import HarnessError
 from harness_g.graph.types import QAItem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.menu import Menu
-    from harness_g.agent.trajectory import Trajectory
+    from harness_g.agent.env.menu import Menu
+    from harness_g.agent.env.trajectory import Trajectory
 
 ANSWER_TEXT = "answer"
 #: what the policy may write before a free search string (optional)
@@ -87,29 +90,8 @@ _FREE_QUERY_INSTRUCTION = (
 
 def free_query_instruction() -> str:
     """The policy instruction for the free-query arm (the menu arm's counterpart is
-    :data:`harness_g.agent.render.INSTRUCTION`)."""
+    :data:`harness_g.agent.env.render.INSTRUCTION`)."""
     return _FREE_QUERY_INSTRUCTION
-
-
-#: free-text replies need more room than an action id (LLM policies default to 8 new tokens)
-FREE_QUERY_MAX_NEW_TOKENS = 48
-
-
-def free_query_header() -> str:
-    """The LLM policy's opening instruction for the free-query arm: the menu header
-    (``prompts.policy_instruction`` + ``prompts.tool_schema``) with the action ids and LOOKUP entities
-    replaced by a free search string. SELECT / ANSWER_WITH / ANSWER are the menu arm's, by sentence handle."""
-    return (
-        "You answer a multi-hop question by searching for evidence. Each step shows the question, your committed "
-        "evidence and the sentences currently visible (S0, S1, ...). Moves:\n"
-        "- SELECT S: commit visible sentence S as evidence (the final answer sees committed evidence only).\n"
-        "- SEARCH: <text>: write a search request in your own words; the search engine retrieves new sentences "
-        "about the closest matching entity.\n"
-        "- ANSWER_WITH S ...: commit the listed visible sentence(s) and stop.\n"
-        "- ANSWER: stop and answer from the committed evidence.\n"
-        "Reply with exactly one move and nothing else, e.g. SELECT S0, SEARCH: <what to look up>, ANSWER_WITH S1 "
-        "or ANSWER."
-    )
 
 
 def render_free_observation(turn: int, max_turns: int, question: str, committed: Sequence[tuple[str, str]],
@@ -266,8 +248,8 @@ def parse_free_reply(text: str) -> FreeReply:
 
 
 class FreeQueryEnv:
-    """A :class:`MenuEnv` seen through the free-query arm. Same ``reset/step/observe/done/committed_texts/finish``
-    protocol, so :func:`harness_g.agent.runner.run_episode` and ``training.rollout`` drive it unchanged.
+    """A :class:`MenuEnv` seen through the free-query arm: an :class:`~harness_g.agent.env.protocol.Environment`, so
+    :func:`harness_g.agent.eval.runner.run_episode` and ``training.rollout`` drive it as they drive a MenuEnv.
 
     Deliberately exposes no ``menu``: policies get :meth:`observe` -- the free observation text (no action ids),
     C_t, U_t with the handles ``S<i>`` it renders, no menu and no entity list, :attr:`search_available`, and the
@@ -285,22 +267,6 @@ class FreeQueryEnv:
         self._error: str | None = None
 
     # -- what policies may read -----------------------------------------------------------
-    @property
-    def view(self) -> GraphView:
-        return self.inner.view
-
-    @property
-    def config(self) -> EnvConfig:
-        return self.inner.config
-
-    @property
-    def state(self) -> EnvState | None:
-        return self.inner.state
-
-    @property
-    def trajectory(self) -> "Trajectory | None":
-        return self.inner.trajectory
-
     @property
     def done(self) -> bool:
         return self.inner.done
@@ -328,12 +294,8 @@ class FreeQueryEnv:
 
     def observation(self, error: str | None = None) -> str:
         st = self.inner._require_state()
-        return render_free_observation(st.turn, self.config.max_turns, st.question.question, self.committed_texts(),
+        return render_free_observation(st.turn, self.inner.config.max_turns, st.question.question, self.committed_texts(),
                                        self.visible_texts(), error, search_available=self.search_available)
-
-    @property
-    def episode(self) -> int:
-        return self.inner.episode
 
     @property
     def last_event(self) -> tuple[str, str | None]:
@@ -341,7 +303,7 @@ class FreeQueryEnv:
         return self._event, self._error
 
     def observe(self) -> Observation:
-        """The free-query arm's :class:`~harness_g.agent.observation.Observation`: ``text`` is the free observation
+        """The free-query arm's :class:`~harness_g.agent.env.observation.Observation`: ``text`` is the free observation
         (exactly what ``reset``/``step`` return), ``visible`` carries the handles it renders, ``menu`` and ``entities``
         are empty (no executable ids, no LOOKUP entities), ``search_available`` says whether a search string can
         be resolved. Once the episode is over: ``done``, ``text`` = "", ``committed`` = C_T."""
@@ -396,6 +358,25 @@ class FreeQueryEnv:
             raise HarnessError(f"{kind.value} {handle} is not available at this step{why}")
         return action
 
+    def reply_action(self, reply: str) -> Action:
+        """The menu action ``reply`` names at this step: a move by handle exactly, a free search string through the
+        resolver (its LOOKUP); HarnessError (NoRetrievalTarget for a search with nothing to retrieve) for a reply
+        that would be an invalid turn. Changes nothing."""
+        parsed = parse_free_reply("" if reply is None else str(reply))
+        if parsed.kind == "move":
+            assert parsed.move is not None
+            return self.move_action(*parsed.move)
+        if parsed.kind == "search":
+            res = self.resolve(parsed.query)
+            assert self.inner.menu is not None
+            return self.inner.menu.by_id[res.action_id]
+        raise HarnessError(parsed.error or "invalid reply")
+
+    def preview(self, reply: str) -> Preview:
+        """What ``reply`` would do (:meth:`MenuEnv.preview` of the action :meth:`reply_action` names), read-only.
+        For the harness and tests: a free-query policy's tools have no preview (the arm shows no menu)."""
+        return self.inner.preview(self.reply_action(reply).id)
+
     def step(self, reply: str) -> StepResult:
         """Execute a move by handle exactly, or resolve a free search string to a LOOKUP target and run it;
         either way through ``MenuEnv.step``. Anything else is an invalid turn (used, state unchanged)."""
@@ -421,7 +402,8 @@ class FreeQueryEnv:
             except NoRetrievalTarget as exc:
                 error = str(exc)
             else:
-                action = self.inner.menu.by_id[res.action_id]  # type: ignore[union-attr]
+                assert self.inner.menu is not None
+                action = self.inner.menu.by_id[res.action_id]
         if action is None:
             # the menu arm's invalid turn: an empty reply never parses, so MenuEnv counts the turn and
             # keeps the state; the record then gets this arm's reply and reason
@@ -451,135 +433,3 @@ class FreeQueryEnv:
         traj = self.inner.finish(answer, **meta)
         traj.meta["queries"] = list(self.queries)
         return traj
-
-
-# -- policies for the free-query arm ---------------------------------------------------------------
-class HeuristicFreeQueryPolicy(Policy):
-    """LLM-free free-query counterpart of :class:`HeuristicPolicy` (the same plan).
-
-    Commits and answers by handle exactly as the menu heuristic does (SELECT the visible sentence
-    closest to the question; ANSWER_WITH the one closest to concat(q, C_t); ANSWER once
-    ``max_commits`` sentences are committed or on the last turn). Its one retrieval is written as a
-    free search string, Search-R1 style: the name of the best entity mentioned in the committed
-    evidence but not in the question (the bridge hop), which the frozen resolver maps to a LOOKUP
-    target. The answer is the heuristic's extractive answer from C_T.
-    """
-
-    name = "heuristic"
-
-    def __init__(self, max_commits: int = 2, base: Policy | None = None):
-        from harness_g.agent.policies.heuristic import HeuristicPolicy
-
-        self.base = base or HeuristicPolicy(max_commits=max_commits)
-        self.max_commits = getattr(self.base, "max_commits", max_commits)
-
-    @staticmethod
-    def _bridge_entity(observation: Observation) -> str | None:
-        from harness_g.graph.text.canonical import canonicalize
-
-        obs = observation
-        tools = obs.require_tools()
-        q_canon = f" {canonicalize(obs.question)} "
-        committed = obs.committed_ids
-        ents = tools.mentions(committed)
-        visited = set(obs.visited)
-        seen: dict[str, Any] = {}
-        for sid in committed:
-            for e in ents.get(sid, ()):
-                if e.lookupable and f" {e.name} " not in q_canon and e.id not in visited:
-                    seen.setdefault(e.id, e)
-        if not seen:
-            return None
-        cands = list(seen.values())
-        sims = tools.encode([e.surface for e in cands]) @ tools.encode([obs.question])[0]
-        best = sorted(range(len(cands)), key=lambda i: (-float(sims[i]), cands[i].id))[0]
-        return cands[best].surface
-
-    @staticmethod
-    def _best_visible(observation: Observation, vec: np.ndarray) -> str | None:
-        ranked = observation.require_tools().rank(vec, observation.visible_ids)
-        return observation.handle_of(ranked[0][0]) if ranked else None
-
-    def act(self, observation: Observation) -> str:
-        obs = observation
-        tools = obs.require_tools()
-        last_turn = obs.last_turn
-        answer_with = "ANSWER_WITH" if obs.answer_with else "SELECT"
-        if not obs.committed:
-            handle = self._best_visible(obs, tools.encode([obs.question])[0])
-            if handle is not None:
-                return f"{answer_with if last_turn else 'SELECT'} {handle}"
-        elif len(obs.committed) < self.max_commits and not last_turn:
-            looked_up = ActionType.LOOKUP in obs.executed
-            if not looked_up and obs.search_available:
-                entity = self._bridge_entity(obs)
-                if entity:
-                    return SEARCH_PREFIX + entity
-            m_vec = tools.encode([obs.lookup_query])[0]  # m_t = concat(question, C_t), as the environment built it
-            handle = self._best_visible(obs, m_vec)
-            if handle is not None:
-                return f"{answer_with} {handle}"
-        return "ANSWER"
-
-    def answer(self, question: str, evidence: list[tuple[str, str]], observation: Observation) -> str:
-        return self.base.answer(question, evidence, observation)
-
-    def trajectory_meta(self, observation: Observation) -> dict[str, Any]:
-        return self.base.trajectory_meta(observation)
-
-
-class FreeQueryAdapter(Policy):
-    """Wraps any policy for the free-query arm.
-
-    Policies that know the arm implement ``free_query_act(observation)`` (same model, free-query
-    instruction). Others get the free observation through their usual ``act`` -- its text already ends
-    with :func:`free_query_instruction` instead of the menu instruction, and its ``menu`` is empty.
-    """
-
-    def __init__(self, policy: Policy):
-        self.policy = policy
-        self.name = policy.name
-
-    def act(self, observation: Observation) -> str:
-        fq = getattr(self.policy, "free_query_act", None)
-        return fq(observation) if callable(fq) else self.policy.act(observation)
-
-    def answer(self, question: str, evidence: list[tuple[str, str]], observation: Observation) -> str:
-        return self.policy.answer(question, evidence, observation)
-
-    def trajectory_meta(self, observation: Observation) -> dict[str, Any]:
-        return self.policy.trajectory_meta(observation)
-
-
-def free_query_policy(policy: Policy) -> Policy:
-    """The free-query counterpart of ``policy``.
-
-    - :class:`HeuristicPolicy` -> :class:`HeuristicFreeQueryPolicy`;
-    - :class:`harness_g.agent.llm.policy.LLMPolicy` -> a copy sharing the same backend and sampling
-      settings whose chat opens with :func:`free_query_header` instead of the menu instruction and
-      tool schema, with room for a free-text reply (:data:`FREE_QUERY_MAX_NEW_TOKENS`) and no
-      constrained decoding (there are no ids to constrain to);
-    - anything else -> :class:`FreeQueryAdapter`.
-    """
-    import copy
-
-    from harness_g.agent.policies.heuristic import HeuristicPolicy
-
-    if isinstance(policy, (HeuristicFreeQueryPolicy, FreeQueryAdapter)) or getattr(policy, "free_query", False):
-        return policy
-    if isinstance(policy, HeuristicPolicy):
-        return HeuristicFreeQueryPolicy(base=policy)
-    if hasattr(policy, "header") and hasattr(policy, "backend") and hasattr(policy, "_chats"):  # LLMPolicy
-        fq = copy.copy(policy)
-        fq.header = free_query_header()  # type: ignore[attr-defined]
-        fq._chats, fq._last = {}, None  # type: ignore[attr-defined]
-        if hasattr(fq, "_answered"):
-            fq._answered = []  # type: ignore[attr-defined]  # its own episode bookkeeping, not the menu policy's
-        fq.max_new_tokens = max(int(getattr(policy, "max_new_tokens", 0)), FREE_QUERY_MAX_NEW_TOKENS)  # type: ignore[attr-defined]
-        if getattr(fq, "max_context_tokens", None):  # keep prompt + reply inside the same window
-            fq.max_context_tokens -= fq.max_new_tokens - int(getattr(policy, "max_new_tokens", 0))  # type: ignore[attr-defined]
-        if hasattr(fq, "constrain_actions"):
-            fq.constrain_actions = False  # type: ignore[attr-defined]  # free text: nothing to constrain to
-        fq.free_query = True  # type: ignore[attr-defined]
-        return fq
-    return FreeQueryAdapter(policy)

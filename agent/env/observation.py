@@ -10,14 +10,14 @@ harness-g.tex appendix "Environment Protocol and Prompts"), the executable menu 
 labels), and a read-only summary of the state z_t = (question, C_t, U_t, V_t, H_t) (harness-g.tex
 §"The Menu Environment"). Policies that need vectors get them through :attr:`Observation.tools`, a small
 read-only :class:`PolicyTools` protocol (encode, rank, mentions, preview) -- on a real graph a :class:`GraphTools`
-over the shared :class:`~harness_g.agent.graph_view.GraphView`; in a test any stand-in. ``preview`` is the paper's
+over the shared :class:`~harness_g.agent.env.graph_view.GraphView`; in a test any stand-in. ``preview`` is the paper's
 Previewability (harness-g.tex l.293): any action of the current menu expanded read-only.
 
 So a policy can be tested without a graph (hand-build an Observation and a fake ``tools``), and the trainer
 and ``harness-g eval`` drive one policy object through one protocol (:class:`harness_g.agent.policies.base.Policy`).
 
 Environments build observations: :meth:`harness_g.agent.env.MenuEnv.observe`,
-:meth:`harness_g.agent.free_query.FreeQueryEnv.observe`, :meth:`harness_g.agent.batch.BatchedMenuEnv.observe`.
+:meth:`harness_g.agent.env.free_query.FreeQueryEnv.observe`, :meth:`harness_g.agent.env.batch.BatchedMenuEnv.observe`.
 """
 from __future__ import annotations
 
@@ -28,17 +28,19 @@ from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence, runtime
 
 import numpy as np
 
-from harness_g.agent.actions import ActionType
-from harness_g.agent.graph_view import EntityInfo
-from harness_g.agent.prompts import EVENTS
+from harness_g.agent.env.actions import ActionType
+from harness_g.agent.env.graph_view import EntityInfo
 from harness_g.errors import HarnessError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness_g.agent.env import Preview
-    from harness_g.agent.graph_view import GraphView
+    from harness_g.agent.env.graph_view import GraphView
+    from harness_g.agent.env.menu_env import Preview
 
 __all__ = ["CommittedSentence", "EntityInfo", "GraphTools", "MenuAction", "MenuEntity", "Observation", "PolicyTools",
            "VisibleSentence", "next_episode_id"]
+
+#: what produced an observation (the environment response's event; ``invalid`` carries a reason)
+EVENTS = ("start", "ok", "invalid")
 
 _episodes = itertools.count(1)
 _episodes_lock = threading.Lock()

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from harness_g.agent.trajectory import lookup_evidence, record_field
-from harness_g.graph.types import paragraph_of
+from harness_g.agent.env.gold import (gold_units, unit_satisfied)  # noqa: F401  (metrics.gold_units: the report's and runs' name)
+from harness_g.agent.env.trajectory import lookup_evidence, record_field
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
@@ -105,10 +105,9 @@ class EvidenceEncoder:
     @classmethod
     def from_view(cls, view: Any) -> "EvidenceEncoder":
         """The graph's shared encoder (``view.encode``, cached), with its tokenizer and window when it has them."""
-        embedder = getattr(view, "embedder", None)
-        model = getattr(embedder, "_model", None)
-        tokenizer = getattr(model, "tokenizer", None)
-        window = getattr(model, "max_seq_length", None)
+        embedder = getattr(view, "embedder", None)  # graph.embed.Embedder: public tokenizer and max_seq_length
+        tokenizer = getattr(embedder, "tokenizer", None)
+        window = getattr(embedder, "max_seq_length", None)
         count = None
         if tokenizer is not None and window:
             def count(text: str) -> int:
@@ -163,23 +162,6 @@ def evidence_similarity(retrieved_texts: Sequence[str], gold_texts: Sequence[str
     if retrieved is None:
         return 0.0
     return retrieval_similarity(retrieved, gold)
-
-
-def gold_units(gold_sentence_ids: Sequence[str], gold_paragraph_ids: Sequence[str]) -> list[frozenset[str] | str]:
-    """Evidence units: each gold sentence, or (when only paragraphs are annotated) each gold paragraph.
-
-    A sentence unit is satisfied by committing that sentence; a paragraph unit by committing any of its sentences.
-    """
-    if gold_sentence_ids:
-        return list(dict.fromkeys(gold_sentence_ids))
-    return [frozenset([p]) for p in dict.fromkeys(gold_paragraph_ids)]
-
-
-def unit_satisfied(unit: frozenset[str] | str, committed: Iterable[str]) -> bool:
-    committed = list(committed)
-    if isinstance(unit, str):
-        return unit in committed
-    return any(paragraph_of(sid) in unit for sid in committed)
 
 
 def evidence_recall(units: Sequence[frozenset[str] | str], committed: Sequence[str]) -> float | None:
