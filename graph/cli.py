@@ -47,12 +47,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     inputs.extend(_corpus_spec(c) for c in args.corpus or [])
     from harness_g.graph.locks import exclusive_lock
 
-    # one lock over build and load: no other build can publish a different artifact in between
     if args.append:  # add to the graph in --out (graph/append.py); refused when --out holds no graph
         from harness_g.graph.append import append_and_load, append_graph_dir
 
-        with exclusive_lock(append_graph_dir(args.out), "--out directory"):
+        with exclusive_lock(append_graph_dir(args.out), "--out directory"):  # over the append and its store delta
             return append_and_load(args, inputs, config)
+    # one lock over build and load: no other build can publish a different artifact in between
     with exclusive_lock(args.out, "--out directory"):
         return _build_and_load(args, inputs, config)
 
