@@ -47,6 +47,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     inputs.extend(_corpus_spec(c) for c in args.corpus or [])
     from harness_g.graph.locks import exclusive_lock
 
+    if args.append:  # add to the graph in --out (graph/append.py); refused when --out holds no graph
+        from harness_g.graph.append import append_and_load, append_graph_dir
+
+        with exclusive_lock(append_graph_dir(args.out), "--out directory"):  # over the append and its store delta
+            return append_and_load(args, inputs, config)
     # one lock over build and load: no other build can publish a different artifact in between
     with exclusive_lock(args.out, "--out directory"):
         return _build_and_load(args, inputs, config)
@@ -257,6 +262,9 @@ def _add_build(sub: Any) -> None:
                                                             "every core; the graph is the same for every N)")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches, and reload the store")
+    p.add_argument("--append", action="store_true",
+                   help="add the inputs' documents and questions to the graph already in --out (same build config; "
+                        "a document or question id it holds is refused); the store gets only the delta")
     p.add_argument("--no-load", action="store_true", help="write the artifact only; do not load a store")
     p.add_argument("--replace", action="store_true",
                    help="load even when the store (a Neo4j database, a FalkorDB server's graph) holds another graph, "

@@ -9,7 +9,7 @@ The commands run as written except for these documented changes (:func:`plan`), 
 
 - ``--input ../shared/data/...``: that file when it exists (a clone next to the project's data), else the shipped slice
   ``harness_g/examples/hotpotqa-dev-slice/hotpot_dev_distractor_v1.slice.json`` from the installed package (the
-  README's questions are in both);
+  README's questions are in both), or for a ``2wikimultihopqa`` file ``harness_g/examples/2wiki-dev-slice/dev.subset.json``;
 - ``eval`` with an LLM policy (transformers, openai): one question (``--limit 1``) and ``--max-turns 2``; other evals
   ``--limit 5``;
 - ``train`` / ``accelerate launch`` / ``torchrun``: one step (``--set optim.steps=1``, no evaluation of training
@@ -54,6 +54,8 @@ from harness_g.agent.demo import EXAMPLE_DIR
 ROOT = Path(__file__).resolve().parents[1]
 # the shipped slice, from the installed package (the walk's working directory has no checkout in it)
 SLICE = str(EXAMPLE_DIR / "hotpot_dev_distractor_v1.slice.json")
+#: the packaged 2Wiki slice, for a README ``--input ../shared/data/2wikimultihopqa/...`` (its first 8 dev questions)
+SLICE_2WIKI = str(EXAMPLE_DIR.parent / "2wiki-dev-slice" / "dev.subset.json")
 LLM_POLICIES = tuple(llm_policies())
 SUBSTITUTION = re.compile(r"\$\((.+)\)")  # a whole argument "$(command)": replaced by the command's output
 
@@ -132,7 +134,7 @@ def plan(commands: list[tuple[int, str]], shared_ok: bool) -> list[Step]:
             steps.append(Step(line, text, None, "Docker does not run here"))
             continue
         if "--input" in argv and argv[argv.index("--input") + 1].startswith("../shared/") and not shared_ok:
-            _set_flag(argv, "--input", SLICE)
+            _set_flag(argv, "--input", SLICE_2WIKI if "/2wikimultihopqa/" in argv[argv.index("--input") + 1] else SLICE)
         cmd = argv[1] if head == "harness-g" and len(argv) > 1 else ""
         step = Step(line, text, argv, env=env)
         if head == "harness-g" and cmd == "neo4j":

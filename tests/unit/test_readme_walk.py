@@ -54,3 +54,16 @@ def test_readme_commands_join_continuations_and_drop_comments(tmp_path: Path) ->
     readme.write_text('text\n```bash\n# a comment\nharness-g stats g   # trailing\nharness-g build --format x \\\n'
                       '    --out "a b"\n```\n```python\nnot = "a command"\n```\n', encoding="utf-8")
     assert walk.readme_commands(readme) == [(4, "harness-g stats g"), (5, "harness-g build --format x --out 'a b'")]
+
+
+def test_a_2wiki_input_walks_with_the_packaged_2wiki_slice() -> None:
+    """README "Adding documents" builds from 2Wiki, then appends HotpotQA: each ``../shared`` file becomes the packaged
+    slice of its own dataset (the hotpot slice would not read as 2wiki)."""
+    walk = _walk()
+    commands = [(1, "harness-g build --format 2wiki --input ../shared/data/2wikimultihopqa/dev.subset.json --out g"),
+                (2, "harness-g build --append --format hotpotqa --input ../shared/data/hotpotqa/x.json --out g")]
+    first, second = walk.plan(commands, shared_ok=False)
+    assert first.argv[first.argv.index("--input") + 1] == walk.SLICE_2WIKI and Path(walk.SLICE_2WIKI).is_file()
+    assert second.argv[second.argv.index("--input") + 1] == walk.SLICE
+    run = [shlex.join(s.argv) for s in walk.plan(walk.readme_commands(ROOT / "README.md"), shared_ok=False) if s.argv]
+    assert any("--append" in r and walk.SLICE in r for r in run) and any(walk.SLICE_2WIKI in r for r in run)
