@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +53,8 @@ EMBEDDING_TOLERANCE = 1e-5
 #: mention kinds in the order the local build appends them (its mentions table: NER, then title anchors, then title
 #: mentions), the first key of the mentions sort
 _KIND_ORDER = {"ner": 0, "title": 1, "title_mention": 2}
-_SENTENCE_COLUMNS = ("p_index", "position", "id", "paragraph_id", "title", "text", "doc_key")
+#: rows per shard at most (a Ray block larger than this is written as several shards)
+SHARD_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,8 @@ class RayOptions:
     address: str | None = None
     #: rows per Ray Data batch in the split stage (paragraphs)
     split_batch: int = 256
+    #: rows per shard at most; None = :data:`SHARD_ROWS`
+    shard_rows: int | None = None
 
 
 def _ray():
@@ -449,7 +451,7 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
     staging = art.staging_dir(graph_dir)
     try:
         shards, tables, embeddings = _write_shards(staging / art.SHARDS, paragraphs, embedded, mention_rows, entities,
-                                                   synonyms, name_vecs)
+                                                   synonyms, name_vecs, options.shard_rows or SHARD_ROWS)
         dim = int(name_vecs.shape[1])
         ent = local._EntityTables(
             {c: tables["entities"].column(c).to_pylist() for c in art.SCHEMAS["entities"].names},
@@ -490,17 +492,18 @@ def _spacy_name(config: BuildConfig) -> str:
 
 
 def _write_shards(root: Path, paragraphs, embedded, mention_rows, entities, synonyms: pa.Table,
-                  name_vecs: np.ndarray) -> tuple[dict[str, Any], dict[str, pa.Table], np.ndarray]:
-    """Every table's shards in corpus order under ``root``, sentence embeddings beside their sentences. Returns the
-    manifest's ``shards`` entry, the whole tables and the sentence embeddings (float32 [n_sentences, dim])."""
+                  name_vecs: np.ndarray, rows: int) -> tuple[dict[str, Any], dict[str, pa.Table], np.ndarray]:
+    """Every table's shards (at most ``rows`` rows each) in corpus order under ``root``, sentence embeddings beside
+    their sentences. Returns the manifest's ``shards`` entry, the whole tables and the sentence embeddings (float32
+    [n_sentences, dim])."""
     ray = _ray()
     files: dict[str, list[dict[str, Any]]] = {}
     tables: dict[str, pa.Table] = {}
-    files["paragraphs"], tables["paragraphs"] = _write_table_shards(root, "paragraphs", _blocks(ray, paragraphs))
+    files["paragraphs"], tables["paragraphs"] = _write_table_shards(root, "paragraphs", _blocks(ray, paragraphs, rows))
     ordered = embedded  # in corpus order (DataContext preserve_order, from_items in paragraph order)
     files["sentence_embeddings"], vec_parts, sent_blocks = [], [], []
     dim = int(name_vecs.shape[1])
-    for block in _blocks(ray, ordered):
+    for block in _blocks(ray, ordered, rows):
         if block.num_rows:
             vecs = _vectors(block, dim)
             files["sentence_embeddings"].append(_write_matrix_shard(root, "sentence_embeddings", len(vec_parts), vecs))
@@ -508,15 +511,19 @@ def _write_shards(root: Path, paragraphs, embedded, mention_rows, entities, syno
             sent_blocks.append(block)
     files["sentences"], tables["sentences"] = _write_table_shards(root, "sentences", sent_blocks)
     files["mentions"], tables["mentions"] = _write_table_shards(
-        root, "mentions", _blocks(ray, mention_rows.sort(["kind_order", "p_index", "position", "row"])))
-    files["entities"], tables["entities"] = _write_table_shards(root, "entities", _blocks(ray, entities))
-    files["synonyms"], tables["synonyms"] = _write_table_shards(root, "synonyms", [synonyms])
+        root, "mentions", _blocks(ray, mention_rows.sort(["kind_order", "p_index", "position", "row"]), rows))
+    files["entities"], tables["entities"] = _write_table_shards(root, "entities", _blocks(ray, entities, rows))
+    files["synonyms"], tables["synonyms"] = _write_table_shards(
+        root, "synonyms", [synonyms.slice(i, rows) for i in range(0, max(1, synonyms.num_rows), rows)])
     files["entity_embeddings"] = [_write_matrix_shard(root, "entity_embeddings", 0, name_vecs)]
     embeddings = np.concatenate(vec_parts) if vec_parts else np.zeros((0, dim), dtype=np.float32)
     return {"dir": art.SHARDS, "files": files}, tables, embeddings
 
 
-def _blocks(ray, ds) -> Iterable[pa.Table]:
-    """A dataset's blocks in order, fetched to the driver one at a time."""
+def _blocks(ray, ds, rows: int | None = None) -> Iterable[pa.Table]:
+    """A dataset's blocks in order, fetched to the driver one at a time, cut into pieces of at most ``rows`` rows."""
     for ref in ds.to_arrow_refs():
-        yield ray.get(ref)
+        block = ray.get(ref)
+        step = rows or max(1, block.num_rows)
+        for start in range(0, max(1, block.num_rows), step):
+            yield block.slice(start, step)
