@@ -350,11 +350,16 @@ def _init_ray(ray, options: RayOptions) -> None:
 def _one_line(exc: BaseException) -> HarnessError:
     """A failure inside Ray as one line: the HarnessError a worker raised (a bad spaCy or encoder model), else the
     exception's type and first line."""
+    from ray.exceptions import RayError
+
     seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, HarnessError):
-            return type(seen)(str(seen).splitlines()[0]) if str(seen) else seen
-        seen = getattr(seen, "cause", None) or seen.__cause__
+    for _ in range(20):  # the chain: Ray Data's wrappers, RayTaskError (its str is a traceback), the worker's error
+        if seen is None:
+            break
+        if isinstance(seen, HarnessError) and not isinstance(seen, RayError):
+            return HarnessError(str(seen).strip().splitlines()[0] if str(seen).strip() else type(seen).__name__)
+        cause = getattr(seen, "cause", None)
+        seen = cause if isinstance(cause, BaseException) else seen.__cause__
     text = str(exc).strip().splitlines()
     return HarnessError(f"the Ray build failed: {type(exc).__name__}: {text[-1] if text else ''}")
 
