@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -361,7 +362,9 @@ def _one_line(exc: BaseException) -> HarnessError:
         cause = getattr(seen, "cause", None)
         seen = cause if isinstance(cause, BaseException) else seen.__cause__
     text = str(exc).strip().splitlines()
-    return HarnessError(f"the Ray build failed: {type(exc).__name__}: {text[-1] if text else ''}")
+    last = text[-1] if text else ""
+    ours = re.search(r"harness_g\.errors\.\w+: (.*)", last)  # an actor that died in its constructor: only its text
+    return HarnessError(ours.group(1) if ours else f"the Ray build failed: {type(exc).__name__}: {last}")
 
 
 def _configure(ctx, cpus: int, n_paragraphs: int, progress: bool) -> int:
@@ -378,6 +381,7 @@ def _configure(ctx, cpus: int, n_paragraphs: int, progress: bool) -> int:
     ctx.max_hash_shuffle_aggregators = partitions
     ctx.min_parallelism = partitions
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data.exceptions").setLevel(logging.CRITICAL)  # its stack dumps: the build reports one line
     return partitions
 
 

@@ -237,6 +237,18 @@ def test_the_stores_load_the_ray_graph(graphs: dict[str, Path], request: pytest.
         assert [r[0] for r in rows] == sorted({m["sentence_id"] for m in mentions if m["entity_id"] == top}) != []
 
 
+@pytest.mark.slow
+def test_an_encoder_that_fails_on_the_actors_is_one_line_and_publishes_nothing(ray_cluster: str, tmp_path: Path,
+                                                                             capsys) -> None:
+    out = tmp_path / "g"
+    rc, _, err = run(capsys, "build", "--format", "2wiki", "--input", SLICE, "--out", out, "--no-load", "-q",
+                     "--engine", "ray", "--ray-address", ray_cluster, "--embedding-model", "/nonexistent/model")
+    # Ray's own log lines may precede it; the command's error is its last line, the encoder's message alone
+    assert rc == 2 and err.strip().splitlines()[-1].startswith(
+        "harness-g: error: cannot load embedding model '/nonexistent/model'"), err[-2000:]
+    assert not out.exists()  # the build created the directory: it is gone again, nothing published
+
+
 def test_ray_flags_are_checked_before_any_work(capsys, tmp_path: Path) -> None:
     rc, _, err = run(capsys, "build", "--format", "2wiki", "--input", SLICE, "--out", tmp_path / "g",
                      "--ray-address", "127.0.0.1:1")
