@@ -91,6 +91,9 @@ TABLES = tuple(SCHEMAS)
 #: every data file of an artifact (the manifest aside); their sizes and sha256 go into the manifest
 ARTIFACT_FILES = (*(f"{name}.parquet" for name in TABLES), EMBEDDINGS, ENTITY_EMBEDDINGS, QUESTIONS)
 STAGING_PREFIX = ".staging-"
+#: the Ray engine's sharded copy of the artifact (graph/build_ray.py): a folder in GRAPH_DIR, listed with per-shard
+#: sha256 under the manifest's ``shards`` key; published with the artifact, removed when a new artifact has none
+SHARDS = "shards"
 #: manifest key set only between a publish's commit and its end: the staging directory (a name in GRAPH_DIR)
 #: that holds the artifact's files meanwhile
 DATA_DIR = "data_dir"
@@ -237,8 +240,25 @@ def finish_publish(graph_dir: Path) -> None:
             _link_in(staging / name, graph_dir / name)
         else:
             (graph_dir / name).unlink(missing_ok=True)
+    _publish_shards(staging, graph_dir)
     os.replace(staging / MANIFEST, graph_dir / MANIFEST)  # unmarked: the files are read from graph_dir again
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish_shards(staging: Path, graph_dir: Path) -> None:
+    """Move ``staging/shards`` over ``graph_dir/shards`` when the new manifest lists shards; remove an old
+    ``graph_dir/shards`` when it does not. Idempotent (a rerun after a crash finds the shards already moved)."""
+    manifest = json.loads((staging / MANIFEST).read_text(encoding="utf-8"))
+    target = graph_dir / SHARDS
+    if not manifest.get(SHARDS):
+        shutil.rmtree(target, ignore_errors=True)
+    elif (staging / SHARDS).is_dir():
+        old = graph_dir / f"{staging.name}.old-{SHARDS}"  # staging-prefixed: remove_staging clears it after a crash
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(staging / SHARDS, target)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def discard_staging(staging: Path, graph_dir: Path) -> None:

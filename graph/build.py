@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -274,12 +274,13 @@ class _EntityTables:
 
 def build_entities(
     sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph], *, link_title_mentions: bool = False,
-    merge_person_aliases: bool = False,
+    merge_person_aliases: bool = False, title_index: Mapping[tuple[str, ...], str] | None = None,
 ) -> _EntityTables:
     """Group mentions into canonical entities, add title anchors (and, with ``link_title_mentions``, a mention of a
     title's entity wherever a sentence names it: :func:`_add_title_mentions`; with ``merge_person_aliases``, truncated
     person names re-pointed at the full name: :func:`_merge_person_aliases`), apply the invalid-target filter. The
-    defaults are the paper's rules (``BuildConfig`` preset paper)."""
+    defaults are the paper's rules (``BuildConfig`` preset paper). ``title_index``: the corpus-wide
+    ``title_mention_index`` when ``paragraphs`` is a part of the corpus (the Ray engine's per-document groups)."""
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     meta: dict[str, tuple[str, str]] = {}  # id -> (canonical, label)
     m_cols: dict[str, list[Any]] = {k: [] for k in ("sentence_id", "entity_id", "surface", "start", "end", "kind")}
@@ -322,7 +323,7 @@ def build_entities(
         if len(m_cols["entity_id"]) > before:
             title_ids.add(m_cols["entity_id"][-1])
     if link_title_mentions:
-        _add_title_mentions(sentences, paragraphs, m_cols, meta, add)
+        _add_title_mentions(sentences, paragraphs, m_cols, meta, add, title_index)
 
     alias_pairs = _merge_person_aliases(m_cols, meta, surfaces, sentences, paragraphs) if merge_person_aliases else []
 
@@ -333,18 +334,27 @@ def build_entities(
     records: list[EntityRecord] = []
     lookupable: list[bool] = []
     for eid in sorted(meta):
-        canonical, label = meta[eid]
-        reason = lookup_rejection(canonical, label, known_canonicals=known)
-        surface = display_form(surfaces[eid])
-        for col, val in zip(e_cols, (eid, canonical, surface, label, reason is None, reason or "", counts[eid])):
+        row = entity_row(eid, *meta[eid], surfaces[eid], counts[eid], known)
+        for col, val in zip(e_cols, row):
             e_cols[col].append(val)
-        records.append(EntityRecord(id=eid, canonical=canonical, label=label, surface=surface))
-        lookupable.append(reason is None)
+        records.append(EntityRecord(id=eid, canonical=row[1], label=row[3], surface=row[2]))
+        lookupable.append(row[4])
     return _EntityTables(e_cols, m_cols, records, np.array(lookupable, dtype=bool), title_ids, alias_pairs)
 
 
+def entity_row(eid: str, canonical: str, label: str, surfaces: Mapping[str, int], mentions: int,
+               known_persons: Collection[str]) -> tuple[str, str, str, str, bool, str, int]:
+    """One ``entities`` row ``(id, name, surface, label, lookupable, reject_reason, mentions)``: the invalid-target
+    filter (``known_persons``: the canonical names of every PERSON entity of the corpus) and the display form of
+    ``surfaces`` (surface -> count; as the build has always called it, ``display_form`` sees each distinct surface
+    once, so the shortest surface wins, then the lexicographically first)."""
+    reason = lookup_rejection(canonical, label, known_canonicals=known_persons)
+    return eid, canonical, display_form(surfaces), label, reason is None, reason or "", mentions
+
+
 def _add_title_mentions(sentences: _SentenceRows, paragraphs: Sequence[Paragraph], m_cols: dict[str, list[Any]],
-                        meta: dict[str, tuple[str, str]], add: Callable[..., None]) -> None:
+                        meta: dict[str, tuple[str, str]], add: Callable[..., None],
+                        index: Mapping[tuple[str, ...], str] | None = None) -> None:
     """Record a mention of a document's TITLE entity in every sentence whose text names it (``title_mentions``).
 
     NER tags names, not common nouns: "was a Canadian politician" mentions no entity, so nothing links a person to
@@ -353,7 +363,8 @@ def _add_title_mentions(sentences: _SentenceRows, paragraphs: Sequence[Paragraph
     so the article becomes a LOOKUP target from them. Names that NER already found in the sentence are skipped (the
     title rule links that entity to the title), as are names shared by several titles.
     """
-    index = title_mention_index([p.title for p in paragraphs if p.title])
+    if index is None:
+        index = title_mention_index([p.title for p in paragraphs if p.title])
     if not index:
         return
     longest = max(len(k) for k in index)
@@ -541,9 +552,11 @@ def _build_locked(
 def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Dataset, sentences: _SentenceRows,
                     ent: _EntityTables, edges: list[Any], embeddings: np.ndarray, name_vecs: np.ndarray,
                     config: BuildConfig, chash: str, limit: int | None, corpus_tokens: int, spacy_name: str, dim: int,
-                    seconds: dict[str, float], t: float, *, workers: int = 1) -> tuple[dict[str, int], dict[str, Any]]:
+                    seconds: dict[str, float], t: float, *, workers: int = 1,
+                    extra: Mapping[str, Any] | None = None) -> tuple[dict[str, int], dict[str, Any]]:
     """Every artifact file into ``graph_dir`` (a staging directory), the manifest with their digests last
-    (``workers``: the NER processes that ran, recorded beside ``seconds``)."""
+    (``workers``: the NER processes that ran, recorded beside ``seconds``; ``extra``: more manifest keys, e.g. the
+    Ray engine's ``engine`` and ``shards``)."""
     counts = {
         "paragraphs": art.write_table(
             graph_dir,
@@ -606,6 +619,7 @@ def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Data
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "workers": workers,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **(extra or {}),
         "files": art.file_digests(graph_dir),
     }
     art.write_manifest(graph_dir, manifest)

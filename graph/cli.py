@@ -37,6 +37,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     if not args.out:
         raise ConfigError("--out is required (the graph directory)")
+    if args.ray_address and args.engine != "ray":
+        raise ConfigError("--ray-address needs --engine ray")
     if not args.no_load:
         parse_store_spec(args.store)  # a malformed --store fails now, not after a long build
     inputs = []
@@ -78,7 +80,13 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
     from harness_g.graph.load import load_graph
 
     progress = not args.quiet
-    result = build_graph(inputs, args.out, config, limit=args.limit, force=args.force, progress=progress)
+    if args.engine == "ray":  # graph/build_ray.py: the same graph, built as Ray Data stages (extra harness-g[scale])
+        from harness_g.graph.build_ray import RayOptions, build_graph_ray
+
+        result = build_graph_ray(inputs, args.out, config, options=RayOptions(address=args.ray_address),
+                                 limit=args.limit, force=args.force, progress=progress)
+    else:
+        result = build_graph(inputs, args.out, config, limit=args.limit, force=args.force, progress=progress)
     status = "cache hit (same inputs and config): artifact reused" if result.cache_hit else "built"
     print(f"{status}: {result.graph_dir}")
     counts = result.counts
@@ -260,6 +268,13 @@ def _add_build(sub: Any) -> None:
                         "approximate, its own content hash)")
     g.add_argument("--workers", type=int, metavar="N", help="shortcut for --set workers=N: spaCy NER processes (default: "
                                                             "every core; the graph is the same for every N)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local (default): this machine, NER over --workers processes; ray: Ray Data stages over a Ray "
+                        "cluster (pip install 'harness-g[scale]'), the same graph plus GRAPH_DIR/shards/ "
+                        "(graph/build_ray.py)")
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="with --engine ray: the head of a running cluster (`ray start --head`); default: a local Ray "
+                        "started for this build")
     p.add_argument("--limit", type=int, help="only the first N questions (their contexts) or documents")
     p.add_argument("--force", action="store_true", help="rebuild even if the artifact matches, and reload the store")
     p.add_argument("--append", action="store_true",

@@ -30,7 +30,8 @@ needs a checkout path fails the walk.
 - ``harness-g menu``: stdin is ``help`` then ``quit`` (a person typing);
 - ``harness-g browse ... --serve``: not run (it serves until Ctrl-C); the file-writing form is;
 - skipped with the reason printed: ``. .venv/bin/activate`` (the walk uses this interpreter's environment),
-  ``bash scripts/*.sh`` (the demo and the test suite are what CI runs anyway), ``docker ...`` (no Docker here).
+  ``bash scripts/*.sh`` (the demo and the test suite are what CI runs anyway), ``docker ...`` (no Docker here),
+  ``ray start ...`` (a node of a multi-machine Ray cluster; tests/e2e/test_build_ray.py starts a real two-node one).
 """
 from __future__ import annotations
 
@@ -132,6 +133,10 @@ def plan(commands: list[tuple[int, str]], shared_ok: bool) -> list[Step]:
             continue
         if head == "docker":
             steps.append(Step(line, text, None, "Docker does not run here"))
+            continue
+        if head == "ray":
+            steps.append(Step(line, text, None, "a node of a multi-machine Ray cluster (tests/e2e/test_build_ray.py "
+                                                "starts a real two-node cluster)"))
             continue
         if "--input" in argv and argv[argv.index("--input") + 1].startswith("../shared/") and not shared_ok:
             _set_flag(argv, "--input", SLICE_2WIKI if "/2wikimultihopqa/" in argv[argv.index("--input") + 1] else SLICE)
