@@ -15,6 +15,7 @@ rows = nodes + relationships (the load report's per-stage rows). Median of the r
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -62,6 +63,7 @@ def main() -> int:
     parser.add_argument("--replicate", type=int, default=10, help="also the first graph replicated N times (0: no)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(RESULTS / "neo4j_bulk.json"))
+    parser.add_argument("--merge", action="store_true", help="keep the graphs already in --out (others' rounds)")
     args = parser.parse_args()
     started = time.perf_counter()
     graphs = {name: args.root / name for name in args.graphs.split(",") if name}
@@ -72,8 +74,12 @@ def main() -> int:
         target = args.root / f"{first}-x{args.replicate}"
         if not (target / "manifest.json").exists():
             replicate_artifact(graphs[first], args.replicate, target)
-        graphs[target.name] = target
+        graphs = {first: graphs.pop(first), target.name: target, **graphs}  # measured second, before the others
     results: dict[str, Any] = {}
+    commands: list[str] = []
+    if args.merge and Path(args.out).exists():
+        kept = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        results, commands = kept["graphs"], kept.get("commands", [kept.get("command")])
     for name, graph_dir in graphs.items():
         rounds: dict[str, list[dict[str, Any]]] = {"bolt": [], "bulk": []}
         before = load_avg()
@@ -89,30 +95,36 @@ def main() -> int:
                          "bulk_without_start_rows_per_s": rows / bulk_ns, "rounds": rounds,
                          "load_avg": [before, load_avg()]}
         print(name, {k: v for k, v in results[name].items() if k != "rounds"}, flush=True)
+        write_report(args, results, time.perf_counter() - started, commands)  # after each graph: a cut-short run keeps its rows
+    return 0
+
+
+def write_report(args: argparse.Namespace, results: dict[str, Any], seconds: float, earlier: list[str]) -> None:
+    """neo4j_bulk.json and .md from the graphs measured so far (and, with --merge, those of ``earlier`` commands)."""
     info = machine_info()
-    data = {"generated": utc_stamp(), "seconds": time.perf_counter() - started, "machine": info,
-            "command": "python benchmarks/bench_neo4j_bulk.py " + " ".join(sys.argv[1:]), "graphs": results}
+    command = "python benchmarks/bench_neo4j_bulk.py " + " ".join(sys.argv[1:])
+    data = {"generated": utc_stamp(), "seconds": seconds, "machine": info, "command": command,
+            "commands": [*earlier, command], "graphs": results}
     rows = [[name, f"{r['rows']:,}", f"{r['bolt_s']:.1f}", f"{r['bolt_rows_per_s']:,.0f}", f"{r['bulk_s']:.1f}",
              f"{r['bulk_rows_per_s']:,.0f}", f"{r['bulk_without_start_s']:.1f}",
-             f"{r['bulk_without_start_rows_per_s']:,.0f}"] for name, r in results.items()]
+             f"{r['bulk_without_start_rows_per_s']:,.0f}", str(len(r["rounds"]["bulk"])), str(r["load_avg"][0][0])]
+            for name, r in results.items()]
     table = md_table(["graph", "rows (nodes+rels)", "bolt s", "bolt rows/s", "bulk s", "bulk rows/s",
-                      "bulk s w/o server start", "bulk rows/s w/o start"], rows)
+                      "bulk s w/o server start", "bulk rows/s w/o start", "rounds", "load avg at start"], rows)
     stages = [[name, kind, ", ".join(f"{k} {v:.1f}" for k, v in r["rounds"][kind][0]["stages"].items())]
               for name, r in results.items() for kind in ("bolt", "bulk")]
     md = "\n".join([
         "# Neo4j: bulk import against the Bolt loader (issue 35 item 3)", "",
-        f"Generated {data['generated']} by `{data['command']}` in {data['seconds']:.0f} s.",
+        f"Generated {data['generated']} by " + ", then ".join(f"`{c}`" for c in data["commands"]) + ".",
         f"Machine: {machine_line(info)}", "",
         "Each round on a fresh local Neo4j 5.26.30 (neo4j-harness, Community). **bolt**: `Neo4jStore.load` (UNWIND "
         "MERGE batches over Bolt, schema first, vector index last and waited for); the server start is not timed. "
         "**bulk**: `bulk_load_local` = CSV files + `neo4j-admin database import full` (AdminTool from the launcher's "
         "Maven classpath) + server start on the imported database + constraints, GraphMeta, vector index (waited for). "
-        "rows = nodes + relationships. Median of "
-        f"{args.repeats} rounds.", "", table, "",
+        "rows = nodes + relationships. Median of the rounds (column `rounds`).", "", table, "",
         "Seconds per step, first round:", "", md_table(["graph", "loader", "seconds per step"], stages), "",
     ])
     write_results(args.out, data, md)
-    return 0
 
 
 if __name__ == "__main__":
