@@ -198,7 +198,7 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        with LocalNeo4j(config, quiet=False) as server:
+        with (_bulk_loaded(args.bulk_load, config) if args.bulk_load else LocalNeo4j(config, quiet=False)) as server:
             print(f"neo4j: Neo4j {server.version} ready (data is deleted when it stops)")
             print(f"  bolt     {server.bolt_uri}")
             print(f"  user     {server.user}")
@@ -218,6 +218,22 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     print("neo4j: stopped")
     return 0
+
+
+def _bulk_loaded(graph_dir: str, config: Any) -> Any:
+    """``neo4j --bulk-load GRAPH_DIR``: a started LocalNeo4j whose database is the artifact, imported offline by
+    ``neo4j-admin database import full`` (graph/stores/neo4j_bulk.py); GRAPH_DIR's store.json then names it."""
+    from harness_g.graph.load import remember_store
+    from harness_g.graph.stores.neo4j_bulk import bulk_load_local
+
+    server, store, report = bulk_load_local(graph_dir, config, quiet=False)
+    store.close()
+    remember_store(graph_dir, server.bolt_uri)
+    nodes = sum(report.rows[k] for k in ("paragraphs", "sentences", "entities"))
+    steps = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items() if k != "total")
+    print(f"neo4j: bulk-loaded {graph_dir}: {nodes} nodes + {sum(report.rows.values()) - nodes} relationships in "
+          f"{report.seconds['total']:.1f}s ({report.rows_per_s:,.0f} rows/s; {steps})", flush=True)
+    return server
 
 
 def _formats_help() -> str:
@@ -331,4 +347,8 @@ def _add_neo4j(sub: Any) -> None:
     p.add_argument("--password", help="password of user neo4j (default: $NEO4J_PASSWORD, else a generated one, printed; "
                                       "authentication is always on)")
     p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB (default 1024)")
+    p.add_argument("--bulk-load", metavar="GRAPH_DIR",
+                   help="start with GRAPH_DIR's graph in the database, bulk-imported offline by neo4j-admin's importer "
+                        "(CSV; much faster than the Bolt loader on large graphs), then constraints and vector index; "
+                        "GRAPH_DIR's store.json then names this server")
     p.set_defaults(func=cmd_neo4j)

@@ -38,7 +38,7 @@ import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable
 from urllib.parse import urlsplit
 
 from harness_g.errors import HarnessError
@@ -196,9 +196,15 @@ class LocalNeo4j:
     ...     store = Neo4jStore(neo4j.bolt_uri)
     """
 
-    def __init__(self, config: LocalNeo4jConfig | None = None, *, quiet: bool = True):
+    def __init__(self, config: LocalNeo4jConfig | None = None, *, quiet: bool = True,
+                 seed: Callable[[Path, str], Path] | None = None):
+        """``seed``: fills the database before the server starts, instead of a fresh empty one: called by :meth:`start`
+        with (an empty directory inside the server's work directory, the launcher's Java classpath), it writes a Neo4j
+        data directory there (``neo4j-admin database import full``: :mod:`~harness_g.graph.stores.neo4j_bulk`) and
+        returns it; the server opens it, and :meth:`stop` deletes it with the rest of the work directory."""
         self.config = config or LocalNeo4jConfig()
         self.quiet = quiet
+        self._seed = seed
         #: user and password every client must present (the password is generated when the config names none)
         self.user = USER
         self.password = self.config.password or new_password()
@@ -234,12 +240,15 @@ class LocalNeo4j:
         classes, classpath = build_launcher(quiet=self.quiet)
         java = _require_tool("java", "install a Java 17+ runtime")
         self._workdir = Path(tempfile.mkdtemp(prefix="harness-g-neo4j-"))  # mode 0700
+        data_dir = self._seed_database(classpath)
         password_file = self._workdir / "password"  # the launcher reads it, then deletes it
         write_private(password_file, self.password + "\n")
         cfg = self.config
         cmd = [java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", "-cp", f"{classes}{os.pathsep}{classpath}", _MAIN_CLASS,
                "--dir", str(self._workdir), "--bolt-port", str(cfg.bolt_port), "--http-port", str(cfg.http_port),
                "--page-cache-mb", str(cfg.page_cache_mb), "--password-file", str(password_file), "--stop-on-stdin-eof"]
+        if data_dir is not None:
+            cmd += ["--data-dir", str(data_dir)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, encoding="utf-8", errors="replace", start_new_session=True)
         ready = self._wait_ready(self._proc.stdout, cfg.start_timeout_s)
@@ -248,6 +257,20 @@ class LocalNeo4j:
         # keep draining the server's output so a chatty log never blocks it on a full pipe
         threading.Thread(target=self._drain, args=(self._proc.stdout,), daemon=True, name="neo4j-log").start()
         return self
+
+    def _seed_database(self, classpath: str) -> Path | None:
+        """Run the ``seed`` callback (see ``__init__``) in ``WORKDIR/seed``: the data directory it wrote, or None
+        without one. A seed that fails removes the work directory and re-raises."""
+        if self._seed is None:
+            return None
+        assert self._workdir is not None
+        seed_dir = self._workdir / "seed"
+        seed_dir.mkdir()
+        try:
+            return self._seed(seed_dir, classpath)
+        except BaseException:
+            self.stop()
+            raise
 
     def _store_credentials(self) -> None:
         """Write the credentials file of :func:`credentials_file` (0600) for harness-g's later commands."""

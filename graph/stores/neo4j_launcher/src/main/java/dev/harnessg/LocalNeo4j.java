@@ -17,6 +17,7 @@ import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.harness.Neo4j;
+import org.neo4j.harness.Neo4jBuilder;
 import org.neo4j.harness.Neo4jBuilders;
 import org.neo4j.io.ByteUnit;
 import org.neo4j.server.configuration.ServerSettings;
@@ -29,7 +30,9 @@ import org.neo4j.server.configuration.ServerSettings;
  * <p>Arguments: {@code --dir DIR} working directory (the harness creates the database under it and
  * deletes it on stop), {@code --bolt-port N} and {@code --http-port N} (0 = any free port),
  * {@code --password-file F} (required: the password of user neo4j, read from F's first line, then F is deleted;
- * a file, not an argument, so it never shows in a process list), {@code --page-cache-mb N}.
+ * a file, not an argument, so it never shows in a process list), {@code --page-cache-mb N}, {@code --data-dir D}
+ * (optional: open the databases under D, e.g. one {@code neo4j-admin database import full} wrote, instead of a fresh
+ * one; D is left in place at stop).
  *
  * <p>Locked down for a machine with a web browser on it: authentication is always on; the HTTP API answers
  * with {@code Access-Control-Allow-Origin: http://127.0.0.1:HTTP_PORT} (its own origin, where Neo4j Browser is
@@ -53,10 +56,11 @@ public final class LocalNeo4j {
         int httpPort = port(opts.getOrDefault("--http-port", "0"));
         long pageCacheMb = Long.parseLong(opts.getOrDefault("--page-cache-mb", "256"));
         String password = readPassword(opts.get("--password-file"));
+        Path dataDir = opts.containsKey("--data-dir") ? Path.of(opts.get("--data-dir")).toAbsolutePath() : null;
 
         Neo4j neo4j;
         try {
-            neo4j = start(dir, boltPort, httpPort, pageCacheMb, password);
+            neo4j = start(dir, boltPort, httpPort, pageCacheMb, password, dataDir);
         } catch (RuntimeException | IOException e) {
             // the harness leaves non-daemon threads behind on a failed start: exit, or the JVM never ends
             Throwable root = e;
@@ -96,10 +100,15 @@ public final class LocalNeo4j {
         stopped.await();
     }
 
-    private static Neo4j start(Path dir, int boltPort, int httpPort, long pageCacheMb, String password)
+    private static Neo4j start(Path dir, int boltPort, int httpPort, long pageCacheMb, String password, Path dataDir)
             throws IOException {
         Path importDir = Files.createDirectories(dir.resolve("import"));
-        Neo4j neo4j = Neo4jBuilders.newInProcessBuilder(dir)
+        Neo4jBuilder builder = Neo4jBuilders.newInProcessBuilder(dir);
+        if (dataDir != null) {
+            // databases (and their transaction logs) a bulk import wrote, instead of the harness's fresh ones
+            builder = builder.withConfig(GraphDatabaseSettings.data_directory, dataDir);
+        }
+        Neo4j neo4j = builder
                 .withConfig(BoltConnector.enabled, true)
                 .withConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", boltPort))
                 .withConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", boltPort))
