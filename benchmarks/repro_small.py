@@ -356,24 +356,27 @@ def play_arm(run: Run, arm: str, config: Any, view: Any, models: Models, items: 
     for start in range(0, len(todo), run.batch_questions):
         chunk = todo[start: start + run.batch_questions]
         torch.manual_seed(question_seed(run.seed, chunk[0].id))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rollouts, stats = collect_rollouts(view, generator, chunk, r.group_size, config.env_config(),
                                            max_action_tokens=r.max_action_tokens, max_answer_tokens=r.max_answer_tokens,
                                            constrain_actions=r.constrain_actions, interface=arm,
                                            max_observation_tokens=r.max_observation_tokens, context=r.context)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         for g, item in enumerate(chunk):
             group = [rollout_record(ro) for ro in rollouts if ro.group == g]
             write_json_gz(done[item.id], {"question_id": item.id, "arm": arm, "rollouts": group,
-                                          "seconds": seconds / len(chunk), "batch": [it.id for it in chunk],
+                                          "seconds": seconds / len(chunk), "cpu_s": cpu / len(chunk),
+                                          "batch": [it.id for it in chunk],
                                           "generate_s": stats["generate_s"] / len(chunk), "env_s": stats["env_s"] / len(chunk)})
         log(f"{arm}: {start + len(chunk)}/{len(todo)} new groups ({seconds:.0f} s for {len(chunk)})")
     return {it.id: read_json_gz(done[it.id])["rollouts"] for it in items}
 
 
-def cached_seconds(run: Run, arm: str, items: Sequence[Any]) -> float:
+def cached_seconds(run: Run, arm: str, items: Sequence[Any], key: str = "seconds") -> float:
+    """Wall seconds (``key`` "seconds") or this process's CPU seconds ("cpu_s"; 0 where a cache file predates it) the
+    questions' groups took on ``arm``."""
     folder = run.out / "cache" / "rollouts" / arm
-    return sum(read_json_gz(folder / f"{_safe(it.id)}.json.gz").get("seconds", 0.0) for it in items)
+    return sum(read_json_gz(folder / f"{_safe(it.id)}.json.gz").get(key, 0.0) for it in items)
 
 
 def menu_query(step: dict[str, Any]) -> list[str]:
@@ -456,9 +459,10 @@ def credit_for(run: Run, config: Any, view: Any, models: Models, items: Sequence
     for n, item in enumerate(items):
         path = folder / f"{_safe(item.id)}.json.gz"
         if not path.is_file():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             steps = step_signals(view, models, config, [item], [groups[item.id]])[0]
-            write_json_gz(path, {"question_id": item.id, "steps": steps, "seconds": time.perf_counter() - t0})
+            write_json_gz(path, {"question_id": item.id, "steps": steps, "seconds": time.perf_counter() - t0,
+                                 "cpu_s": time.process_time() - c0})
             log(f"credit: question {n + 1}/{len(items)} scored ({time.perf_counter() - t0:.0f} s)")
         out[item.id] = read_json_gz(path)["steps"]
     return out
@@ -514,7 +518,8 @@ def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                                  for k in ("reward_f1", "em", "turns", "lookups", "invalid_frac", "empty_evidence_frac")}
         arms[arm]["settings"] = {"max_action_tokens": configs[arm].rollout.max_action_tokens,
                                  "constrain_actions": configs[arm].rollout.constrain_actions,
-                                 "seconds": round(cached_seconds(run, arm, items), 1)}
+                                 "seconds": round(cached_seconds(run, arm, items), 1),
+                                 "cpu_seconds": round(cached_seconds(run, arm, items, "cpu_s"), 1)}
     diff = {k: paired_difference([v[k] for v in per_q["menu"]], [v[k] for v in per_q["free-query"]])
             for k in ("n_eq", "d_ret")}
     data = {"kind": "equivalence", "generated": utc_stamp(), "rests_on": rests_on(run, configs["menu"], items,
@@ -734,7 +739,9 @@ def cmd_page(root: Path) -> Path:
         sections.append("".join(parts))
     learning = ("<h2>Claim (c): menu + SNC training improves the policy more than outcome-only and the free-query arm</h2>"
                 "<p class='verdict'><b>Not measured here.</b> Learning curves need a GPU (issue 31 item 3); nothing on "
-                "this page speaks to claim (c).</p>")
+                "this page speaks to claim (c). The three arms are packaged training configs with the same seed, data "
+                "order and budget: <code>harness-g train --config learning/outcome</code>, <code>learning/snc</code>, "
+                "<code>learning/free-query</code>.</p>")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>harness-g: issue 31 small-scale reproduction</title>"
             f"<style>{PAGE_CSS}</style></head><body><h1>Do the mechanisms work at small scale?</h1>"
             "<p>Each claim of the paper with the number measured here, its 95% interval and what it rests on. A claim "

@@ -96,7 +96,8 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     assert set(cr["signals"]) == {"snc", "snc_no_enablement", "snc_no_frontier", "outcome", "igpo"}
     for v in cr["signals"].values():
         assert v["n_steps"] == total_steps == cr["rests_on"]["steps"] and v["n_questions"] == N_Q
-        assert v["auc"] is None or 0.0 <= v["lo"] <= v["auc"] <= v["hi"] <= 1.0
+        # a percentile interval need not contain the pooled AUC itself (it is not a resample mean)
+        assert v["auc"] is None or (0.0 <= v["auc"] <= 1.0 and 0.0 <= v["lo"] <= v["hi"] <= 1.0)
     steps = [s for p in (out / "cache" / "credit").glob("*.json.gz") for s in rs.read_json_gz(p)["steps"]]
     assert sum(s["label"] for s in steps) == cr["rests_on"]["positive_steps"]
     assert all(s["label"] is False for s in steps if s["action_type"] != "LOOKUP")  # only a LOOKUP surfaces text
