@@ -58,6 +58,15 @@ SIGNALS = {
     "outcome": "outcome-only (the rollout's GRPO A_out on every step)",
     "igpo": "IGPO (the step's cumulative turn advantage, policy-belief gain + outcome)",
 }
+#: a reference ranking, not a credit scheme: how much of the label the action type alone gives away
+BASELINES = {"is_lookup": "reference: 1 for a LOOKUP step, 0 otherwise (no credit scheme)"}
+
+
+def signal_value(step: dict[str, Any], name: str) -> float:
+    """A step's value of signal ``name`` (a cached credit scheme's, or a :data:`BASELINES` one derived here)."""
+    if name == "is_lookup":
+        return float(step.get("action_type") == "LOOKUP")
+    return float(step[name])
 BOOTSTRAP = 2000  # resamples of the bootstrap intervals
 BOOTSTRAP_SEED = 0
 SETTINGS = "settings.json"
@@ -298,11 +307,22 @@ class Models:
     checkpoint is the initial policy) and it gives IGPO's policy beliefs (the current policy is the initial one)."""
 
     def __init__(self, config: Any, device: str):
+        self._config, self._device, self._loaded = config, device, False
+
+    def __getattr__(self, name: str) -> Any:
+        """Load on first use: a run whose every question is cached re-aggregates without loading a model."""
+        if name.startswith("_") or self.__dict__.get("_loaded"):
+            raise AttributeError(name)
+        self._load(self._config, self._device)
+        return getattr(self, name)
+
+    def _load(self, config: Any, device: str) -> None:
         import torch
 
         from harness_g.training.context_budget import prompt_budget
         from harness_g.training.modeling import load_policy, load_tokenizer
 
+        self._loaded = True
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
         self.tokenizer = load_tokenizer(config.model)
@@ -549,10 +569,11 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
         steps = credit_for(run, config, view, models, items, groups, log)
     finally:
         view_cm.__exit__(None, None, None)
-    clusters = {name: [[(float(s[name]), bool(s["label"])) for s in steps[it.id]] for it in items] for name in SIGNALS}
-    signals = {name: bootstrap_auc(clusters[name]) for name in SIGNALS}
+    names = [*SIGNALS, *BASELINES]
+    clusters = {name: [[(signal_value(s, name), bool(s["label"])) for s in steps[it.id]] for it in items] for name in names}
+    signals = {name: bootstrap_auc(clusters[name]) for name in names}
     versus = {f"snc_minus_{name}": bootstrap_auc_difference(clusters["snc"], clusters[name])
-              for name in SIGNALS if name != "snc"}
+              for name in names if name != "snc"}
     all_steps = [s for it in items for s in steps[it.id]]
     by_type: dict[str, list[int]] = {}
     for s in all_steps:
@@ -565,8 +586,12 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                          "steps": len(all_steps), "positive_steps": sum(s["label"] for s in all_steps),
                          "credit_seconds": round(sum(read_json_gz(run.out / "cache" / "credit" / f"{_safe(it.id)}.json.gz")
                                                      .get("seconds", 0.0) for it in items), 1)},
-            "signals": signals, "snc_versus": versus, "labels": SIGNALS,
+            "signals": signals, "snc_versus": versus, "labels": {**SIGNALS, **BASELINES},
             "steps_by_action": {k: {"steps": v[0], "gold_surfacing": v[1]} for k, v in sorted(by_type.items())},
+            "zero_gain": {"gold_surfacing_steps": sum(1 for s in all_steps if s["label"]),
+                          "of_which_gain_zero": sum(1 for s in all_steps if s["label"] and s["gain"] == 0.0),
+                          "note": "p_t(a_t) after the dead-zone (|gain| < credit.dead_zone is 0): a gold-surfacing "
+                                  "step with zero gain gets no frontier credit"},
             "credit_settings": {"frontier_size": c.frontier_size, "gamma": c.gamma, "dead_zone": c.dead_zone,
                                 "igpo_gain": c.igpo_gain, "estimator": config.optim.estimator,
                                 "answerer": "the initial policy (frozen reference = the untrained policy)"},
@@ -644,7 +669,8 @@ def _f(v: Any) -> str:
 def _basis(r: dict[str, Any], extra: str = "") -> str:
     env = r.get("env") or {}
     changed = f"; changed from the defaults: {', '.join(r['overrides'])}" if r.get("overrides") else ""
-    return (f"{r.get('questions')} questions of {r.get('dataset')} ({r.get('preset')} preset), N_g = {r.get('group_size')} "
+    n = r.get("questions")
+    return (f"{n} question{'' if n == 1 else 's'} of {r.get('dataset')} ({r.get('preset')} preset), N_g = {r.get('group_size')} "
             f"rollouts each{extra}, seed {', '.join(map(str, r.get('seeds') or []))}, {r.get('model')}, "
             f"{r.get('device')}; T = {r.get('max_turns')}, {r.get('context')} context, K_s = {env.get('visible_cap')}, "
             f"K_e = {env.get('lookup_cap')}, temperature {r.get('temperature')}{changed}")
@@ -701,6 +727,11 @@ def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
         st, sent = verdict(v, "diff", null=0.0, claim=f"SNC AUC minus {other} AUC", n=n)
         verdicts.append(f"<li><b>SNC above {escape(other)} (AUC difference {_f(v['diff'])}): {escape(st)}.</b> "
                         f"{escape(sent)}</li>")
+    z = cr.get("zero_gain") or {}
+    if z:
+        verdicts.append(f"<li>Of the {z['gold_surfacing_steps']} gold-surfacing steps, {z['of_which_gain_zero']} had a "
+                        f"frozen-answerer gain of exactly 0 after the dead-zone ({cr['credit_settings']['dead_zone']}): the "
+                        "answerer's gold-answer likelihood barely moved.</li>")
     chart = interval_chart("AUC of each signal for gold-surfacing steps (95% bootstrap interval)",
                            [(k, v) for k, v in cr["signals"].items()], key="auc", lo=0.0, hi=1.0, ref=0.5)
     (plots / f"{stem}_auc.svg").write_text(chart, encoding="utf-8")

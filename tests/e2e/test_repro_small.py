@@ -93,7 +93,7 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     cr = json.loads((out / "credit.json").read_text())
     total_steps = sum(len(r["trajectory"]["steps"]) for p in (out / "cache" / "rollouts" / "menu").glob("*.json.gz")
                       for r in rs.read_json_gz(p)["rollouts"])
-    assert set(cr["signals"]) == {"snc", "snc_no_enablement", "snc_no_frontier", "outcome", "igpo"}
+    assert set(cr["signals"]) == {"snc", "snc_no_enablement", "snc_no_frontier", "outcome", "igpo", "is_lookup"}
     for v in cr["signals"].values():
         assert v["n_steps"] == total_steps == cr["rests_on"]["steps"] and v["n_questions"] == N_Q
         # a percentile interval need not contain the pooled AUC itself (it is not a resample mean)
@@ -101,6 +101,8 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     steps = [s for p in (out / "cache" / "credit").glob("*.json.gz") for s in rs.read_json_gz(p)["steps"]]
     assert sum(s["label"] for s in steps) == cr["rests_on"]["positive_steps"]
     assert all(s["label"] is False for s in steps if s["action_type"] != "LOOKUP")  # only a LOOKUP surfaces text
+    if 0 < cr["rests_on"]["positive_steps"] < total_steps:  # the action-type reference ranks every positive first
+        assert cr["signals"]["is_lookup"]["auc"] >= 0.5
     # outcome-only credit is the rollout's A_out: one value over all steps of a rollout
     by_rollout = {}
     for p in (out / "cache" / "credit").glob("*.json.gz"):
