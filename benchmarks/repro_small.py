@@ -252,7 +252,7 @@ def settings_record(run: Run) -> dict[str, Any]:
     return {**graph_identity(run.graph), "questions": str(run.questions.resolve()) if run.questions else None,
             "format": run.fmt, "preset": run.preset, "model": run.model, "group_size": run.group_size, "seed": run.seed,
             "device": run.device, "batch_questions": run.batch_questions, "free_action_tokens": run.free_action_tokens,
-            "sets": list(run.sets)}
+            "sets": list(run.sets), "arms": arm_settings(run)}
 
 
 def check_settings(run: Run) -> None:
@@ -289,8 +289,6 @@ def arm_config(run: Run, arm: str) -> Any:
         "torch_threads": run.threads,
         "rollout.constrain_actions": arm == "menu", "rollout.interface": arm,
     }
-    if arm == "free-query":
-        overrides.update({"rollout.max_action_tokens": run.free_action_tokens, "credit.scheme": "outcome"})
     if run.device == "cuda":
         overrides["model.compute_dtype"] = "bfloat16"
     for text in run.sets:
@@ -298,7 +296,18 @@ def arm_config(run: Run, arm: str) -> Any:
         if key in ("rollout.interface", "rollout.constrain_actions", "data.limit", "seed", "model.name"):
             raise ConfigError(f"--set {key}: set by the script (arms, --n-questions, --seed, --model)")
         overrides[key] = value
+    if arm == "free-query":  # after --set: rollout.max_action_tokens there is the menu arm's reply length
+        overrides.update({"rollout.max_action_tokens": run.free_action_tokens, "credit.scheme": "outcome"})
     return load_config(None, overrides, preset=run.preset)
+
+
+def arm_settings(run: Run) -> dict[str, Any]:
+    """Per arm, the resolved rollout settings the rollouts depend on (part of the resume check)."""
+    out = {}
+    for arm in ARMS:
+        c = arm_config(run, arm)
+        out[arm] = {**c.to_dict()["rollout"], "env": c.env_config().to_dict()}
+    return out
 
 
 # -- models ---------------------------------------------------------------------------------------------------------

@@ -125,3 +125,20 @@ def test_a_resume_with_other_settings_is_refused_naming_the_setting(tmp_path):
     (graph / "manifest.json").write_text(json.dumps({"content_hash": "h2"}))
     with pytest.raises(ConfigError, match=r"content_hash='h1', now content_hash='h2'"):
         rs.check_settings(run())
+
+
+def test_each_arm_gets_its_own_reply_length_whatever_set_says(tmp_path):
+    """``--set rollout.max_action_tokens`` is the menu arm's; the free-query arm writes ``--free-action-tokens``
+    (a search string), and the resume record holds both, so changing either is refused."""
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / "manifest.json").write_text(json.dumps({"content_hash": "h1"}))
+    run = rs.Run(graph=graph, questions=None, fmt=None, n_questions=2, out=tmp_path / "out", preset="paper",
+                 model="tiny-random", group_size=3, seed=0, device="cpu", batch_questions=1, free_action_tokens=32,
+                 sets=("rollout.max_action_tokens=4",), store=None, threads=None)
+    menu, free = rs.arm_config(run, "menu"), rs.arm_config(run, "free-query")
+    assert (menu.rollout.max_action_tokens, free.rollout.max_action_tokens) == (4, 32)
+    assert (menu.rollout.constrain_actions, free.rollout.constrain_actions) == (True, False)
+    assert (menu.credit.scheme, free.credit.scheme) == ("snc", "outcome")
+    record = rs.settings_record(run)
+    assert record["arms"]["free-query"]["max_action_tokens"] == 32 and record["arms"]["menu"]["max_action_tokens"] == 4
