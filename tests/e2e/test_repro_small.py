@@ -1,0 +1,124 @@
+"""benchmarks/repro_small.py end to end with the tiny random test model on the packaged 2Wiki slice, on both stores:
+``equivalence`` and ``credit`` write their JSON with the issue's schema and numbers in range, a question whose cache
+was lost is replayed to the same rollouts (an interrupted run continues as if it had not stopped), a resume with other
+settings is refused, and ``page`` renders every claim with its interval and basis. The arithmetic on hand-computed
+cases: tests/unit/test_repro_small_math.py."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from helpers.paths import REPO_ROOT
+
+SLICE = REPO_ROOT / "harness_g" / "examples" / "2wiki-dev-slice" / "dev.subset.json"
+N_Q, N_G = 2, 3
+
+
+def _script():
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("repro_small", REPO_ROOT / "benchmarks" / "repro_small.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["repro_small"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.fixture
+def store_spec(request, store_kind: str):
+    """None (embedded FalkorDB in the graph dir) or the session's Neo4j, emptied first (one graph per database)."""
+    if store_kind == "falkordb":
+        return None
+    request.getfixturevalue("neo4j_store").clear()
+    return request.getfixturevalue("neo4j_server").bolt_uri
+
+
+def _build(graph, store):
+    from harness_g.training.config import load_config
+    from harness_g.training.data import build_training_graph
+
+    build_training_graph(load_config(None, {"data.graph_dir": str(graph), "data.store": store, "data.build_format": "2wiki",
+                                            "data.build_input": str(SLICE), "model.name": "tiny-random"}))
+
+
+def _args(command, graph, out, store, *extra):
+    args = [command, "--graph", str(graph), "--questions", str(SLICE), "--format", "2wiki", "--n-questions", str(N_Q),
+            "--out", str(out), "--model", "tiny-random", "--group-size", str(N_G), "--free-action-tokens", "8",
+            "--set", "rollout.max_turns=3", "--set", "rollout.max_answer_tokens=4",
+            "--set", "rollout.env={visible_cap: 3, lookup_cap: 3}", "--set", "credit.dead_zone=0", *extra]
+    return args + (["--store", store] if store else [])
+
+
+def _played(records):
+    """What the rollouts did (every step record but its wall-clock seconds), and their answers and queries."""
+    return [([{k: v for k, v in s.items() if k != "seconds"} for s in r["trajectory"]["steps"]], r["answer"], r["queries"])
+            for r in records]
+
+
+def _in_interval(d, lo, hi):
+    assert set(d) == {"mean", "lo", "hi", "n"} and d["n"] == N_Q
+    assert lo <= d["lo"] <= d["mean"] <= d["hi"] <= hi
+
+
+@pytest.mark.slow
+def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, capsys):
+    rs = _script()
+    graph, out = tmp_path / "graph", tmp_path / "out"
+    _build(graph, store_spec)
+    assert rs.main(_args("equivalence", graph, out, store_spec)) == 0
+    eq = json.loads((out / "equivalence.json").read_text())
+    for arm in ("menu", "free-query"):
+        _in_interval(eq["arms"][arm]["n_eq"], 1.0, N_G)
+        _in_interval(eq["arms"][arm]["d_ret"], 0.0, 1.0)
+        _in_interval(eq["arms"][arm]["d_query"], 0.0, 1.0)
+        assert len(list((out / "cache" / "rollouts" / arm).glob("*.json.gz"))) == N_Q
+    assert eq["rests_on"]["questions"] == N_Q and eq["rests_on"]["rollouts_per_arm"] == N_Q * N_G
+    assert eq["rests_on"]["device"].startswith("CPU (")
+    # the menu arm decoded constrained to menu ids: no invalid turn
+    assert eq["arms"]["menu"]["describe"]["invalid_frac"]["mean"] == 0.0
+
+    # a question whose cache was lost (a run killed before writing it) is replayed to exactly the same rollouts
+    lost = sorted((out / "cache" / "rollouts" / "free-query").glob("*.json.gz"))[-1]
+    kept = rs.read_json_gz(lost)["rollouts"]
+    lost.unlink()
+    assert rs.main(_args("equivalence", graph, out, store_spec)) == 0
+    assert _played(rs.read_json_gz(lost)["rollouts"]) == _played(kept)
+    assert json.loads((out / "equivalence.json").read_text())["per_question"] == eq["per_question"]
+
+    # credit over the same menu rollouts (not replayed: the cache serves them)
+    menu_cache = {p.name: p.stat().st_mtime_ns for p in (out / "cache" / "rollouts" / "menu").glob("*.json.gz")}
+    assert rs.main(_args("credit", graph, out, store_spec)) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cache" / "rollouts" / "menu").glob("*.json.gz")} == menu_cache
+    cr = json.loads((out / "credit.json").read_text())
+    total_steps = sum(len(r["trajectory"]["steps"]) for p in (out / "cache" / "rollouts" / "menu").glob("*.json.gz")
+                      for r in rs.read_json_gz(p)["rollouts"])
+    assert set(cr["signals"]) == {"snc", "snc_no_enablement", "snc_no_frontier", "outcome", "igpo", "is_lookup"}
+    for v in cr["signals"].values():
+        assert v["n_steps"] == total_steps == cr["rests_on"]["steps"] and v["n_questions"] == N_Q
+        # a percentile interval need not contain the pooled AUC itself (it is not a resample mean)
+        assert v["auc"] is None or (0.0 <= v["auc"] <= 1.0 and 0.0 <= v["lo"] <= v["hi"] <= 1.0)
+    steps = [s for p in (out / "cache" / "credit").glob("*.json.gz") for s in rs.read_json_gz(p)["steps"]]
+    assert sum(s["label"] for s in steps) == cr["rests_on"]["positive_steps"]
+    assert all(s["label"] is False for s in steps if s["action_type"] != "LOOKUP")  # only a LOOKUP surfaces text
+    if 0 < cr["rests_on"]["positive_steps"] < total_steps:  # the action-type reference ranks every positive first
+        assert cr["signals"]["is_lookup"]["auc"] >= 0.5
+    # outcome-only credit is the rollout's A_out: one value over all steps of a rollout
+    by_rollout = {}
+    for p in (out / "cache" / "credit").glob("*.json.gz"):
+        for s in rs.read_json_gz(p)["steps"]:
+            by_rollout.setdefault((p.name, s["rollout"]), set()).add(s["outcome"])
+    assert all(len(v) == 1 for v in by_rollout.values())
+
+    # a resume with another setting is refused in one line, nothing recomputed
+    capsys.readouterr()
+    assert rs.main(_args("credit", graph, out, store_spec, "--seed", "1")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "seed=0, now seed=1" in err
+
+    assert rs.main(["page", "--out", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    assert "Claim (a)" in html and "Claim (b)" in html and "Claim (c)" in html and "Not measured here" in html
+    assert f"{N_Q} questions of 2wiki (paper preset), N_g = {N_G}" in html
+    assert f"n={N_Q}" in html  # every verdict names the scale it rests on
+    assert {p.name for p in (out / "plots").glob("*.svg")} == {"main_n_eq.svg", "main_d_ret.svg", "main_auc.svg"}

@@ -1,0 +1,144 @@
+"""benchmarks/repro_small.py's arithmetic on hand-computed cases: AUC, bootstrap intervals, the gold-surfacing label,
+N_eq / D_ret / D_query of a hand-built group, the verdict sentences, and the refusal of a resume with other settings."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from helpers.hand_rollouts import step
+from helpers.paths import REPO_ROOT
+
+from harness_g.agent.trajectory import Trajectory
+from harness_g.errors import ConfigError
+
+
+def _script():
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # the script imports its sibling common.py
+    spec = importlib.util.spec_from_file_location("repro_small", REPO_ROOT / "benchmarks" / "repro_small.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["repro_small"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+rs = _script()
+
+
+def test_auc_of_a_signal_equal_to_the_labels_is_one_and_reversed_zero_and_ties_half():
+    labels = [True, False, False, True, False]
+    assert rs.auc([float(y) for y in labels], labels) == 1.0
+    assert rs.auc([-float(y) for y in labels], labels) == 0.0
+    assert rs.auc([0.3] * 5, labels) == 0.5
+    # positives 0.9, 0.2; negatives 0.5, 0.2, 0.1: pairs 0.9>all (3), 0.2<0.5 (0), 0.2=0.2 (1/2), 0.2>0.1 (1) -> 4.5/6
+    assert rs.auc([0.9, 0.5, 0.2, 0.2, 0.1], labels) == pytest.approx(4.5 / 6)
+    assert rs.auc([1.0, 2.0], [True, True]) is None  # no negative: undefined, not 1
+
+
+def test_bootstrap_intervals_contain_the_mean_and_collapse_on_constant_data():
+    flat = rs.bootstrap_mean([2.0, 2.0, 2.0])
+    assert flat == {"mean": 2.0, "lo": 2.0, "hi": 2.0, "n": 3}
+    spread = rs.bootstrap_mean([1.0, 2.0, 3.0, 4.0])
+    assert spread["mean"] == 2.5 and 1.0 <= spread["lo"] < 2.5 < spread["hi"] <= 4.0 and spread["n"] == 4
+    assert rs.bootstrap_mean([1.0, 2.0, 3.0, 4.0]) == spread  # fixed seed: the same interval every time
+    assert rs.bootstrap_mean([])["mean"] is None
+    perfect = rs.bootstrap_auc([[(1.0, True), (0.0, False)], [(1.0, True), (0.0, False), (0.0, False)]])
+    assert (perfect["auc"], perfect["lo"], perfect["hi"]) == (1.0, 1.0, 1.0)
+    assert (perfect["n_questions"], perfect["n_steps"], perfect["n_positive"]) == (2, 5, 2)
+    same = [[(1.0, True), (0.0, False)], [(0.5, True), (0.5, False)]]
+    diff = rs.bootstrap_auc_difference(same, same)
+    assert (diff["diff"], diff["lo"], diff["hi"]) == (0.0, 0.0, 0.0)
+
+
+def test_a_step_surfaces_gold_only_with_a_gold_sentence_not_seen_before():
+    new_gold = step(0, "LOOKUP", observed=["s1"], introduced=["g1", "s2"])
+    seen_gold = step(1, "LOOKUP", observed=["g1"], introduced=["g1"])  # re-shown: surfaces nothing
+    select = step(2, "SELECT", observed=["g1"], introduced=["g1"])
+    assert rs.surfaced_gold(new_gold, {"g1"}, set()) is True
+    assert rs.surfaced_gold(seen_gold, {"g1"}, set()) is False
+    assert rs.surfaced_gold(select, {"g1"}, set()) is False
+    # paragraph-level gold (MuSiQue): any sentence of a gold paragraph; sentence ids are "<paragraph id>:<k>"
+    para = step(0, "LOOKUP", observed=[], introduced=["p7:2"])
+    assert rs.surfaced_gold(para, set(), {"p7"}) is True
+    assert rs.surfaced_gold(para, set(), {"p8"}) is False
+
+
+def _record(steps, queries=(), reward=0.0):
+    traj = Trajectory(question_id="q", question="?", answers=["a"], graph_version="v", env_config={},
+                      initial_visible=["u0"], steps=steps)
+    return {"trajectory": traj.to_json(), "reward": reward, "em": 0.0, "answer": "", "queries": list(queries)}
+
+
+def test_n_eq_d_ret_d_query_of_a_hand_built_group():
+    """Evidence sets {a,b}, {a,b,c}, {d}, {} (Jaccard 2/3 < 0.8 between the first two): four classes; at 0.6 the first
+    two merge: three. A SELECT's sentences and U_0 are not retrieval evidence."""
+    lookup = lambda ids, t=0: step(t, "LOOKUP", observed=["u0"], introduced=ids)  # noqa: E731
+    group = [_record([lookup(["a", "b"])], ["x"]), _record([lookup(["a"]), lookup(["b", "c"], 1)], ["x"]),
+             _record([lookup(["d"]), step(1, "SELECT", ["u0", "d"], ["u0"])], ["x"]),
+             _record([step(0, "SELECT", ["u0"], ["u0"])], ["x"], reward=1.0)]
+    free = rs.group_values(group, "free-query", 0.8)
+    assert (free["n_eq"], free["d_ret"], free["d_query"]) == (4.0, 1.0, 0.0)  # one distinct query string: D_query 0
+    assert rs.group_values(group, "free-query", 0.6)["n_eq"] == 3.0
+    assert free["reward_f1"] == 0.25 and free["empty_evidence_frac"] == 0.25 and free["lookups"] == 1.0
+    collapsed = rs.group_values([_record([lookup(["a"])])] * 3, "free-query", 0.8)
+    assert (collapsed["n_eq"], collapsed["d_ret"]) == (1.0, 0.0)
+    # the menu arm's queries are its LOOKUP targets: two different targets -> D_query 1
+    s1, s2 = lookup(["a"]), lookup(["b"])
+    s1.targets, s2.targets = ["e1"], ["e2"]
+    assert rs.group_values([_record([s1]), _record([s2])], "menu", 0.8)["d_query"] == 1.0
+
+
+@pytest.mark.parametrize("interval, status", [
+    ({"auc": 0.7, "lo": 0.6, "hi": 0.8}, "holds"),
+    ({"auc": 0.3, "lo": 0.2, "hi": 0.4}, "does not hold"),
+    ({"auc": 0.6, "lo": 0.4, "hi": 0.8}, "not shown"),
+    ({"auc": None, "lo": None, "hi": None}, "not measured"),
+])
+def test_a_verdict_claims_only_what_the_interval_shows(interval, status):
+    got, sentence = rs.verdict(interval, "auc", null=0.5, claim="AUC above chance", n=12)
+    assert got == status
+    assert "n=12" in sentence
+
+
+def test_no_verdict_is_drawn_from_fewer_than_ten_questions():
+    """One question's bootstrap interval has zero width: it must not read as a claim that holds."""
+    got, sentence = rs.verdict({"auc": 0.9, "lo": 0.9, "hi": 0.9}, "auc", null=0.5, claim="AUC above chance", n=1)
+    assert got == "not shown" and sentence.startswith("Not shown at n=1")
+
+
+def test_a_resume_with_other_settings_is_refused_naming_the_setting(tmp_path):
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / "manifest.json").write_text(json.dumps({"content_hash": "h1"}))
+
+    def run(**changes):
+        base = dict(graph=graph, questions=None, fmt=None, n_questions=2, out=tmp_path / "out", preset="paper",
+                    model="tiny-random", group_size=3, seed=0, device="cpu", batch_questions=1, free_action_tokens=8,
+                    sets=(), store=None, threads=None)
+        return rs.Run(**{**base, **changes})
+
+    rs.check_settings(run())
+    rs.check_settings(run(n_questions=5))  # more questions: the same run, grown
+    with pytest.raises(ConfigError, match=r"seed=0, now seed=1"):
+        rs.check_settings(run(seed=1))
+    (graph / "manifest.json").write_text(json.dumps({"content_hash": "h2"}))
+    with pytest.raises(ConfigError, match=r"content_hash='h1', now content_hash='h2'"):
+        rs.check_settings(run())
+
+
+def test_each_arm_gets_its_own_reply_length_whatever_set_says(tmp_path):
+    """``--set rollout.max_action_tokens`` is the menu arm's; the free-query arm writes ``--free-action-tokens``
+    (a search string), and the resume record holds both, so changing either is refused."""
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / "manifest.json").write_text(json.dumps({"content_hash": "h1"}))
+    run = rs.Run(graph=graph, questions=None, fmt=None, n_questions=2, out=tmp_path / "out", preset="paper",
+                 model="tiny-random", group_size=3, seed=0, device="cpu", batch_questions=1, free_action_tokens=32,
+                 sets=("rollout.max_action_tokens=4",), store=None, threads=None)
+    menu, free = rs.arm_config(run, "menu"), rs.arm_config(run, "free-query")
+    assert (menu.rollout.max_action_tokens, free.rollout.max_action_tokens) == (4, 32)
+    assert (menu.rollout.constrain_actions, free.rollout.constrain_actions) == (True, False)
+    assert (menu.credit.scheme, free.credit.scheme) == ("snc", "outcome")
+    record = rs.settings_record(run)
+    assert record["arms"]["free-query"]["max_action_tokens"] == 32 and record["arms"]["menu"]["max_action_tokens"] == 4
