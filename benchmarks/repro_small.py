@@ -157,7 +157,7 @@ def surfaced_gold(step: Any, gold_sentences: set[str], gold_paragraphs: set[str]
     """Whether a step record surfaced a gold evidence unit: one of the sentences it introduced was not yet in the
     scorer context O_t (``observed_before``) and is a gold sentence or (paragraph-level gold, MuSiQue) a sentence of a
     gold paragraph. Re-showing a sentence already seen surfaces nothing, as SNC's gain counts it."""
-    from harness_g.agent.metrics import paragraph_of
+    from harness_g.agent.eval.metrics import paragraph_of
 
     seen = set(step.observed_before)
     for sid in step.introduced:
@@ -442,7 +442,7 @@ def step_signals(view: Any, models: Models, config: Any, items: Sequence[Any],
     """Per question, per step of its menu rollouts: ``{rollout, turn, action_type, label, <signal>: value}``."""
     import torch
 
-    from harness_g.agent.trajectory import Trajectory
+    from harness_g.agent.env.trajectory import Trajectory
     from harness_g.training.advantages import compute_advantages
     from harness_g.training.answerer import FrozenAnswerer, PolicyBelief
     from harness_g.training.credit import compute_credit, igpo_advantages, igpo_step_advantage
@@ -519,7 +519,7 @@ def rests_on(run: Run, config: Any, items: Sequence[Any], seconds: float) -> dic
 
 
 def _open(run: Run) -> tuple[Any, Any, list[Any]]:
-    from harness_g.agent.session import open_view
+    from harness_g.agent.env.session import open_view
 
     config = arm_config(run, "menu")
     check_settings(run)
@@ -638,7 +638,7 @@ def interval_chart(title: str, rows: Sequence[tuple[str, dict[str, Any] | None]]
     reference line (e.g. AUC 0.5)."""
     from html import escape
 
-    from harness_g.agent.report.plots import _frame, _text, nice_ticks, tick_label
+    from harness_g.agent.eval.report.plots import _frame, _text, nice_ticks, tick_label
 
     vals = [v for _, d in rows if d for v in (d.get(key), d.get("lo"), d.get("hi")) if v is not None]
     ticks = nice_ticks(lo if lo is not None else min([0.0, *vals]), hi if hi is not None else max([1.0, *vals]))

@@ -10,7 +10,7 @@ import pytest
 from helpers.hand_rollouts import step
 from helpers.paths import REPO_ROOT
 
-from harness_g.agent.trajectory import Trajectory
+from harness_g.agent.env.trajectory import Trajectory
 from harness_g.errors import ConfigError
 
 
