@@ -157,7 +157,7 @@ def surfaced_gold(step: Any, gold_sentences: set[str], gold_paragraphs: set[str]
     """Whether a step record surfaced a gold evidence unit: one of the sentences it introduced was not yet in the
     scorer context O_t (``observed_before``) and is a gold sentence or (paragraph-level gold, MuSiQue) a sentence of a
     gold paragraph. Re-showing a sentence already seen surfaces nothing, as SNC's gain counts it."""
-    from harness_g.agent.eval.metrics import paragraph_of
+    from harness_g.graph.types import paragraph_of
 
     seen = set(step.observed_before)
     for sid in step.introduced:

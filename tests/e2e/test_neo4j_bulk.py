@@ -24,7 +24,7 @@ from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.agent.config import EnvConfig
 from harness_g.agent.env import MenuEnv
-from harness_g.agent.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView
 from harness_g.agent.policies.lookahead import LookaheadPolicy
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact, write_table
