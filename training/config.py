@@ -99,7 +99,8 @@ class RolloutConfig(Config):
                                       "context drops whole older turns (logged as dropped_turns_max), never cuts text",
                                 ge=1)
     context: str = _f("multi-turn", "policy context: multi-turn = the paper's growing chat, trained as one sequence per "
-                                    "trajectory with environment turns loss-masked (harness-g.tex l.443, l.911); "
+                                    "trajectory with environment turns loss-masked (Harness-G §3.4, Integration "
+                                    "with GRPO); "
                                     "markov = the instruction + current observation only, one short sequence per turn "
                                     "(an option for small CPU runs)", choices=("multi-turn", "markov"))
     max_response_tokens: int = _f(2048, "budget of policy-generated tokens per rollout, all action replies + the answer "
@@ -250,15 +251,16 @@ def _validate(c: TrainConfig) -> None:
     from harness_g.training.credit import MENU_ONLY_SCHEMES
 
     if r.interface == "free-query" and c.credit.scheme in MENU_ONLY_SCHEMES:
-        # harness-g.tex l.1060-1062: the free-query arms are outcome-only or IGPO; frontier-relative credit needs an
-        # enumerable same-state action set, which only the menu has
+        # appendix "Factorial credit control": the free-query arms are outcome-only or IGPO; frontier-relative credit
+        # needs an enumerable same-state action set, which only the menu has
         raise ConfigError(f"credit.scheme {c.credit.scheme!r} needs rollout.interface menu: the paper evaluates SNC only "
-                          "on the action menu (harness-g.tex l.1062); train the free-query arm with credit.scheme "
-                          "outcome or igpo")
+                          "on the action menu (paper appendix 'Factorial credit control'); train the free-query "
+                          "arm with credit.scheme outcome or igpo")
     _check_dapo(c.optim)
     if r.vllm and r.generator != "vllm":
         raise ConfigError(f"rollout.vllm settings are given but rollout.generator is {r.generator!r}")
-    # the paper's response budget (Table tab:hyper, harness-g.tex line 958): every rollout's policy tokens fit in it
+    # the paper's response budget (Table "Hyperparameter settings for Harness-G (3B)"): every rollout's policy tokens
+    # fit in it
     longest = r.max_turns * r.max_action_tokens + r.max_answer_tokens
     if longest > r.max_response_tokens:
         raise ConfigError(f"rollout.max_response_tokens ({r.max_response_tokens}) < max_turns x max_action_tokens + "
