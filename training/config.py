@@ -71,10 +71,10 @@ class DataConfig(Config):
     questions: str | None = _f(None, "optional questions file instead of the graph's questions")
     questions_format: str | None = _f(None, "format of `questions`")
     limit: int | None = _f(None, "use only the first N (>= 1) training questions", ge=1)
-    eval_questions: int = _f(0, "hold out the last N (>= 0) questions (after data.limit; at least one is left to train "
-                                "on), evaluated greedily before and after training; the ids go to RUN_DIR/heldout_ids.txt "
-                                "(harness-g eval --question-ids) and RUN_DIR/split.json (a resume must match it); paper: "
-                                "128 per dataset (harness-g.tex appendix \"Splits and corpus preprocessing\")", ge=0)
+    eval_questions: int = _f(0, "hold out the last N (>= 0) questions after data.limit, evaluated greedily before and "
+                                "after training, their ids in RUN_DIR/heldout_ids.txt and RUN_DIR/split.json (a resume "
+                                "must match it). Paper: 128 per dataset (appendix 'Splits and corpus preprocessing')",
+                             ge=0)
     train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
                                            "every N steps; evaluate it with log.eval_train_questions); paper: 5,120 per "
                                            "dataset, Graph-R1's split", ge=1)
@@ -156,10 +156,9 @@ class CreditConfig(Config):
 
 @dataclass(frozen=True)
 class OptimConfig(Config):
-    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp; dapo (arXiv 2503.14476) requires its "
-                                "settings, refused otherwise: kl_coef 0, clip_eps_high > clip_eps (DAPO: 0.28 over 0.2), "
-                                "drop_zero_advantage_groups true; the loss is a token mean over each update for every "
-                                "estimator (verl's default token-mean, which the paper's GRPO ran on)",
+    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp; dapo (arXiv 2503.14476) requires "
+                                "kl_coef 0, clip_eps_high > clip_eps and drop_zero_advantage_groups true, refused "
+                                "otherwise. The loss is a token mean over each update for every estimator (verl's default)",
                         choices=RegistryNames("harness_g.training.advantages:ESTIMATORS"))
     lr: float = _f(5e-7, "learning rate (> 0)", gt=0.0)
     weight_decay: float = _f(0.0, "AdamW weight decay (>= 0)", ge=0.0)
@@ -201,7 +200,7 @@ class LogConfig(Config):
 class TrainConfig(Config):
     preset: str = preset_field(
         "which rules fill rollout.env and data.build (the keys marked [preset ...]): paper (default) = every menu and "
-        "build rule as harness-g.tex defines it; extended = the project's extensions (README 'Presets and "
+        "build rule as the paper defines it; extended = the project's extensions (README 'Presets and "
         "extensions'); a key given explicitly beats it; the graph must have been built under the same preset")
     seed: int = _f(0, "seed for sampling, data order and initialisation (>= 0)", ge=0)
     torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)",
