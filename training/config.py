@@ -86,11 +86,12 @@ class DataConfig(Config):
 
 @dataclass(frozen=True)
 class RolloutConfig(Config):
-    group_size: int = _f(8, "N_g rollouts per question (GRPO group; >= 1)", ge=1)
+    group_size: int = _f(8, "N_g rollouts per question (GRPO group, Harness-G §3.4; >= 1; "
+                            "Table 'Hyperparameter settings': 8)", ge=1)
     questions_per_step: int = _f(128, "questions per training step over all processes: the paper's batch size (each "
                                       "question gets N_g rollouts; split evenly over the processes, so a multiple of "
-                                      "their number; >= 1)", ge=1)
-    max_turns: int = _f(6, "T decision turns (>= 1)", ge=1)
+                                      "their number; >= 1; Table 'Hyperparameter settings': 128)", ge=1)
+    max_turns: int = _f(6, "T decision turns (>= 1; Table 'Hyperparameter settings': 6)", ge=1)
     temperature: float = _f(1.0, "sampling temperature for rollouts (>= 0; 0 = greedy)", ge=0.0)
     top_p: float = _f(1.0, "nucleus sampling, in (0, 1]", gt=0.0, le=1.0)
     max_action_tokens: int = _f(8, "max new tokens per action reply (>= 1)", ge=1)
@@ -131,16 +132,22 @@ class RolloutConfig(Config):
 class CreditConfig(Config):
     scheme: str = _f("snc", "step credit: outcome | snc | snc_no_enablement | snc_no_frontier | igpo",
                      choices=RegistryNames("harness_g.training.credit:CREDIT_SCHEMES"))
-    lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens (>= 0)", ge=0.0)
-    gamma: float = _f(1.0, "γ, enablement propagation discount, in [0, 1]", ge=0.0, le=1.0)
-    frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step (type-stratified; >= 1)", ge=1)
+    lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens (>= 0; Harness-G §3.4 "
+                         "'Integration with GRPO', 0.2)", ge=0.0)
+    gamma: float = _f(1.0, "γ, enablement propagation discount, in [0, 1] (Harness-G §3.4 "
+                           "'Structured enablement credit', 1.0)", ge=0.0, le=1.0)
+    frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step (type-stratified; >= 1; "
+                               "appendix 'Frontier construction', 4)", ge=1)
     frontier_baseline: str = _f("mean", "frontier baseline: the mean gain of the frontier alternatives (the only one)",
                                 choices=("mean",))
     dependency: str = _f("provenance", "dependency rule of enablement credit: provenance edges (the only one)",
                          choices=("provenance",))
-    dead_zone: float = _f(1e-4, "information-gain dead-zone: |p| below this is treated as 0 (>= 0)", ge=0.0)
-    clip: float = _f(5.0, "c, SNC token credits are clipped to [-c, c] (> 0)", gt=0.0)
-    scale_floor: float = _f(5e-4, "s_min, floor of the batch-global SNC scale (> 0)", gt=0.0)
+    dead_zone: float = _f(1e-4, "information-gain dead-zone: |p| below this is treated as 0 (>= 0; "
+                                "Table 'Hyperparameter settings': 1e-4)", ge=0.0)
+    clip: float = _f(5.0, "c, SNC token credits are clipped to [-c, c] (> 0; Table 'Hyperparameter settings': 5.0)",
+                     gt=0.0)
+    scale_floor: float = _f(5e-4, "s_min, floor of the batch-global SNC scale (> 0; "
+                                  "Table 'Hyperparameter settings': 5e-4)", gt=0.0)
     answerer: str = _f("reference", "frozen answerer g scoring SNC previews: 'reference' (the initial reference "
                                     "checkpoint, the paper's choice) or a model (hub id / path / 'tiny-random') loaded "
                                     "frozen next to the policy")
@@ -160,23 +167,25 @@ class OptimConfig(Config):
                                 "kl_coef 0, clip_eps_high > clip_eps and drop_zero_advantage_groups true, refused "
                                 "otherwise. The loss is a token mean over each update for every estimator (verl's default)",
                         choices=RegistryNames("harness_g.training.advantages:ESTIMATORS"))
-    lr: float = _f(5e-7, "learning rate (> 0)", gt=0.0)
+    lr: float = _f(5e-7, "learning rate (> 0; Table 'Hyperparameter settings': 5e-7)", gt=0.0)
     weight_decay: float = _f(0.0, "AdamW weight decay (>= 0)", ge=0.0)
     warmup_steps: int = _f(0, "linear warm-up steps (>= 0)", ge=0)
-    steps: int = _f(120, "training steps (>= 1)", ge=1)
+    steps: int = _f(120, "training steps (>= 1; Table 'Hyperparameter settings': 120)", ge=1)
     mini_batch_questions: int = _f(32, "questions per optimiser update, over all processes: the paper's mini-batch (all "
                                        "the sequences of that many questions form one update, so a step makes "
-                                       "ceil(questions_per_step / this) updates; >= 1)", ge=1)
+                                       "ceil(questions_per_step / this) updates; >= 1; paper: 32)", ge=1)
     micro_batch_sequences: int = _f(0, "at most this many sequences per forward/backward pass inside a mini-batch, "
                                         "gradients accumulated (memory knob; 0 = no sequence cap)", ge=0)
     micro_batch_tokens: int = _f(0, "at most this many padded tokens (rows x longest row) per forward/backward pass; "
                                     "rows are length-sorted within the mini-batch and each pass is trimmed to its own "
                                     "longest row (memory knob; 0 = no token cap)", ge=0)
     ppo_epochs: int = _f(1, "passes over each rollout batch (>= 1)", ge=1)
-    clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0)", gt=0.0)
+    clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0; Table 'Hyperparameter settings': 0.2)", gt=0.0)
     clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher, 0.28 in DAPO); None = clip_eps", gt=0.0)
-    dual_clip: float | None = _f(3.0, "C of dual-clip (> 1; None disables)", gt=1.0)
-    kl_coef: float = _f(0.001, "β_KL of the KL to the reference (>= 0)", ge=0.0)
+    dual_clip: float | None = _f(3.0, "C of dual-clip (> 1; None disables; "
+                                      "Table 'Hyperparameter settings': 3.0)", gt=1.0)
+    kl_coef: float = _f(0.001, "β_KL of the KL to the reference (>= 0; "
+                               "Table 'Hyperparameter settings': 0.001)", ge=0.0)
     kl_estimator: str = _f("k3", "KL estimator: k3 = the low-variance KL (verl's low_var_kl; the only one)", choices=("k3",))
     loss_mask_observations: bool = _f(True, "retrieved-token loss mask: environment/observation tokens get no loss "
                                             "(the only setting)", choices=(True,))
