@@ -50,14 +50,17 @@ class EnvConfig(Config):
         FROM_PRESET, "k: the most visible sentences one ANSWER_WITH(s_1..s_k) commits, the menu offering every "
                      "subset of U_t of size 1..k (appendix 'Action inventory'). Paper: k = 1 (the menu of appendix "
                      "'Observation format'); extended: k = 2", ge=1)
-    init_global_k: int = config_field(20, "InitRetrieve: global vector top-k sentences", ge=1)
-    init_paragraphs: int = config_field(4, "InitRetrieve: paragraphs expanded by the paragraph-local channel", ge=1)
-    init_entity_k: int = config_field(20, "InitRetrieve: sentences kept from the question-entity channel", ge=1)
+    init_global_k: int = config_field(20, "InitRetrieve (Harness-G §3.3): global vector top-k sentences", ge=1)
+    init_paragraphs: int = config_field(4, "InitRetrieve (Harness-G §3.3): paragraphs expanded by the "
+                                           "paragraph-local channel", ge=1)
+    init_entity_k: int = config_field(20, "InitRetrieve (Harness-G §3.3): sentences kept from the "
+                                          "question-entity channel", ge=1)
     init_entity_reserve: int = config_field(
         FROM_PRESET, "extension: InitRetrieve's U_0 slots reserved for question entities that the fused channels "
                      "miss (each gets its best sentence, e.g. the second film of a comparison question); 0 (paper): "
                      "U_0 is the rank fusion of the three channels alone (section 'The Menu Environment')", ge=0)
-    rrf_k: int = config_field(60, "reciprocal rank fusion constant: score = sum 1/(rrf_k + rank)", ge=0)
+    rrf_k: int = config_field(60, "reciprocal rank fusion constant of InitRetrieve's rank fusion "
+                                  "(Harness-G §3.3): score = sum 1/(rrf_k + rank)", ge=0)
     lookup_pool_cap: int = config_field(
         400, "how many of a LOOKUP's candidates, after ranking the whole pool by cosine to m_t, the text "
              "de-duplication reads (bounds work on hub entities; no channel is cut before ranking)", ge=1)
