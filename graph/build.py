@@ -359,9 +359,9 @@ def _add_title_mentions(sentences: _SentenceRows, paragraphs: Sequence[Paragraph
 
     NER tags names, not common nouns: "was a Canadian politician" mentions no entity, so nothing links a person to
     the article "Politician" (PopQA's occupation questions put their second gold paragraph there). A title anchor
-    (harness-g.tex l.987) ties a title to its first sentence only; this ties it to the sentences that use its name,
-    so the article becomes a LOOKUP target from them. Names that NER already found in the sentence are skipped (the
-    title rule links that entity to the title), as are names shared by several titles.
+    (paper appendix "Graph construction") ties a title to its first sentence only; this ties it to the sentences that
+    use its name, so the article becomes a LOOKUP target from them. Names that NER already found in the sentence are
+    skipped (the title rule links that entity to the title), as are names shared by several titles.
     """
     if index is None:
         index = title_mention_index([p.title for p in paragraphs if p.title])

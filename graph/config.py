@@ -40,7 +40,7 @@ class BuildConfig(Config):
     PRESETS = BUILD_PRESETS
 
     preset: str = preset_field(
-        "which build rules fill the fields marked [preset ...]: paper (default) = harness-g.tex appendix 'Graph "
+        "which build rules fill the fields marked [preset ...]: paper (default) = the paper's appendix 'Graph "
         "construction' exactly, every build extension off; extended = the four build extensions on (README 'Presets "
         "and extensions'); a value given in the file or by --set beats the preset")
     embedding_model: str = config_field(
@@ -63,11 +63,9 @@ class BuildConfig(Config):
         FROM_PRESET, "minimum cosine for an embedding SYNONYM link, in [-1, 1] (appendix 'Graph construction': 0.80)",
         ge=-1.0, le=1.0)
     title_mentions: bool = config_field(
-        FROM_PRESET, "extension: also link a document's title to every sentence whose text names it (whole words, "
-               "case-insensitive, trailing parenthetical dropped, >= 4 characters, the longest name where names "
-               "overlap), so common-noun articles NER does not tag ('Politician', 'Film director') become LOOKUP "
-               "targets; false (paper): titles are anchored to their first sentence only (appendix 'Graph "
-               "construction')")
+        FROM_PRESET, "extension: also link a document's title to every sentence whose text names it, so common-noun "
+                     "articles NER does not tag ('Politician') become LOOKUP targets; false (paper): titles are "
+                     "anchored to their first sentence only (appendix 'Graph construction')")
     spelling_links: bool = config_field(
         FROM_PRESET, "extension: link an article title to the entities whose names differ from it only in accents, "
                      "spaces or hyphens ('Andre DeToth' / 'André De Toth', graph/text/linking.spelling_key); false "
@@ -75,15 +73,12 @@ class BuildConfig(Config):
         legacy=True)
     join_fragments: bool = config_field(
         FROM_PRESET, "extension: join the fragments HotpotQA's and 2Wiki's own sentence split leaves ('Hello Caesar!' "
-                     "/ 'is a 1927 German silent comedy film ...') onto the sentence they continue, a supporting fact "
-                     "on a fragment pointing at the joined sentence (graph/readers/multihop.join_continuations); "
-                     "false (paper): the datasets' sentences as given", legacy=True)
+                     "/ 'is a 1927 German silent comedy film ...') onto the sentence they continue; false (paper): the "
+                     "datasets' sentences as given", legacy=True)
     person_alias_merge: bool = config_field(
-        FROM_PRESET, "extension: re-point a paragraph's truncated person names ('Obama' beside 'Barack Obama', an "
-                     "article's subject by initials) at the full name's entity, with an 'alias' SYNONYM link where "
-                     "the short name is mentioned elsewhere (graph/text/linking.person_aliases); false (paper): "
-                     "mentions keep their own entities and truncated aliases are only kept off the LOOKUP menu "
-                     "(appendix 'Invalid-Target Filter')", legacy=True)
+        FROM_PRESET, "extension: re-point a paragraph's truncated person names ('Obama' beside 'Barack Obama') at the "
+                     "full name's entity; false (paper): they keep their own entities and are only kept off the LOOKUP "
+                     "menu (appendix 'Invalid-Target Filter')", legacy=True)
     # execution-only knobs below: they do not change the graph and stay out of the hash
     embed_batch_size: int = config_field(64, "sentences per embedding batch (>= 1)", ge=1, hash=False)
     ner_batch_size: int = config_field(256, "sentences per spaCy batch (>= 1)", ge=1, hash=False)
@@ -94,10 +89,9 @@ class BuildConfig(Config):
     device: str | None = config_field(None, "device for embeddings (cpu, cuda, cuda:1, ...); the onnx backends need "
                                             "onnxruntime-gpu for cuda", hash=False)
     embedding_backend: str = config_field(
-        DEFAULT_EMBEDDING_BACKEND, "sentence encoder backend: onnx (default; ONNX Runtime fp32, exported once into "
-        "~/.cache/harness-g/onnx: the same vectors as torch, cosine >= 0.9999) | torch (sentence-transformers; also "
-        "the GPU path with device=cuda) | onnx-int8 (dynamic per-channel int8: ~2x faster on CPU, cosine ~0.99, an opt-in whose "
-        "vectors differ, so it enters the content hash)", choices=BACKENDS, hash=False)
+        DEFAULT_EMBEDDING_BACKEND, "sentence encoder backend: onnx (default; ONNX Runtime fp32, the same vectors as "
+        "torch) | torch (sentence-transformers; the GPU path with device=cuda) | onnx-int8 (~2x faster on CPU, cosine "
+        "~0.99; its vectors differ, so it enters the content hash)", choices=BACKENDS, hash=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()

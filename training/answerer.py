@@ -1,9 +1,10 @@
 """Teacher-forced gold-answer scoring: the frozen answerer g(O) used by SNC (paper appendix "SNC Computation per
-Trajectory", harness-g.tex l.1171-1177) and the current policy's belief used by IGPO (harness-g.tex l.1061).
+Trajectory", "Answerer scoring") and the current policy's belief used by IGPO (appendix "Factorial credit
+control").
 
 g(O) = exp( (1/|y*|) Σ_j log P(y*_j | q, O, y*_<j) ), maximised over the *normalised* gold-answer alias set
-(harness-g.tex l.1177; norm() of l.861: lowercase, drop punctuation and articles, fold whitespace). Calls are
-batched; log-probabilities are clamped before exponentiation.
+("Answerer scoring"; norm() of appendix "Evaluation Details", "Exact Match (EM)": lowercase, drop punctuation and
+articles, fold whitespace). Calls are batched; log-probabilities are clamped before exponentiation.
 
 Cache: a score depends on the question, its gold aliases and the ordered context, so the key is
 (question id, question text, normalised aliases, context key) — never the question text alone, which two
@@ -33,9 +34,9 @@ class ScoreRequest(NamedTuple):
 
 
 def gold_aliases(answers: Sequence[str], max_aliases: int | None = None) -> tuple[str, ...]:
-    """The normalised gold-answer alias set (harness-g.tex l.1177 with norm() of l.861): every annotated alias
-    normalised, deduplicated in annotation order, empties dropped (raw stripped aliases only if all normalise
-    to empty). ``max_aliases``: optional cap (None or <= 0: all)."""
+    """The normalised gold-answer alias set (appendix "Answerer scoring" with norm() of "Exact Match (EM)"): every
+    annotated alias normalised, deduplicated in annotation order, empties dropped (raw stripped aliases only if all
+    normalise to empty). ``max_aliases``: optional cap (None or <= 0: all)."""
     from harness_g.agent.eval.metrics import normalize_answer
 
     out = tuple(dict.fromkeys(n for n in (normalize_answer(a) for a in answers if a) if n))
@@ -195,10 +196,10 @@ def _device_of(*objs: Any) -> torch.device:
 
 
 class PolicyBelief(FrozenAnswerer):
-    """The *current* policy's belief in the gold answer, for IGPO's information gain (harness-g.tex l.1061:
-    "policy-belief information gain"): the same teacher-forced, alias-maximised log-likelihood as g, computed with
-    the live policy weights in eval mode and without gradients. The weights move every optimiser step, so nothing
-    is cached across calls (duplicates inside one call are still scored once).
+    """The *current* policy's belief in the gold answer, for IGPO's information gain (appendix "Factorial credit
+    control": "policy-belief information gain"): the same teacher-forced, alias-maximised log-likelihood as g,
+    computed with the live policy weights in eval mode and without gradients. The weights move every optimiser step,
+    so nothing is cached across calls (duplicates inside one call are still scored once).
 
     Which context, against IGPO (arXiv 2510.14967): IGPO scores π_θ(a | q, o_≤t), the gold answer teacher-forced
     after the agent's own rollout so far, because its agent answers inside that chat. Here the policy never answers

@@ -59,8 +59,8 @@ def _stats(nonzero: Sequence[float], policy_tokens: int, scale: float, rows: int
 
 
 def igpo_token_values(rows: RowSequences, turn_advantages: Sequence[Sequence[float]]) -> list[list[float]]:
-    """IGPO arm (harness-g.tex l.1061): every policy token of turn t carries rollout's turn advantage Ã_t (the
-    answer's tokens the answer turn's); environment tokens 0. One list per row, one value per token."""
+    """IGPO arm (appendix "Factorial credit control"): every policy token of turn t carries rollout's turn advantage
+    Ã_t (the answer's tokens the answer turn's); environment tokens 0. One list per row, one value per token."""
     return [[igpo_step_advantage(turn_advantages[r_i], t if t != ANSWER_TURN else None) if m else 0.0
              for m, t in zip(seq.loss_mask, seq.turn_of)] for seq, r_i in zip(rows.sequences, rows.owners)]
 
@@ -82,13 +82,13 @@ def build_batch(rollouts: list[Rollout], tokenizer: Any, outcome_adv: torch.Tens
     """The step's batch (see the module docstring for its keys and shapes) and its credit stats.
 
     ``outcome_adv`` [R] float: A_out of each of the R rollouts; ``step_credits``: per rollout, one SNC credit per
-    executed decision turn. The tokens of decision turn t's reply carry A_out + λ·A_SNC_t (harness-g.tex l.443,
-    l.1217), SNC normalised batch-globally (``credit_cfg.scale_floor``, ``credit_cfg.clip``); the answer's tokens
-    A_out only; environment tokens nothing. ``gather``: the SNC scale is global to the whole batch over processes.
-    ``turn_advantages`` (IGPO arm): per rollout, its IGPO turn advantages
-    (:func:`~harness_g.training.credit.igpo_advantages`); every policy token of a turn carries that turn's value
-    instead of A_out + λ·A_SNC, with no SNC scale or clip. Stats: ``snc_scale``, ``snc_nonzero_token_frac``,
-    ``snc_token_mean``, ``sequences`` (N), ``max_len`` (L)."""
+    executed decision turn. The tokens of decision turn t's reply carry A_out + λ·A_SNC_t (Harness-G §3.4
+    "Integration with GRPO"; appendix "SNC Computation per Trajectory", "Provenance and token placement"), SNC
+    normalised batch-globally (``credit_cfg.scale_floor``, ``credit_cfg.clip``); the answer's tokens A_out only; environment
+    tokens nothing. ``gather``: the SNC scale is global to the whole batch over processes. ``turn_advantages`` (IGPO
+    arm): per rollout, its IGPO turn advantages (:func:`~harness_g.training.credit.igpo_advantages`); every policy
+    token of a turn carries that turn's value instead of A_out + λ·A_SNC, with no SNC scale or clip. Stats:
+    ``snc_scale``, ``snc_nonzero_token_frac``, ``snc_token_mean``, ``sequences`` (N), ``max_len`` (L)."""
     rows = rollout_rows(rollouts, tokenizer)
     batch = pad_batch(rows.sequences, tokenizer.pad_token_id)
     batch["owner"] = torch.tensor(rows.owners, dtype=torch.long)
@@ -113,9 +113,9 @@ def zero_advantage_groups(rewards: Sequence[float], groups: Sequence[int],
                           turn_advantages: Sequence[Sequence[float]] | None = None) -> set[int]:
     """The groups ``optim.drop_zero_advantage_groups`` drops (DAPO dynamic sampling): those whose outcome advantages
     are all zero, i.e. whose rewards are all equal (within-group std below ZERO_STD, the paper's zero-advantage
-    group, harness-g.tex l.1046; a group of one included). With IGPO ``turn_advantages``: those in which every
-    turn advantage of every rollout is zero. ``rewards``/``groups``: one entry per rollout. A live group is always
-    kept whole."""
+    group, appendix "Zero-advantage diagnostics"; a group of one included). With IGPO ``turn_advantages``: those in
+    which every turn advantage of every rollout is zero. ``rewards``/``groups``: one entry per rollout. A live group
+    is always kept whole."""
     members: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         members.setdefault(g, []).append(i)

@@ -2,9 +2,10 @@
 
 A training sequence is a chat rendered with the tokenizer's own template (:func:`harness_g.agent.llm.context.render_chat`,
 the same rendering every generator uses): environment tokens are loss-masked, the policy's replies carry the loss
-(harness-g.tex l.911, "update only model-generated tokens"). Replies are located by character offsets, so the
-mask is exact for any template; the end-of-turn token right after a reply is trained too when the policy sampled
-it (the model must learn to stop), and not when the reply was cut at the token limit (it never sampled one).
+(paper appendix "Training objective and masking", "update only model-generated tokens"). Replies are located by
+character offsets, so the mask is exact for any template; the end-of-turn token right after a reply is trained too
+when the policy sampled it (the model must learn to stop), and not when the reply was cut at the token limit (it never
+sampled one).
 
 :func:`build_chat_sequence` builds the paper's multi-turn sequence (several replies, each tagged with its turn);
 :func:`build_sequence` the one-reply case.

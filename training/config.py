@@ -71,10 +71,10 @@ class DataConfig(Config):
     questions: str | None = _f(None, "optional questions file instead of the graph's questions")
     questions_format: str | None = _f(None, "format of `questions`")
     limit: int | None = _f(None, "use only the first N (>= 1) training questions", ge=1)
-    eval_questions: int = _f(0, "hold out the last N (>= 0) questions (after data.limit; at least one is left to train "
-                                "on), evaluated greedily before and after training; the ids go to RUN_DIR/heldout_ids.txt "
-                                "(harness-g eval --question-ids) and RUN_DIR/split.json (a resume must match it); paper: "
-                                "128 per dataset (harness-g.tex appendix \"Splits and corpus preprocessing\")", ge=0)
+    eval_questions: int = _f(0, "hold out the last N (>= 0) questions after data.limit, evaluated greedily before and "
+                                "after training, their ids in RUN_DIR/heldout_ids.txt and RUN_DIR/split.json (a resume "
+                                "must match it). Paper: 128 per dataset (appendix 'Splits and corpus preprocessing')",
+                             ge=0)
     train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
                                            "every N steps; evaluate it with log.eval_train_questions); paper: 5,120 per "
                                            "dataset, Graph-R1's split", ge=1)
@@ -86,11 +86,12 @@ class DataConfig(Config):
 
 @dataclass(frozen=True)
 class RolloutConfig(Config):
-    group_size: int = _f(8, "N_g rollouts per question (GRPO group; >= 1)", ge=1)
+    group_size: int = _f(8, "N_g rollouts per question (GRPO group, Harness-G §3.4; >= 1; "
+                            "Table 'Hyperparameter settings': 8)", ge=1)
     questions_per_step: int = _f(128, "questions per training step over all processes: the paper's batch size (each "
                                       "question gets N_g rollouts; split evenly over the processes, so a multiple of "
-                                      "their number; >= 1)", ge=1)
-    max_turns: int = _f(6, "T decision turns (>= 1)", ge=1)
+                                      "their number; >= 1; Table 'Hyperparameter settings': 128)", ge=1)
+    max_turns: int = _f(6, "T decision turns (>= 1; Table 'Hyperparameter settings': 6)", ge=1)
     temperature: float = _f(1.0, "sampling temperature for rollouts (>= 0; 0 = greedy)", ge=0.0)
     top_p: float = _f(1.0, "nucleus sampling, in (0, 1]", gt=0.0, le=1.0)
     max_action_tokens: int = _f(8, "max new tokens per action reply (>= 1)", ge=1)
@@ -99,7 +100,8 @@ class RolloutConfig(Config):
                                       "context drops whole older turns (logged as dropped_turns_max), never cuts text",
                                 ge=1)
     context: str = _f("multi-turn", "policy context: multi-turn = the paper's growing chat, trained as one sequence per "
-                                    "trajectory with environment turns loss-masked (harness-g.tex l.443, l.911); "
+                                    "trajectory with environment turns loss-masked (Harness-G §3.4, Integration "
+                                    "with GRPO); "
                                     "markov = the instruction + current observation only, one short sequence per turn "
                                     "(an option for small CPU runs)", choices=("multi-turn", "markov"))
     max_response_tokens: int = _f(2048, "budget of policy-generated tokens per rollout, all action replies + the answer "
@@ -130,16 +132,22 @@ class RolloutConfig(Config):
 class CreditConfig(Config):
     scheme: str = _f("snc", "step credit: outcome | snc | snc_no_enablement | snc_no_frontier | igpo",
                      choices=RegistryNames("harness_g.training.credit:CREDIT_SCHEMES"))
-    lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens (>= 0)", ge=0.0)
-    gamma: float = _f(1.0, "γ, enablement propagation discount, in [0, 1]", ge=0.0, le=1.0)
-    frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step (type-stratified; >= 1)", ge=1)
+    lam: float = _f(0.2, "λ, weight of the SNC advantage on action tokens (>= 0; Harness-G §3.4 "
+                         "'Integration with GRPO', 0.2)", ge=0.0)
+    gamma: float = _f(1.0, "γ, enablement propagation discount, in [0, 1] (Harness-G §3.4 "
+                           "'Structured enablement credit', 1.0)", ge=0.0, le=1.0)
+    frontier_size: int = _f(4, "K_f frontier alternatives per information-acquiring step (type-stratified; >= 1; "
+                               "appendix 'Frontier construction', 4)", ge=1)
     frontier_baseline: str = _f("mean", "frontier baseline: the mean gain of the frontier alternatives (the only one)",
                                 choices=("mean",))
     dependency: str = _f("provenance", "dependency rule of enablement credit: provenance edges (the only one)",
                          choices=("provenance",))
-    dead_zone: float = _f(1e-4, "information-gain dead-zone: |p| below this is treated as 0 (>= 0)", ge=0.0)
-    clip: float = _f(5.0, "c, SNC token credits are clipped to [-c, c] (> 0)", gt=0.0)
-    scale_floor: float = _f(5e-4, "s_min, floor of the batch-global SNC scale (> 0)", gt=0.0)
+    dead_zone: float = _f(1e-4, "information-gain dead-zone: |p| below this is treated as 0 (>= 0; "
+                                "Table 'Hyperparameter settings': 1e-4)", ge=0.0)
+    clip: float = _f(5.0, "c, SNC token credits are clipped to [-c, c] (> 0; Table 'Hyperparameter settings': 5.0)",
+                     gt=0.0)
+    scale_floor: float = _f(5e-4, "s_min, floor of the batch-global SNC scale (> 0; "
+                                  "Table 'Hyperparameter settings': 5e-4)", gt=0.0)
     answerer: str = _f("reference", "frozen answerer g scoring SNC previews: 'reference' (the initial reference "
                                     "checkpoint, the paper's choice) or a model (hub id / path / 'tiny-random') loaded "
                                     "frozen next to the policy")
@@ -155,28 +163,29 @@ class CreditConfig(Config):
 
 @dataclass(frozen=True)
 class OptimConfig(Config):
-    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp; dapo (arXiv 2503.14476) requires its "
-                                "settings, refused otherwise: kl_coef 0, clip_eps_high > clip_eps (DAPO: 0.28 over 0.2), "
-                                "drop_zero_advantage_groups true; the loss is a token mean over each update for every "
-                                "estimator (verl's default token-mean, which the paper's GRPO ran on)",
+    estimator: str = _f("grpo", "advantage estimator: grpo | dapo | reinforce_pp; dapo (arXiv 2503.14476) requires "
+                                "kl_coef 0, clip_eps_high > clip_eps and drop_zero_advantage_groups true, refused "
+                                "otherwise. The loss is a token mean over each update for every estimator (verl's default)",
                         choices=RegistryNames("harness_g.training.advantages:ESTIMATORS"))
-    lr: float = _f(5e-7, "learning rate (> 0)", gt=0.0)
+    lr: float = _f(5e-7, "learning rate (> 0; Table 'Hyperparameter settings': 5e-7)", gt=0.0)
     weight_decay: float = _f(0.0, "AdamW weight decay (>= 0)", ge=0.0)
     warmup_steps: int = _f(0, "linear warm-up steps (>= 0)", ge=0)
-    steps: int = _f(120, "training steps (>= 1)", ge=1)
+    steps: int = _f(120, "training steps (>= 1; Table 'Hyperparameter settings': 120)", ge=1)
     mini_batch_questions: int = _f(32, "questions per optimiser update, over all processes: the paper's mini-batch (all "
                                        "the sequences of that many questions form one update, so a step makes "
-                                       "ceil(questions_per_step / this) updates; >= 1)", ge=1)
+                                       "ceil(questions_per_step / this) updates; >= 1; paper: 32)", ge=1)
     micro_batch_sequences: int = _f(0, "at most this many sequences per forward/backward pass inside a mini-batch, "
                                         "gradients accumulated (memory knob; 0 = no sequence cap)", ge=0)
     micro_batch_tokens: int = _f(0, "at most this many padded tokens (rows x longest row) per forward/backward pass; "
                                     "rows are length-sorted within the mini-batch and each pass is trimmed to its own "
                                     "longest row (memory knob; 0 = no token cap)", ge=0)
     ppo_epochs: int = _f(1, "passes over each rollout batch (>= 1)", ge=1)
-    clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0)", gt=0.0)
+    clip_eps: float = _f(0.2, "ε of the clipped surrogate (> 0; Table 'Hyperparameter settings': 0.2)", gt=0.0)
     clip_eps_high: float | None = _f(None, "upper ε (DAPO clip-higher, 0.28 in DAPO); None = clip_eps", gt=0.0)
-    dual_clip: float | None = _f(3.0, "C of dual-clip (> 1; None disables)", gt=1.0)
-    kl_coef: float = _f(0.001, "β_KL of the KL to the reference (>= 0)", ge=0.0)
+    dual_clip: float | None = _f(3.0, "C of dual-clip (> 1; None disables; "
+                                      "Table 'Hyperparameter settings': 3.0)", gt=1.0)
+    kl_coef: float = _f(0.001, "β_KL of the KL to the reference (>= 0; "
+                               "Table 'Hyperparameter settings': 0.001)", ge=0.0)
     kl_estimator: str = _f("k3", "KL estimator: k3 = the low-variance KL (verl's low_var_kl; the only one)", choices=("k3",))
     loss_mask_observations: bool = _f(True, "retrieved-token loss mask: environment/observation tokens get no loss "
                                             "(the only setting)", choices=(True,))
@@ -200,7 +209,7 @@ class LogConfig(Config):
 class TrainConfig(Config):
     preset: str = preset_field(
         "which rules fill rollout.env and data.build (the keys marked [preset ...]): paper (default) = every menu and "
-        "build rule as harness-g.tex defines it; extended = the project's extensions (README 'Presets and "
+        "build rule as the paper defines it; extended = the project's extensions (README 'Presets and "
         "extensions'); a key given explicitly beats it; the graph must have been built under the same preset")
     seed: int = _f(0, "seed for sampling, data order and initialisation (>= 0)", ge=0)
     torch_threads: int | None = _f(None, "torch CPU threads (None: torch's default; 1 is fastest on a busy 2-core machine)",
@@ -250,15 +259,16 @@ def _validate(c: TrainConfig) -> None:
     from harness_g.training.credit import MENU_ONLY_SCHEMES
 
     if r.interface == "free-query" and c.credit.scheme in MENU_ONLY_SCHEMES:
-        # harness-g.tex l.1060-1062: the free-query arms are outcome-only or IGPO; frontier-relative credit needs an
-        # enumerable same-state action set, which only the menu has
+        # appendix "Factorial credit control": the free-query arms are outcome-only or IGPO; frontier-relative credit
+        # needs an enumerable same-state action set, which only the menu has
         raise ConfigError(f"credit.scheme {c.credit.scheme!r} needs rollout.interface menu: the paper evaluates SNC only "
-                          "on the action menu (harness-g.tex l.1062); train the free-query arm with credit.scheme "
-                          "outcome or igpo")
+                          "on the action menu (paper appendix 'Factorial credit control'); train the free-query "
+                          "arm with credit.scheme outcome or igpo")
     _check_dapo(c.optim)
     if r.vllm and r.generator != "vllm":
         raise ConfigError(f"rollout.vllm settings are given but rollout.generator is {r.generator!r}")
-    # the paper's response budget (Table tab:hyper, harness-g.tex line 958): every rollout's policy tokens fit in it
+    # the paper's response budget (Table "Hyperparameter settings for Harness-G (3B)"): every rollout's policy tokens
+    # fit in it
     longest = r.max_turns * r.max_action_tokens + r.max_answer_tokens
     if longest > r.max_response_tokens:
         raise ConfigError(f"rollout.max_response_tokens ({r.max_response_tokens}) < max_turns x max_action_tokens + "

@@ -117,7 +117,8 @@ def _igpo(steps: Sequence[StepGains], gamma: float = 1.0) -> list[StepCredit]:
 # Schemes whose advantages replace GRPO's A_out + λ·A_SNC (computed per group, not per trajectory).
 GROUP_SCHEMES = frozenset({"igpo"})
 # Schemes built on the frontier of same-state menu alternatives (SNC and its ablations): the paper evaluates SNC only
-# on the action menu (harness-g.tex l.1062), so ``rollout.interface: free-query`` refuses them (training/config.py).
+# on the action menu (appendix "Factorial credit control"), so ``rollout.interface: free-query`` refuses them
+# (training/config.py).
 MENU_ONLY_SCHEMES = frozenset({"snc", "snc_no_enablement", "snc_no_frontier"})
 
 
@@ -150,9 +151,9 @@ def normalise_token_credits(sequences: Sequence[Sequence[float]], s_min: float =
     return TokenCredit(values, scale)
 
 
-# -- IGPO (appendix "Factorial credit control", harness-g.tex l.1061; Wang et al. 2025, arXiv:2510.14967) ------------
+# -- IGPO (appendix "Factorial credit control"; Wang et al. 2025, arXiv:2510.14967) --------------------------------
 # "The two IGPO arms use the same implementation, including policy-belief information gain, turn-level
-# normalization, cumulative turn advantage, and reward scaling" (harness-g.tex l.1061). Per rollout i with
+# normalization, cumulative turn advantage, and reward scaling" (that paragraph). Per rollout i with
 # information turns t = 0..n_i-1 followed by the answer turn T_i = n_i:
 #   ℓ_{i,t}  = log p_θ(y* | q, O_t): the *current* policy's length-normalised teacher-forced gold log-likelihood
 #              (max over normalised aliases) given the evidence surfaced before turn t; ℓ_{i,n_i} is after the last;

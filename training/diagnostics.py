@@ -1,7 +1,7 @@
 """Retrieval-equivalence diagnostics (paper appendix "Additional Evaluation Protocols",
-*Retrieval-equivalence diagnostics*, harness-g.tex l.1016-1043).
+*Retrieval-equivalence diagnostics*).
 
-E(tau_i) = union_{t=1}^{T_i} E_{i,t} (l.1018-1021): the deduplicated evidence returned at the
+E(tau_i) = union_{t=1}^{T_i} E_{i,t}: the deduplicated evidence returned at the
 trajectory's *retrieval turns*. A retrieval turn is an executed LOOKUP (on the free-query arm: a free
 search string resolved to a LOOKUP target); E_{i,t} is its result, the sentences it brought into view
 (``StepRecord.introduced``). The union starts at t = 1, so InitRetrieve's U_0 -- the same for every
@@ -53,8 +53,9 @@ class EquivalenceStats:
 
 def group_diagnostics(groups: Sequence[Sequence[frozenset[str]]], queries: Sequence[Sequence[str]] | None = None,
                       threshold: float = 0.8) -> EquivalenceStats:
-    """D_ret, mean N_eq and D_query over rollout groups (l.1022-1039). ``groups``: per group, E(tau_i) of each
-    rollout (:func:`retrieval_evidence`); ``queries``: per group, every query string its rollouts wrote."""
+    """D_ret, mean N_eq and D_query over rollout groups (that paragraph's definitions). ``groups``: per group,
+    E(tau_i) of each rollout (:func:`retrieval_evidence`); ``queries``: per group, every query string its rollouts
+    wrote."""
     n_eq = [len(set(equivalence_classes(g, threshold))) for g in groups]
     n = max(len(groups), 1)
     d_query = None

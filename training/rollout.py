@@ -4,7 +4,8 @@ Rollouts are played by :class:`harness_g.agent.policies.llm.LLMPolicy` -- the sa
 context builder (:mod:`harness_g.agent.llm.context`) as ``harness-g eval`` -- over a :class:`Generator` that samples
 from the policy being trained. So a trained checkpoint is evaluated under exactly the prompt it was trained on.
 
-Context mode ``multi-turn`` (the paper's, harness-g.tex l.443 and l.911): a trajectory is one growing chat; it
+Context mode ``multi-turn`` (the paper's: Harness-G §3.4, "Integration with GRPO";
+appendix "Implementation Details", "Training objective and masking"): a trajectory is one growing chat; it
 trains as one sequence (:meth:`Rollout.sequences`) in which every environment turn is loss-masked and every reply
 carries its own step's advantage. When older turns had to be dropped to fit ``max_prompt_tokens``, the turns after
 the drop start a new sequence (each reply is trained in exactly the context it was sampled in). Context mode
@@ -12,9 +13,9 @@ the drop start a new sequence (each reply is trained in exactly the context it w
 answer is always a separate sequence conditioned on C_T only and carries A_out; SNC credit lands on the action
 tokens of its step.
 
-Only tokens the policy sampled are trained (harness-g.tex l.910-911, "update only model-generated tokens"):
-the end-of-turn token after a reply is trained when generation stopped on it, and not when the reply was cut
-at its token limit (``max_action_tokens`` / ``max_answer_tokens``), where the policy never sampled it.
+Only tokens the policy sampled are trained (paper appendix "Training objective and masking", "update only
+model-generated tokens"): the end-of-turn token after a reply is trained when generation stopped on it, and not when
+the reply was cut at its token limit (``max_action_tokens`` / ``max_answer_tokens``), where the policy never sampled it.
 """
 from __future__ import annotations
 
@@ -269,7 +270,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     (the paper's) or markov (:mod:`harness_g.agent.llm.context`); ``max_prompt_tokens`` (default: the generator's) is
     the prompt budget -- older whole turns are dropped to fit it and counted in the stats as ``dropped_turns_max``.
 
-    ``max_observation_tokens`` (paper: max tool-response tokens, harness-g.tex l.959): when given, every
+    ``max_observation_tokens`` (paper: max tool-response tokens, Table "Hyperparameter settings"): when given, every
     environment response is measured; the largest goes in the stats as ``observation_tokens_max`` (with
     ``observations_over_budget``, a count) and a warning names a turn over the budget. Observations are bounded by
     construction (K_s visible sentences, K_e lookups) and are not cut: cutting one would drop its menu.

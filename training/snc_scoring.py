@@ -112,8 +112,8 @@ def belief_contexts(rollout: Rollout) -> list[tuple[str, ...]]:
 
 
 def score_beliefs(view: GraphView, belief: FrozenAnswerer, rollouts: Sequence[Rollout]) -> tuple[list[list[float]], dict[str, float]]:
-    """Per rollout, the policy's log-beliefs ℓ_t = log p_θ(y* | q, O_t) over :func:`belief_contexts` (harness-g.tex
-    l.1061, "policy-belief information gain"), scored in one batched no-grad pass by ``belief`` (a
+    """Per rollout, the policy's log-beliefs ℓ_t = log p_θ(y* | q, O_t) over :func:`belief_contexts` (appendix
+    "Factorial credit control", "policy-belief information gain"), scored in one batched no-grad pass by ``belief`` (a
     :class:`~harness_g.training.answerer.PolicyBelief` on the current weights, on the answer prompt over O_t: its
     docstring says why not on the policy's own chat). IGPO's information gain of turn t is exp(ℓ_{t+1}) − exp(ℓ_t)
     (:func:`harness_g.training.credit.information_gains`); equal contexts are scored once, so a turn that surfaces

@@ -64,7 +64,7 @@ def _check_backend(accelerator: Any, config: TrainConfig) -> None:
         raise ConfigError("with DeepSpeed set optim.micro_batch_sequences = 0 (DeepSpeed steps inside backward; "
                           "use its own gradient accumulation for memory)")
     q, procs = config.rollout.questions_per_step, accelerator.num_processes
-    if q % procs:  # the paper's batch (harness-g.tex l.953) counts questions over all processes
+    if q % procs:  # the paper's batch (Table "Hyperparameter settings") counts questions over all processes
         raise ConfigError(f"rollout.questions_per_step ({q}) must be a multiple of the number of processes ({procs}): "
                           "each process plays an equal share of the step's questions")
 
@@ -190,7 +190,8 @@ class Trainer:
 
     def _answerer_model(self) -> tuple[Any, Any]:
         """(forward, tokenizer) of SNC's frozen answerer g (``credit.answerer``). 'reference': the initial reference
-        checkpoint, fixed throughout training (the paper's choice, harness-g.tex l.912 and Table tab:hyper l.975);
+        checkpoint, fixed throughout training (the paper's choice, appendix "Training objective and masking" and Table
+        "Hyperparameter settings");
         anything else names a model loaded frozen, with its own tokenizer (and chat template)."""
         name = self.config.credit.answerer
         if name == "reference":
@@ -281,8 +282,8 @@ class Trainer:
 
     def _step_questions(self, train_q: list[QAItem]) -> list[QAItem]:
         """This process's questions for the next step: every rank draws the same global batch of
-        ``questions_per_step`` questions (the paper's batch size, harness-g.tex l.953) from the shared order and
-        plays its own equal slice of it."""
+        ``questions_per_step`` questions (the paper's batch size, Table "Hyperparameter settings") from the shared
+        order and plays its own equal slice of it."""
         assert self.order is not None
         rank, procs = self.accelerator.process_index, self.accelerator.num_processes
         q = self.config.rollout.questions_per_step // procs

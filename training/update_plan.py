@@ -94,8 +94,8 @@ def pass_weights(pass_tokens: Sequence[int], update_tokens: int, processes: int 
     weighs n x processes / update_tokens: a token's weight is 1 / update_tokens whichever rank holds it (a mean of
     per-rank token means would weigh a token of a rank holding few tokens more). An update with no token: zeros.
     The same rule serves GRPO: the paper does not state its aggregation, DeepSeekMath's GRPO formula averages each
-    sequence first, but the paper trained on verl (harness-g.tex l.908), whose actor default is token-mean, with
-    verl's default dual-clip and low-variance KL rows; token-mean is the reading taken."""
+    sequence first, but the paper trained on verl (appendix "Implementation Details"), whose actor default is
+    token-mean, with verl's default dual-clip and low-variance KL rows; token-mean is the reading taken."""
     if update_tokens <= 0:
         return [0.0 for _ in pass_tokens]
     return [n * processes / update_tokens for n in pass_tokens]

@@ -32,7 +32,7 @@ class EnvConfig(Config):
     PRESETS = ENV_PRESETS
 
     preset: str = preset_field(
-        "which menu rules fill the fields marked [preset ...]: paper (default) = harness-g.tex's section 'The Menu "
+        "which menu rules fill the fields marked [preset ...]: paper (default) = Harness-G §3.3 'The Menu "
         "Environment' and Table 'Hyperparameter settings' exactly; extended = the five menu extensions on (README "
         "'Presets and extensions'); a graph built under the other preset is refused")
     max_turns: int = config_field(FROM_PRESET, "T: decision turns per episode (invalid actions count; Table "
@@ -47,44 +47,36 @@ class EnvConfig(Config):
     answer_with: bool = config_field(FROM_PRESET, "offer ANSWER_WITH (commit visible sentences and stop; Table "
                                                   "'Hyperparameter settings': enabled)")
     answer_with_max: int = config_field(
-        FROM_PRESET, "k: the most visible sentences one ANSWER_WITH(s_1..s_k) commits; the menu offers every subset "
-                     "of U_t of size 1..k. Paper: k = 1, reading section 'The Menu Environment' (ANSWER_WITH(s_1..s_k)) "
-                     "with the only menu the paper prints (appendix 'Observation format': A2 = ANSWER_WITH S0) and the "
-                     "'Finiteness' property that bounds |M_t| by K_s and K_e; extended: k = 2, which adds C(K_s, 2) = "
-                     "15 entries at K_s = 6", ge=1)
-    init_global_k: int = config_field(20, "InitRetrieve: global vector top-k sentences", ge=1)
-    init_paragraphs: int = config_field(4, "InitRetrieve: paragraphs expanded by the paragraph-local channel", ge=1)
-    init_entity_k: int = config_field(20, "InitRetrieve: sentences kept from the question-entity channel", ge=1)
+        FROM_PRESET, "k: the most visible sentences one ANSWER_WITH(s_1..s_k) commits, the menu offering every "
+                     "subset of U_t of size 1..k (appendix 'Action inventory'). Paper: k = 1 (the menu of appendix "
+                     "'Observation format'); extended: k = 2", ge=1)
+    init_global_k: int = config_field(20, "InitRetrieve (Harness-G §3.3): global vector top-k sentences", ge=1)
+    init_paragraphs: int = config_field(4, "InitRetrieve (Harness-G §3.3): paragraphs expanded by the "
+                                           "paragraph-local channel", ge=1)
+    init_entity_k: int = config_field(20, "InitRetrieve (Harness-G §3.3): sentences kept from the "
+                                          "question-entity channel", ge=1)
     init_entity_reserve: int = config_field(
         FROM_PRESET, "extension: InitRetrieve's U_0 slots reserved for question entities that the fused channels "
                      "miss (each gets its best sentence, e.g. the second film of a comparison question); 0 (paper): "
                      "U_0 is the rank fusion of the three channels alone (section 'The Menu Environment')", ge=0)
-    rrf_k: int = config_field(60, "reciprocal rank fusion constant: score = sum 1/(rrf_k + rank)", ge=0)
+    rrf_k: int = config_field(60, "reciprocal rank fusion constant of InitRetrieve's rank fusion "
+                                  "(Harness-G §3.3): score = sum 1/(rrf_k + rank)", ge=0)
     lookup_pool_cap: int = config_field(
         400, "how many of a LOOKUP's candidates, after ranking the whole pool by cosine to m_t, the text "
              "de-duplication reads (bounds work on hub entities; no channel is cut before ranking)", ge=1)
     question_ngram_max: int = config_field(6, "longest question n-gram matched against entity names", ge=1)
     article_pool: bool = config_field(
-        FROM_PRESET, "extension: a LOOKUP's candidate pool also holds every sentence of the article e titles "
-                     "(through its title anchor or a 'title' synonym of one), after the paper's three channels: an "
-                     "article names its subject in the lead and then says 'He' or 'The film', so 'He died in London.' "
-                     "is otherwise in C(director) only beside a sentence that names him. false (paper): the top K_s "
-                     "of C(e) = S(e) + S(Syn(e)) + N_SS(S(e)) by m_t (section 'The Menu Environment', the equation of "
-                     "C(e)); needs no build rule (title anchors are the paper's); benchmarks/results/quality.md "
-                     "measures both")
+        FROM_PRESET, "extension: a LOOKUP's candidate pool also holds every sentence of the article e titles, after "
+                     "the paper's three channels. false (paper): the top K_s of C(e) = S(e) + S(Syn(e)) + N_SS(S(e)) "
+                     "by m_t (Harness-G §3.3, the equation of C(e))")
     anchor_slot: bool = config_field(
         FROM_PRESET, "extension: a LOOKUP of an entity that titles an article always shows that article's title "
-                     "anchor (its first sentence: dates, nationality, occupation), in the last of the K_s slots when "
-                     "the top K_s by m_t left it out. false (paper): U_{t+1} is the top K_s by m_t alone (section 'The "
-                     "Menu Environment'); needs no build rule (every graph anchors titles, appendix 'Graph "
-                     "construction')")
+                     "anchor (its first sentence), in the last of the K_s slots when the top K_s by m_t left it out. "
+                     "false (paper): U_{t+1} is the top K_s by m_t alone (Harness-G §3.3)")
     question_lookups: bool = config_field(
-        FROM_PRESET, "extension: the entities the question names (maximal, written as names) stay LOOKUP targets "
-                     "until looked up, after those of C_t and before those of U_t, so 'LOOKUP the first director, "
-                     "commit, then LOOKUP the second film' can happen. false (paper): targets are the bridge (C_t) and "
-                     "frontier (U_t) entities, the two kinds appendix 'Observation format' lists, the question entering "
-                     "through m_t only; K_e and the merge rules are unchanged either way; "
-                     "benchmarks/results/quality.md measures both")
+        FROM_PRESET, "extension: the entities the question names stay LOOKUP targets until looked up, after those "
+                     "of C_t and before those of U_t. false (paper): targets are the bridge (C_t) and frontier (U_t) "
+                     "entities (appendix 'Observation format'), the question entering through m_t only")
 
 
 def check_graph_preset(manifest: Mapping[str, Any], config: EnvConfig, graph: str = "graph") -> None:

@@ -1,24 +1,24 @@
 """The matched free-query arm (paper appendix "Additional Evaluation Protocols", *Transition-matched
-interface comparison*, harness-g.tex l.1050-1057).
+interface comparison*).
 
 What the paper fixes, and how this module follows it:
 
 - "At state z_t, the environment first constructs a latent feasible-target set A_t and deterministic
-  transition T(z_t, a)" (l.1051): the wrapped :class:`MenuEnv` builds its menu exactly as for the
+  transition T(z_t, a)": the wrapped :class:`MenuEnv` builds its menu exactly as for the
   menu arm; every move below is executed by the very same :meth:`MenuEnv.step`.
-- "The matched free-query policy observes the same evidence state but not the executable ids"
-  (l.1053): the observation shows the question, the committed evidence and the visible sentences
-  U_t, but no action ids (A*), no entity list (E*) and no LOOKUP entries.
+- "The matched free-query policy observes the same evidence state but not the executable ids":
+  the observation shows the question, the committed evidence and the visible sentences U_t, but no action ids (A*), no
+  entity list (E*) and no LOOKUP entries.
 - "They also share initial retrieval, visible and committed evidence, Select/Answer/Answer_With
-  semantics" (l.1055): visible sentences keep their handles ``S0``, ``S1``, ... (they are part of
+  semantics": visible sentences keep their handles ``S0``, ``S1``, ... (they are part of
   the evidence state, not executable ids), and the policy commits and answers by handle exactly as
   in the menu arm -- ``SELECT S2``, ``ANSWER_WITH S1``, ``ANSWER``. Such a move is executed exactly
   (it maps to the one menu action with that type and target); it never goes through text
   resolution. An unknown handle is an invalid turn, as an unknown id is in the menu arm.
 - "it emits an arbitrary string u_t, and a frozen resolver ranks the textual representations of
-  targets in A_t with the shared encoder and deterministically selects rho(z_t, u_t)" (l.1053) and
+  targets in A_t with the shared encoder and deterministically selects rho(z_t, u_t)" and
   "the intervention is whether a retrieval target is exposed for finite selection or reached
-  through an open string-to-target mapping" (l.1057): any other reply is a free search string u_t.
+  through an open string-to-target mapping": any other reply is a free search string u_t.
   The frozen :class:`Resolver` ranks the *retrieval targets* of A_t (the menu's LOOKUP entities, by
   their surface form) by cosine to u_t under the graph's shared encoder and picks the best (ties:
   lowest action number); that LOOKUP runs. So a resolved query has exactly the menu arm's LOOKUP
@@ -43,7 +43,7 @@ also reads ``<search>text</search>``. A reply whose first word is one of the upp
 is an invalid turn, never a search. An empty search string is an invalid turn.
 
 Records: ``StepRecord.reply`` holds the policy's own words; ``trajectory.meta["queries"]`` lists every
-free search string written (the D_query strings Qry(G), harness-g.tex l.1028-1033), and
+free search string written (the D_query strings Qry(G), paper appendix "Retrieval-equivalence diagnostics"), and
 ``trajectory.meta["free_query"]`` one ``{turn, reply, query, resolved, type, targets, score, runner_up}``
 per resolved search (moves by handle have none: nothing was resolved).
 
@@ -156,8 +156,8 @@ class Resolution:
 class Resolver:
     """Frozen string-to-retrieval-target resolver over the shared encoder (``view.encode``, cached per text).
 
-    Only retrieval targets are ranked (harness-g.tex l.1057: the intervention is how a *retrieval target* is
-    reached); commits and answers are addressed by handle and never resolved."""
+    Only retrieval targets are ranked ("Transition-matched interface comparison": the intervention is how a *retrieval
+    target* is reached); commits and answers are addressed by handle and never resolved."""
 
     def __init__(self, view: GraphView):
         self.view = view

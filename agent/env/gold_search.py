@@ -3,7 +3,7 @@ one -- the search behind menu reachability (:mod:`harness_g.agent.eval.reachabil
 and the oracle policy. It applies the environment's own transition and menus, read-only.
 
 **The search** (:class:`GoldSearch`) walks the real menus (the same ``build_menu`` the environment uses) from any
-state z_t = (C_t, U_t, V_t, turns) (harness-g.tex l.275) and returns the steps of a shortest trajectory it finds:
+state z_t = (C_t, U_t, V_t, turns) (Harness-G §3.1) and returns the steps of a shortest trajectory it finds:
 ``(ActionType, targets)`` with SELECT ``(sid,)``, LOOKUP ``(entity_id,)``, ANSWER_WITH ``(sid, ...)`` and a final
 ANSWER when the last commit was a SELECT. Turns are counted as the environment counts them: every action is one
 turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a final SELECT needs no ANSWER).
@@ -14,13 +14,13 @@ turn, ANSWER_WITH and ANSWER end the episode, and so does reaching T (then a fin
   change m_t) -- then tries the LOOKUPs *without* committing (see *Deferred commits*); when none is visible, the
   LOOKUPs branch. Non-gold SELECTs are explored only by the second search (see *Detours*). When every missing
   unit is visible the episode closes: SELECTs, then one ANSWER_WITH of up to ``answer_with_max`` sentences (the
-  menu's k, harness-g.tex l.291, l.1242), so n missing units take max(1, n - k + 1) turns; a state with fewer
-  turns left than that is pruned.
+  menu's k, Harness-G §3.3 and appendix "Action inventory"), so n missing units take max(1, n - k + 1) turns; a state
+  with fewer turns left than that is pruned.
 - *Deferred commits*: a LOOKUP while a gold sentence is visible replaces U_t, so that sentence is lost unless a
   later LOOKUP shows it again -- which it often does: a bridge sentence names the bridge entity, so it sits in
   C(bridge) and ranks high by m_t. Then LOOKUP(bridge) followed by ANSWER_WITH(bridge sentence, answer sentence)
   commits both units in 2 turns where "SELECT, LOOKUP, ANSWER_WITH" takes 3 (the closing ANSWER_WITH commits up
-  to k visible sentences in one turn, harness-g.tex l.1242). Committing later also keeps that sentence out of m_t
+  to k visible sentences in one turn, appendix "Action inventory"). Committing later also keeps that sentence out of m_t
   for the LOOKUPs in between. ``plan(defer=False)`` is the commit-first search (the ablation).
 - *Iterative deepening* on the total number of turns: bound = the state's lower bound, then +1 up to T. The
   first trajectory found is therefore a shortest one of the search space, and a 2-turn solution is found before
@@ -259,7 +259,7 @@ class GoldSearch:
                  answer_with_max: int | None = None, units: Sequence[Unit] | None = None, _shared: _Shared | None = None):
         self.view, self.item = view, item
         self.cfg = cfg or EnvConfig()
-        if answer_with_max is None:  # the environment's own cap (harness-g.tex l.1242); 0 when ANSWER_WITH is off
+        if answer_with_max is None:  # the environment's own cap (appendix "Action inventory"); 0: ANSWER_WITH off
             answer_with_max = self.cfg.answer_with_max if self.cfg.answer_with else 0
         self.awm = answer_with_max
         # LOOKUP results do not depend on the ANSWER_WITH entries, so an explicit k models this environment
@@ -325,7 +325,7 @@ class GoldSearch:
     def commit_steps(self, visible: Sequence[str], missing: frozenset[int], left: int) -> tuple[list[Step], int]:
         """The fewest steps that commit the most ``missing`` units ``visible`` satisfies within ``left`` turns, and
         how many units they commit: SELECTs, then one ANSWER_WITH of up to k sentences in visible order (the
-        menu lists every such subset in that order, harness-g.tex l.291); with ANSWER_WITH off, SELECTs only."""
+        menu lists every such subset in that order, Harness-G §3.3); with ANSWER_WITH off, SELECTs only."""
         picks = list(self._visible_picks(visible, missing))
         if left <= 0 or not picks:
             return [], 0

@@ -268,9 +268,9 @@ class GraphView:
         return {e: pool for e, (pool, _) in self._pool_entries(entity_ids, articles).items()}
 
     def title_anchors(self, entity_ids: Sequence[str]) -> dict[str, frozenset[str]]:
-        """Per entity, the title anchors (first sentences, harness-g.tex l.987) of the article(s) it titles, directly
-        or through a 'title' synonym (empty when it titles none): what ``EnvConfig.article_pool``'s LOOKUP always
-        shows. Served from the same rows and cache as ``lookup_pools(..., articles=True)``."""
+        """Per entity, the title anchors (first sentences, paper appendix "Graph construction") of the article(s) it
+        titles, directly or through a 'title' synonym (empty when it titles none): what ``EnvConfig.article_pool``'s
+        LOOKUP always shows. Served from the same rows and cache as ``lookup_pools(..., articles=True)``."""
         return {e: anchors for e, (_, anchors) in self._pool_entries(entity_ids, True).items()}
 
     def _pool_entries(self, entity_ids: Sequence[str],

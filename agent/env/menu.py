@@ -253,8 +253,9 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     for e in kept:
         add(ActionType.LOOKUP, (e.id,))
     if cfg.answer_with:
-        # ANSWER_WITH(s_1..s_k) commits one or more visible sentences and stops (harness-g.tex l.291, l.1242): every
-        # subset of U_t of size 1..answer_with_max, by size then visible order, so the menu stays finite and small
+        # ANSWER_WITH(s_1..s_k) commits one or more visible sentences and stops (Harness-G §3.3; appendix "Action
+        # inventory"): every subset of U_t of size 1..answer_with_max, by size then visible order, so the menu stays
+        # finite and small
         for size in range(1, min(cfg.answer_with_max, len(sentences)) + 1):
             for combo in itertools.combinations(sentences, size):
                 add(ActionType.ANSWER_WITH, tuple(s.id for s in combo))

@@ -87,7 +87,7 @@ class EnvState:
 
 def committed_query(view: GraphView, question: str, committed: Sequence[str], max_words: int) -> tuple[str, list[str]]:
     """(m_t, C_t's texts in commit order): the environment-built lookup query m_t = concat(q, text(C_t))
-    (harness-g.tex l.287) for the committed sentence ids, as the menu, the batch prefetch and reachability build it."""
+    (Harness-G §3.3) for the committed sentence ids, as the menu, the batch prefetch and reachability build it."""
     infos = view.sentences(list(committed))
     texts = [infos[s].text for s in committed if s in infos]
     return lookup_query(question, texts, max_words), texts
@@ -162,7 +162,7 @@ def _reserve_entity_slots(view: GraphView, visible: list[str], q_entities: list,
     by that name when the pool has one, else from the whole pool. Each replaces the lowest-ranked sentence of U_0
     whose removal leaves every covered name covered: a reservation never evicts the only sentence of another question
     entity (before, a junk ORG "younger" pushed out the second person of "Who is younger, X or Y?").
-    Still the paper's entity-mention channel (harness-g.tex l.285), fused by slot reservation instead of RRF.
+    Still the paper's entity-mention channel (Harness-G §3.3), fused by slot reservation instead of RRF.
     """
     pool_of: dict[str, set[str]] = {}  # maximal name -> the union of its entities' pools
     for e in _maximal(q_entities):
@@ -315,7 +315,7 @@ class MenuEnv:
         """The read-only :class:`~harness_g.agent.env.observation.PolicyTools` policies get, with the question's
         and m_t's vectors pinned to the ones this environment used for its menu.
 
-        ``preview`` (harness-g.tex l.293, Previewability): the tools expand actions of *this* turn's menu with
+        ``preview`` (Harness-G §3.3, Previewability): the tools expand actions of *this* turn's menu with
         :meth:`preview`; once the episode moves on (a step, a reset) or is over they raise instead of silently
         describing a later menu (ids are re-bound every turn). ``preview=False``: no preview at all (the
         free-query arm hides the menu)."""

@@ -1,8 +1,9 @@
 """What a policy receives at each turn: an :class:`Observation`, never the environment itself.
 
 The paper's policy is a_t ~ pi_theta(. | o_t, M_t) with o_t "the rendered textual observation (committed evidence,
-visible sentences, executable menu)" (harness-g.tex l.272-277; the format, l.1690-1699), and "the policy never
-supplies retrieval text" (l.1702): m_t is built by the environment and handed over as ``lookup_query``.
+visible sentences, executable menu)" (Harness-G §3.1 "Retrieval as Menu Navigation"; the format, appendix "Environment
+Protocol and Prompts", "Observation format"), and "the policy never supplies retrieval text" (its "Deterministic query
+construction"): m_t is built by the environment and handed over as ``lookup_query``.
 
 An observation holds the rendered text exactly as the model sees it (``text``), the event that produced it
 (the paper's event-conditioned environment response: ``start`` / ``ok`` / ``invalid`` with its reason,
@@ -11,7 +12,7 @@ labels), and a read-only summary of the state z_t = (question, C_t, U_t, V_t, H_
 §"The Menu Environment"). Policies that need vectors get them through :attr:`Observation.tools`, a small
 read-only :class:`PolicyTools` protocol (encode, rank, mentions, preview) -- on a real graph a :class:`GraphTools`
 over the shared :class:`~harness_g.agent.env.graph_view.GraphView`; in a test any stand-in. ``preview`` is the paper's
-Previewability (harness-g.tex l.293): any action of the current menu expanded read-only.
+Previewability (Harness-G §3.3): any action of the current menu expanded read-only.
 
 So a policy can be tested without a graph (hand-build an Observation and a fake ``tools``), and the trainer
 and ``harness-g eval`` drive one policy object through one protocol (:class:`harness_g.agent.policies.base.Policy`).
@@ -68,7 +69,7 @@ class PolicyTools(Protocol):
       (what the observation shows beside a visible sentence), for any sentence, e.g. one a preview would show.
     - ``preview(action_id)``: the read-only expansion of an action of the *current* menu
       (:class:`~harness_g.agent.env.Preview`: ``introduced`` sentence ids, C_{t+1} ``committed``, U_{t+1}
-      ``visible``, ``terminal``; harness-g.tex l.293); raises :class:`HarnessError` where there is no live
+      ``visible``, ``terminal``; Harness-G §3.3); raises :class:`HarnessError` where there is no live
       menu to expand (free-query arm, a finished episode, tools of an earlier turn, tools built without an
       environment) or the id is not on the menu.
     """

@@ -58,7 +58,7 @@ def retrieval_similarity(retrieved_vec: np.ndarray | None, gold_vec: np.ndarray 
     return float(np.dot(retrieved_vec, gold_vec) / (np.linalg.norm(retrieved_vec) * np.linalg.norm(gold_vec) + 1e-12))
 
 
-# -- R-S (harness-g.tex l.881-887, appendix "Evaluation Details") ----------------------------------------
+# -- R-S (appendix "Evaluation Details", "Retrieval Similarity (R-S)") ------------------------------------
 #: The metric encoder Graph-R1 uses for R-S (its evaluation/eval_r.py: SimCSE, CLS pooling, a 128-token
 #: window, both texts passed through ``normalize_answer`` first). It needs a model hub; without one
 #: (this project's default, offline) R-S uses the graph's shared sentence encoder -- the one that built

@@ -69,7 +69,7 @@ def score_trajectory(view: GraphView, item: QAItem, traj: Trajectory) -> dict[st
     units = M.gold_units(item.gold_sentence_ids, item.gold_paragraph_ids)
     gold = gold_texts(view, item)
     rs = None
-    if gold:  # R-S over the *retrieved* evidence, per sentence, no window truncation (agent/eval/metrics.py, paper l.881-887)
+    if gold:  # R-S over the *retrieved* evidence, per sentence, no window truncation (agent/eval/metrics.py)
         retrieved_ids = M.retrieved_evidence(traj)
         infos = view.sentences(retrieved_ids)
         retrieved = [infos[s].text for s in retrieved_ids if s in infos]

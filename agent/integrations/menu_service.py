@@ -8,7 +8,7 @@ imports no third-party library. Every episode is a :class:`~harness_g.agent.env.
   exactly as harness-g parses replies (an invalid reply uses its turn: the paper's protocol), or a kind and its
   arguments (``SELECT S2``, ``LOOKUP E0`` or their graph ids, ``ANSWER_WITH [S0, S3]``, ``ANSWER``), resolved
   against the current menu; a kind + argument the menu does not offer is refused (:class:`ActionRefused`) and
-  uses no turn (the paper's Verifiability: invalid actions are blocked, harness-g.tex l.293).
+  uses no turn (the paper's Verifiability: invalid actions are blocked, Harness-G §3.3).
 - **Phases**: ``retrieve`` (the menu), ``answer`` (retrieval ended by ANSWER, ANSWER_WITH or the turn budget and
   no answer text came with it: the final answer from C_T is still owed, as harness-g's policies give it after the
   episode, :meth:`MenuEnv.finish`) and ``over`` (answered). Answer text comes with the action that ends
@@ -18,9 +18,9 @@ imports no third-party library. Every episode is a :class:`~harness_g.agent.env.
   gold answers (an ad-hoc question with no ``answers``).
 - **Metadata** of a step (:meth:`MenuService.observation`'s ``info``): C_t's ids, the executed action, its preview
   (the sentences it surfaced or committed, and which of them are new to the scorer context O_t: re-surfaced text
-  gains nothing, harness-g.tex l.305), and with a :class:`StepCredit` hook (an answerer) the step's preview gain
-  p_t(a_t), its frontier and r_fr; at the end the answer's F1/EM, the trajectory and (hook) the SNC credit of
-  every step.
+  gains nothing, Harness-G §3.4 "Frontier-relative advantage"), and with a :class:`StepCredit` hook (an answerer) the
+  step's preview gain p_t(a_t), its frontier and r_fr; at the end the answer's F1/EM, the trajectory and (hook) the
+  SNC credit of every step.
 
 Concurrency: every reset and step runs under one lock (a graph store serves one thread at a time,
 :class:`~harness_g.graph.stores.base.GraphStore`). Live episodes are capped (:class:`ServiceLimits`); an episode

@@ -1,8 +1,9 @@
 """The policy's context: one builder for evaluation and training (paper appendix "Environment Protocol and
-Prompts", harness-g.tex l.1675-1684, and the multi-turn training sequence of l.443 and l.911).
+Prompts", and the multi-turn training sequence of Harness-G §3.4 "Integration with GRPO" and appendix
+"Implementation Details", "Training objective and masking").
 
 An episode's context is a chat (no custom system prompt: the chat template supplies the model's default one,
-l.1680):
+as that appendix says):
 
 - user       policy instruction + tool schema + ``environment_response(o_0, "start")``
 - assistant  the policy's raw reply a_0

@@ -3,7 +3,7 @@
 A policy never sees the environment: it gets an :class:`~harness_g.agent.env.observation.Observation` (rendered
 text, the menu, a read-only state summary and read-only ``tools``), so it can be tested without a graph and the
 trainer and ``harness-g eval`` drive the same policy object (issue 11 §1). This is the paper's
-a_t ~ pi_theta(. | o_t, M_t) (harness-g.tex l.275-277).
+a_t ~ pi_theta(. | o_t, M_t) (Harness-G §3.1 "Retrieval as Menu Navigation").
 """
 from __future__ import annotations
 

@@ -1,18 +1,18 @@
 """LLM-free lookahead policy: choose menu actions by expanding them read-only with previews.
 
 The environment can expand any action of the current menu without changing state (Previewability,
-harness-g.tex l.293): ``observation.tools.preview(action_id)`` returns what the action would introduce or commit,
-C_{t+1}, U_{t+1} and whether it ends the episode. This policy previews every LOOKUP (the menu already computed
-their U_{t+1}, so a preview costs nothing) to decide which entity to pursue and whether pursuing one is worth a
-turn at all. It reads only the :class:`~harness_g.agent.env.observation.Observation` (question, C_t, U_t with titles,
-menu, turn, m_t) and its tools -- no environment internals, no gold. Deterministic: ties go to the smaller
+Harness-G §3.3 "The Menu Environment"): ``observation.tools.preview(action_id)`` returns what the action would
+introduce or commit, C_{t+1}, U_{t+1} and whether it ends the episode. This policy previews every LOOKUP (the menu
+already computed their U_{t+1}, so a preview costs nothing) to decide which entity to pursue and whether pursuing one
+is worth a turn at all. It reads only the :class:`~harness_g.agent.env.observation.Observation` (question, C_t, U_t
+with titles, menu, turn, m_t) and its tools -- no environment internals, no gold. Deterministic: ties go to the smaller
 sentence id, then to the earlier menu entry.
 
 **Score** of a sentence s at turn t (cosines with the graph's shared encoder, through ``tools.rank``)::
 
     score(s) = max(cos(s, q), cos(s, m_t)) + named_bonus * [s is named]
 
-m_t = concat(q, text(C_t)) is the environment's lookup query (harness-g.tex l.287): cos(s, q) keeps first-hop
+m_t = concat(q, text(C_t)) is the environment's lookup query (Harness-G §3.3): cos(s, q) keeps first-hop
 sentences, cos(s, m_t) rewards sentences that continue the committed evidence.
 
 **Tiers** -- whether a sentence is worth a commit after the first one. A sentence that is merely similar to the
@@ -41,7 +41,7 @@ has no value.
 1. nothing committed: commit the best-scoring visible sentence (SELECT; ANSWER_WITH on the last turn);
 2. ``max_commits`` reached: ANSWER;
 3. last turn: ANSWER_WITH the best one or two useful visible sentences (the multi-sentence harvest,
-   harness-g.tex l.291; ``EnvConfig.answer_with_max``), ANSWER when none is useful;
+   Harness-G §3.3; ``EnvConfig.answer_with_max``), ANSWER when none is useful;
 4. no LOOKUP has value, at most two visible sentences are useful and committing them would expose no new
    LOOKUP target (every lookup-able entity they mention is already on the menu or in C_t): ANSWER_WITH them
    now -- nothing later could add to them, so one turn does the work of two or three;
@@ -213,9 +213,9 @@ def _names_text(question: str, committed: Sequence[CommittedSentence]) -> str:
 
 def article_leads(tools: PolicyTools, ids: Sequence[str]) -> dict[str, str]:
     """``{id: title_name of its article}`` for the ids that carry their own article's TITLE mention: its first sentence
-    (the graph anchors a title there, harness-g.tex l.987) or a sentence that names its own article. A TITLE mention
-    of *another* article (the build's title mentions: "was a Canadian politician" names the article "Politician")
-    makes no lead: it names that article, it does not belong to it."""
+    (the graph anchors a title there, appendix "Implementation Details", "Graph construction") or a sentence that
+    names its own article. A TITLE mention of *another* article (the build's title mentions: "was a Canadian
+    politician" names the article "Politician") makes no lead: it names that article, it does not belong to it."""
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}

@@ -1,7 +1,7 @@
 """The oracle policy (``--policy oracle``): PRIVILEGED -- it reads the gold evidence labels.
 
 It is an upper reference for the menu, not a baseline a learned policy could match: at every turn it plans, from
-the observation's state z_t = (C_t, U_t, V_t, turn) (harness-g.tex l.275), a shortest trajectory that commits every
+the observation's state z_t = (C_t, U_t, V_t, turn) (Harness-G §3.1), a shortest trajectory that commits every
 gold evidence unit (:class:`harness_g.agent.env.gold_search.GoldSearch`, the bounded search over the real menus), takes
 its first step and replies with the id of the menu action of that type and targets. A plan may LOOKUP while a gold
 sentence is visible when that LOOKUP shows it again, so the closing ANSWER_WITH commits it with the last one (a

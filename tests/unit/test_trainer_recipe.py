@@ -256,8 +256,8 @@ def test_snc_on_the_free_query_arm_is_refused(scheme):
     with pytest.raises(ConfigError) as info:
         load_config(None, {**base, "credit.scheme": scheme})
     assert str(info.value) == (f"credit.scheme {scheme!r} needs rollout.interface menu: the paper evaluates SNC only on "
-                               "the action menu (harness-g.tex l.1062); train the free-query arm with credit.scheme "
-                               "outcome or igpo")
+                               "the action menu (paper appendix 'Factorial credit control'); train the free-query "
+                               "arm with credit.scheme outcome or igpo")
     for allowed in ("outcome", "igpo"):
         assert load_config(None, {**base, "credit.scheme": allowed}).credit.scheme == allowed
     assert load_config(None, {"data.graph_dir": "x", "credit.scheme": scheme}).rollout.interface == "menu"
