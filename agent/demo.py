@@ -35,17 +35,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.policies import make_policy
     from harness_g.graph.artifact import Artifact
-    from harness_g.graph.cli import cmd_build, cmd_stats
+    from harness_g.graph.cli import build_namespace, cmd_build, cmd_stats
     from harness_g.graph.readers import FORMATS  # noqa: F401  (fail early if readers are broken)
 
     source = EXAMPLE_DIR / "hotpot_dev_distractor_v1.slice.json"
     if not source.exists():
         raise ConfigError(f"demo data not found at {source} (run the demo from a clone of the repository)")
     print(f"== 1. build: {source.name} (HotpotQA dev slice, CC BY-SA 4.0) -> {args.out}, preset {args.preset}")
-    cmd_build(argparse.Namespace(config=None, set=[], show_config=False, embedding_model=None, spacy_model=None, embedding_backend=None,
-                                 device=None, input=str(source), format="hotpotqa", corpus=None, quiet=args.quiet,
-                                 out=args.out, limit=None, force=False, no_load=False, replace=False, store=args.store,
-                                 preset=args.preset))
+    build_argv = ["--input", str(source), "--format", "hotpotqa", "--out", str(args.out), "--preset", args.preset,
+                  *(["--store", args.store] if args.store else []), *(["--quiet"] if args.quiet else [])]
+    cmd_build(build_namespace(build_argv))
     print("\n== 2. stats")
     cmd_stats(argparse.Namespace(graph_dir=args.out, store=args.store, json=False, no_store=False))
     item = Artifact.open(args.out).questions()[args.question_index]

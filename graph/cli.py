@@ -252,6 +252,14 @@ def register(sub: Any) -> None:
     _add_neo4j(sub)
 
 
+def build_namespace(argv: list[str]) -> argparse.Namespace:
+    """``harness-g build ARGV`` parsed by the command's own parser: every flag's default, for callers that build
+    (``harness-g demo``) without hand-written Namespaces that miss a newer flag."""
+    parser = argparse.ArgumentParser(prog="harness-g")
+    _add_build(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["build", *argv])
+
+
 def _add_build(sub: Any) -> None:
     p = sub.add_parser(
         "build",
