@@ -457,9 +457,19 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    """Add the agent's commands (ask, menu, eval, report, browse, serve-env) to the root parser's subparsers."""
     from harness_g.agent.policies import POLICIES
 
     policies = ", ".join(POLICIES.names())
+    _register_ask(sub, policies)
+    _register_menu(sub)
+    _register_eval(sub, policies)
+    _register_report(sub)
+    _register_browse(sub)
+    _register_serve_env(sub)
+
+
+def _register_ask(sub: Any, policies: str) -> None:
     p = sub.add_parser("ask", help="answer one question with a policy and print the trajectory")
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
     p.add_argument("question")
@@ -470,6 +480,8 @@ def register(sub: Any) -> None:
     _add_interface_flags(p)
     p.set_defaults(func=cmd_ask)
 
+
+def _register_menu(sub: Any) -> None:
     p = sub.add_parser("menu", help="play the menu yourself in the terminal (type an action id per step)")
     p.add_argument("graph_dir", metavar="GRAPH_DIR")
     p.add_argument("question")
@@ -478,6 +490,8 @@ def register(sub: Any) -> None:
     _add_env_flags(p)
     p.set_defaults(func=cmd_menu)
 
+
+def _register_eval(sub: Any, policies: str) -> None:
     p = sub.add_parser("eval", help="evaluate a policy on a question set (resumable; writes records + summary)",
                        description="Evaluate a policy; the run directory's config.json records the resolved config "
                                    "(eval and env sections, the policy's settings, graph version, question set).")
@@ -508,6 +522,8 @@ def register(sub: Any) -> None:
     g.add_argument("--judge-api-key", help="judge API key (default: $JUDGE_API_KEY or $OPENAI_API_KEY)")
     p.set_defaults(func=cmd_eval)
 
+
+def _register_report(sub: Any) -> None:
     p = sub.add_parser("report", help="one self-contained HTML report: eval run dirs (tables, SVG plots, trajectories) or a training run (curves)")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directories written by `harness-g eval --out`")
     p.add_argument("--out", default="report.html", metavar="FILE.html", help="output file (default report.html)")
@@ -516,6 +532,8 @@ def register(sub: Any) -> None:
     p.add_argument("--expand", action="store_true", help="trajectory sections start open (for printing / screenshots)")
     p.set_defaults(func=cmd_report)
 
+
+def _register_browse(sub: Any) -> None:
     p = sub.add_parser("browse", help="draw a question's menu neighbourhood or a Cypher result as one offline HTML page",
                        description="Write one self-contained HTML page (vis-network inlined: works offline, from file://) "
                                    "drawing either a question's menu neighbourhood -- U_0, the first menu's LOOKUP targets "
@@ -535,6 +553,8 @@ def register(sub: Any) -> None:
     _add_env_flags(p)
     p.set_defaults(func=cmd_browse)
 
+
+def _register_serve_env(sub: Any) -> None:
     from harness_g.agent.integrations import serve_cli
 
     p = sub.add_parser("serve-env", help="serve the menu environment as an OpenEnv server (TRL, SkyRL, verl, ...)",

@@ -451,6 +451,41 @@ def append_graph(inputs: Sequence[CorpusSpec], graph_dir: str | Path, config: Bu
         return _append_locked(inputs, graph_dir, config or BuildConfig(), limit=limit, progress=progress)
 
 
+def _union_entities(base: art.Artifact, new_paragraphs: Sequence[Paragraph], new_sentences: _SentenceRows,
+                    new_mentions: list[Mention], config: BuildConfig
+                    ) -> tuple[_SentenceRows, tuple[Paragraph, ...], _EntityTables]:
+    """The stored and the new sentences and paragraphs as one corpus (stored first), and its entity tables rebuilt
+    from the stored NER mentions plus the new ones; returns (sentence rows, paragraphs, entity tables)."""
+    old_sentences = _stored_sentences(base)
+    sentences = _concat_rows(old_sentences, new_sentences)
+    mentions = _stored_ner_mentions(base, old_sentences.ids) + new_mentions
+    paragraphs = (*_stored_paragraphs(base), *new_paragraphs)
+    ent = build_entities(sentences, mentions, paragraphs, link_title_mentions=config.title_mentions,
+                         merge_person_aliases=config.person_alias_merge)
+    return sentences, paragraphs, ent
+
+
+def _union_dataset(base: art.Artifact, new: Dataset, paragraphs: Sequence[Paragraph]) -> Dataset:
+    """The union's dataset: its name the base's and the new names joined by "+" (each once), the base's questions
+    then the new ones."""
+    names = [*str(base.manifest.get("dataset") or "").split("+"), *new.name.split("+")]
+    return Dataset(name="+".join(dict.fromkeys(n for n in names if n)), paragraphs=paragraphs,
+                   questions=(*base.questions(), *new.questions))
+
+
+def _record_append(manifest: dict[str, Any], base: art.Artifact, inputs: Sequence[CorpusSpec], limit: int | None, new: Dataset,
+                   new_sentence_count: int, new_tokens: int, delta: StoreDelta, seconds: dict[str, float]) -> None:
+    """Make the union's ``manifest`` (in place) list the base's inputs before the new ones, keep the base's limit,
+    and add this append to its ``appends`` history."""
+    manifest["inputs"] = [*base.manifest.get("inputs", []), *manifest["inputs"]]
+    manifest["limit"] = base.manifest.get("limit")
+    manifest["appends"] = [*base.manifest.get("appends", []), {
+        "base_content_hash": base.content_hash, "inputs": [{"format": s.format, "path": str(s.path)} for s in inputs],
+        "limit": limit, "paragraphs": len(new.paragraphs), "sentences": new_sentence_count,
+        "questions": len(new.questions), "corpus_tokens": new_tokens, "store_delta": delta.sizes(),
+        "seconds": {k: round(v, 3) for k, v in seconds.items()}, "created": manifest["created"]}]
+
+
 def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildConfig, *, limit: int | None,
                    progress: bool) -> AppendResult:
     seconds: dict[str, float] = {}
@@ -478,12 +513,7 @@ def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildC
     cpu["ner"], cpu["embed"] = ne.ner_cpu_s, cpu["ner_embed_wall"] - ne.ner_cpu_s
 
     t, c = time.perf_counter(), _cpu_now()
-    old_sentences = _stored_sentences(base)
-    sentences = _concat_rows(old_sentences, new_sentences)
-    mentions = _stored_ner_mentions(base, old_sentences.ids) + ne.mentions
-    paragraphs = (*_stored_paragraphs(base), *new.paragraphs)
-    ent = build_entities(sentences, mentions, paragraphs, link_title_mentions=config.title_mentions,
-                         merge_person_aliases=config.person_alias_merge)
+    sentences, paragraphs, ent = _union_entities(base, new.paragraphs, new_sentences, ne.mentions, config)
     seconds["entities"], cpu["entities"] = time.perf_counter() - t, _cpu_now() - c
 
     t, c = time.perf_counter(), _cpu_now()
@@ -493,22 +523,14 @@ def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildC
 
     t, c = time.perf_counter(), _cpu_now()
     embeddings = np.concatenate([np.asarray(base.embeddings(mmap=True), dtype=np.float32), ne.embeddings])
-    names = [*str(base.manifest.get("dataset") or "").split("+"), *new.name.split("+")]
-    union = Dataset(name="+".join(dict.fromkeys(n for n in names if n)), paragraphs=paragraphs,
-                    questions=(*base.questions(), *new.questions))
+    union = _union_dataset(base, new, paragraphs)
     delta = store_delta(base, chash, new.paragraphs, new_sentences, ne.embeddings, ent, edges)
     corpus_tokens = int(base.manifest.get("corpus_tokens") or 0) + new_tokens
     staging = art.staging_dir(graph_dir)
     try:
         counts, manifest = _write_artifact(staging, inputs, union, sentences, ent, edges, embeddings, name_vecs, config,
                                            chash, limit, corpus_tokens, ne.spacy_name, ne.dim, seconds, t, workers=workers)
-        manifest["inputs"] = [*base.manifest.get("inputs", []), *manifest["inputs"]]
-        manifest["limit"] = base.manifest.get("limit")
-        manifest["appends"] = [*base.manifest.get("appends", []), {
-            "base_content_hash": base.content_hash, "inputs": [{"format": s.format, "path": str(s.path)} for s in inputs],
-            "limit": limit, "paragraphs": len(new.paragraphs), "sentences": len(new_sentences.ids),
-            "questions": len(new.questions), "corpus_tokens": new_tokens, "store_delta": delta.sizes(),
-            "seconds": {k: round(v, 3) for k, v in seconds.items()}, "created": manifest["created"]}]
+        _record_append(manifest, base, inputs, limit, new, len(new_sentences.ids), new_tokens, delta, seconds)
         art.write_manifest(staging, manifest)
         art.publish(staging, graph_dir)
     except BaseException as exc:

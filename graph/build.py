@@ -31,9 +31,10 @@ import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -272,6 +273,50 @@ class _EntityTables:
     alias_pairs: list[tuple[str, str]] = field(default_factory=list)  # (alias id, full-name id), both kept
 
 
+def _add_title_anchors(sentences: _SentenceRows, paragraphs: Sequence[Paragraph], m_cols: dict[str, list[Any]],
+                       add: Callable[[str, str, str, int, int, str], None]) -> set[str]:
+    """Add each document title as a mention (kind "title") at its document's first sentence, once per document
+    (``p.source``, else the title); returns the title entities' ids."""
+    # Title anchors: a document title is an entity anchored to its first sentence.
+    first_sentence: dict[str, str] = {}
+    for sid, pid in zip(sentences.ids, sentences.paragraph_ids):
+        first_sentence.setdefault(pid, sid)
+    anchored_titles: set[str] = set()
+    title_ids: set[str] = set()
+    for p in paragraphs:
+        sid = first_sentence.get(p.id)
+        if not p.title or sid is None:
+            continue
+        doc_key = p.source or p.title
+        if doc_key in anchored_titles:  # a chunked document anchors its title once, at chunk 0
+            continue
+        anchored_titles.add(doc_key)
+        before = len(m_cols["entity_id"])
+        add(sid, TITLE_LABEL, p.title, -1, -1, "title")
+        if len(m_cols["entity_id"]) > before:
+            title_ids.add(m_cols["entity_id"][-1])
+    return title_ids
+
+
+def _entity_columns(meta: dict[str, tuple[str, str]], surfaces: dict[str, Counter[str]], m_cols: dict[str, list[Any]]
+                    ) -> tuple[dict[str, list[Any]], list[EntityRecord], list[bool]]:
+    """The entities table's columns (sorted by id, the invalid-target filter applied), each entity's record and
+    whether it is lookupable."""
+    # the truncated-alias rule compares a person's single name with longer known person names
+    known = {c for c, label in meta.values() if label == "PERSON"}
+    counts = Counter(m_cols["entity_id"])
+    e_cols: dict[str, list[Any]] = {k: [] for k in ("id", "name", "surface", "label", "lookupable", "reject_reason", "mentions")}
+    records: list[EntityRecord] = []
+    lookupable: list[bool] = []
+    for eid in sorted(meta):
+        row = entity_row(eid, *meta[eid], surfaces[eid], counts[eid], known)
+        for col, val in zip(e_cols, row):
+            e_cols[col].append(val)
+        records.append(EntityRecord(id=eid, canonical=row[1], label=row[3], surface=row[2]))
+        lookupable.append(row[4])
+    return e_cols, records, lookupable
+
+
 def build_entities(
     sentences: _SentenceRows, mentions: list[list[Any]], paragraphs: Sequence[Paragraph], *, link_title_mentions: bool = False,
     merge_person_aliases: bool = False, title_index: Mapping[tuple[str, ...], str] | None = None,
@@ -304,41 +349,13 @@ def build_entities(
         for m in found:
             add(sid, m.label, m.surface, m.start, m.end, "ner")
 
-    # Title anchors: a document title is an entity anchored to its first sentence.
-    first_sentence: dict[str, str] = {}
-    for sid, pid in zip(sentences.ids, sentences.paragraph_ids):
-        first_sentence.setdefault(pid, sid)
-    anchored_titles: set[str] = set()
-    title_ids: set[str] = set()
-    for p in paragraphs:
-        sid = first_sentence.get(p.id)
-        if not p.title or sid is None:
-            continue
-        doc_key = p.source or p.title
-        if doc_key in anchored_titles:  # a chunked document anchors its title once, at chunk 0
-            continue
-        anchored_titles.add(doc_key)
-        before = len(m_cols["entity_id"])
-        add(sid, TITLE_LABEL, p.title, -1, -1, "title")
-        if len(m_cols["entity_id"]) > before:
-            title_ids.add(m_cols["entity_id"][-1])
+    title_ids = _add_title_anchors(sentences, paragraphs, m_cols, add)
     if link_title_mentions:
         _add_title_mentions(sentences, paragraphs, m_cols, meta, add, title_index)
 
     alias_pairs = _merge_person_aliases(m_cols, meta, surfaces, sentences, paragraphs) if merge_person_aliases else []
 
-    # the truncated-alias rule compares a person's single name with longer known person names
-    known = {c for c, label in meta.values() if label == "PERSON"}
-    counts = Counter(m_cols["entity_id"])
-    e_cols: dict[str, list[Any]] = {k: [] for k in ("id", "name", "surface", "label", "lookupable", "reject_reason", "mentions")}
-    records: list[EntityRecord] = []
-    lookupable: list[bool] = []
-    for eid in sorted(meta):
-        row = entity_row(eid, *meta[eid], surfaces[eid], counts[eid], known)
-        for col, val in zip(e_cols, row):
-            e_cols[col].append(val)
-        records.append(EntityRecord(id=eid, canonical=row[1], label=row[3], surface=row[2]))
-        lookupable.append(row[4])
+    e_cols, records, lookupable = _entity_columns(meta, surfaces, m_cols)
     return _EntityTables(e_cols, m_cols, records, np.array(lookupable, dtype=bool), title_ids, alias_pairs)
 
 
@@ -455,6 +472,63 @@ def build_graph(
         return _build_locked(inputs, graph_dir, config, limit=limit, force=force, progress=progress, on_stage=on_stage)
 
 
+def _cached_counts(graph_dir: Path, chash: str) -> dict[str, int] | None:
+    """The counts of the artifact already in ``graph_dir`` when it is this build's (same content hash and format,
+    files matching their digests), else None (no manifest, another build's, or damaged: rebuilt)."""
+    manifest_path = graph_dir / art.MANIFEST
+    if not manifest_path.exists():
+        return None
+    try:
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        old = {}
+    if old.get("content_hash") != chash or old.get("format_version") != art.FORMAT_VERSION:
+        return None
+    try:  # a cache hit only on files that are the ones the manifest describes
+        art.Artifact.open(graph_dir, verify=True)
+    except InputError as exc:
+        log.warning("%s -- rebuilding", exc)
+        return None
+    return dict(old.get("counts", {}))
+
+
+def _link_stage(ent: _EntityTables, dim: int, config: BuildConfig) -> tuple[np.ndarray, list[Any]]:
+    """Embed the lookupable entities' names (others keep a zero row: [n_entities, dim] float32) and link them into
+    synonym edges; returns (name vectors, edges)."""
+    names = [r.surface for r, ok in zip(ent.records, ent.lookupable) if ok]
+    name_vecs = np.zeros((len(ent.records), dim), dtype=np.float32)
+    if names:
+        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device, config.embedding_backend).encode(
+            names, batch_size=config.embed_batch_size, lanes=encode_lanes(torch.get_num_threads()))
+    edges = link_entities(
+        ent.records,
+        title_ids=ent.title_ids,
+        embeddings=name_vecs,
+        lookupable=ent.lookupable,
+        top_k=config.link_top_k,
+        min_cosine=config.link_min_cosine,
+        alias_pairs=ent.alias_pairs,
+        spelling_links=config.spelling_links,
+    )
+    return name_vecs, edges
+
+
+@contextmanager
+def _publishing(staging: Path, graph_dir: Path) -> Iterator[None]:
+    """Publish ``staging`` as ``graph_dir``'s artifact once the block has written it; on any failure discard it,
+    an OSError (full disk, quota, read-only mount) raised as one HarnessError line with the old artifact untouched."""
+    try:
+        yield
+        art.publish(staging, graph_dir)
+    except BaseException as exc:
+        reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""  # before the space is freed
+        art.discard_staging(staging, graph_dir)  # kept when the publish failed after its commit: it is the artifact
+        if isinstance(exc, OSError):  # a full disk, a quota, a read-only mount: one line, the old artifact untouched
+            kept = f"{graph_dir} keeps its previous graph" if (graph_dir / art.MANIFEST).exists() else "nothing was published"
+            raise HarnessError(f"cannot write the graph artifact in {staging}: {reason}; {kept}") from exc
+        raise
+
+
 def _build_locked(
     inputs: Sequence[CorpusSpec],
     graph_dir: Path,
@@ -479,19 +553,9 @@ def _build_locked(
     corpus_tokens = sum(len(p.text.split()) for p in dataset.paragraphs)
     seconds["read"], cpu["read"] = time.perf_counter() - t0, _cpu_now() - c
 
-    manifest_path = graph_dir / art.MANIFEST
-    if not force and manifest_path.exists():
-        try:
-            old = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            old = {}
-        if old.get("content_hash") == chash and old.get("format_version") == art.FORMAT_VERSION:
-            try:  # a cache hit only on files that are the ones the manifest describes
-                art.Artifact.open(graph_dir, verify=True)
-            except InputError as exc:
-                log.warning("%s -- rebuilding", exc)
-            else:
-                return BuildResult(graph_dir, True, dict(old.get("counts", {})), seconds, corpus_tokens, _peak_rss_mb())
+    cached = None if force else _cached_counts(graph_dir, chash)
+    if cached is not None:
+        return BuildResult(graph_dir, True, cached, seconds, corpus_tokens, _peak_rss_mb())
 
     t, c = time.perf_counter(), _cpu_now()
     stage("split")
@@ -514,49 +578,23 @@ def _build_locked(
 
     t, c = time.perf_counter(), _cpu_now()
     stage("link")
-    names = [r.surface for r, ok in zip(ent.records, ent.lookupable) if ok]
-    name_vecs = np.zeros((len(ent.records), dim), dtype=np.float32)
-    if names:
-        name_vecs[ent.lookupable] = get_embedder(config.embedding_model, config.device, config.embedding_backend).encode(
-            names, batch_size=config.embed_batch_size, lanes=encode_lanes(torch.get_num_threads()))
-    edges = link_entities(
-        ent.records,
-        title_ids=ent.title_ids,
-        embeddings=name_vecs,
-        lookupable=ent.lookupable,
-        top_k=config.link_top_k,
-        min_cosine=config.link_min_cosine,
-        alias_pairs=ent.alias_pairs,
-        spelling_links=config.spelling_links,
-    )
+    name_vecs, edges = _link_stage(ent, dim, config)
     seconds["link"], cpu["link"] = time.perf_counter() - t, _cpu_now() - c
 
     t, c = time.perf_counter(), _cpu_now()
     stage("write")
     staging = art.staging_dir(graph_dir)  # the old artifact stays whole until publish() below
-    try:
+    with _publishing(staging, graph_dir):
         counts, manifest = _write_artifact(staging, inputs, dataset, sentences, ent, edges, embeddings, name_vecs, config, chash,
                                            limit, corpus_tokens, spacy_name, dim, seconds, t, workers=workers)
-        art.publish(staging, graph_dir)
-    except BaseException as exc:
-        reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""  # before the space is freed
-        art.discard_staging(staging, graph_dir)  # kept when the publish failed after its commit: it is the artifact
-        if isinstance(exc, OSError):  # a full disk, a quota, a read-only mount: one line, the old artifact untouched
-            kept = f"{graph_dir} keeps its previous graph" if manifest_path.exists() else "nothing was published"
-            raise HarnessError(f"cannot write the graph artifact in {staging}: {reason}; {kept}") from exc
-        raise
     cpu["write"] = _cpu_now() - c
     return BuildResult(graph_dir, False, counts, seconds, corpus_tokens, _peak_rss_mb(), cpu, workers)
 
 
-def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Dataset, sentences: _SentenceRows,
-                    ent: _EntityTables, edges: list[Any], embeddings: np.ndarray, name_vecs: np.ndarray,
-                    config: BuildConfig, chash: str, limit: int | None, corpus_tokens: int, spacy_name: str, dim: int,
-                    seconds: dict[str, float], t: float, *, workers: int = 1,
-                    extra: Mapping[str, Any] | None = None) -> tuple[dict[str, int], dict[str, Any]]:
-    """Every artifact file into ``graph_dir`` (a staging directory), the manifest with their digests last
-    (``workers``: the NER processes that ran, recorded beside ``seconds``; ``extra``: more manifest keys, e.g. the
-    Ray engine's ``engine`` and ``shards``)."""
+def _write_tables(graph_dir: Path, dataset: Dataset, sentences: _SentenceRows, ent: _EntityTables,
+                  edges: list[Any]) -> dict[str, int]:
+    """The paragraph, sentence, entity, mention and synonym tables into ``graph_dir``; returns the artifact's counts
+    (rows per table, lookupable entities, questions, NEXT edges)."""
     counts = {
         "paragraphs": art.write_table(
             graph_dir,
@@ -597,11 +635,14 @@ def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Data
     counts["next_edges"] = sum(
         1 for a, b in zip(sentences.paragraph_ids, sentences.paragraph_ids[1:]) if a == b
     )
-    art.write_embeddings(graph_dir, embeddings)
-    art.write_embeddings(graph_dir, name_vecs, art.ENTITY_EMBEDDINGS)  # the menu ranks LOOKUP targets with these
-    art.write_questions(graph_dir, dataset.questions)
-    seconds["write"] = time.perf_counter() - t
-    manifest = {
+    return counts
+
+
+def _manifest(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Dataset, edges: list[Any], config: BuildConfig,
+              chash: str, limit: int | None, corpus_tokens: int, spacy_name: str, dim: int, counts: dict[str, int],
+              seconds: dict[str, float], workers: int, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The artifact's manifest: what was built from what, how, and the digests of the files already in ``graph_dir``."""
+    return {
         "format_version": art.FORMAT_VERSION,
         "harness_g_version": __version__,
         "pipeline_version": PIPELINE_VERSION,
@@ -622,5 +663,22 @@ def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Data
         **(extra or {}),
         "files": art.file_digests(graph_dir),
     }
+
+
+def _write_artifact(graph_dir: Path, inputs: Sequence[CorpusSpec], dataset: Dataset, sentences: _SentenceRows,
+                    ent: _EntityTables, edges: list[Any], embeddings: np.ndarray, name_vecs: np.ndarray,
+                    config: BuildConfig, chash: str, limit: int | None, corpus_tokens: int, spacy_name: str, dim: int,
+                    seconds: dict[str, float], t: float, *, workers: int = 1,
+                    extra: Mapping[str, Any] | None = None) -> tuple[dict[str, int], dict[str, Any]]:
+    """Every artifact file into ``graph_dir`` (a staging directory), the manifest with their digests last
+    (``workers``: the NER processes that ran, recorded beside ``seconds``; ``extra``: more manifest keys, e.g. the
+    Ray engine's ``engine`` and ``shards``)."""
+    counts = _write_tables(graph_dir, dataset, sentences, ent, edges)
+    art.write_embeddings(graph_dir, embeddings)
+    art.write_embeddings(graph_dir, name_vecs, art.ENTITY_EMBEDDINGS)  # the menu ranks LOOKUP targets with these
+    art.write_questions(graph_dir, dataset.questions)
+    seconds["write"] = time.perf_counter() - t
+    manifest = _manifest(graph_dir, inputs, dataset, edges, config, chash, limit, corpus_tokens, spacy_name, dim,
+                         counts, seconds, workers, extra)
     art.write_manifest(graph_dir, manifest)
     return counts, manifest

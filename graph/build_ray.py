@@ -402,6 +402,64 @@ def _cluster_cpus(ray) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+def _annotate(ray, rd, sentences, config: BuildConfig, workers: int, gpu: bool):
+    """NER then embedding over the sentence rows, as two Ray actor pools (at most ``workers`` NER actors; one
+    embedding actor per GPU when ``gpu``); returns the materialized annotated rows."""
+    annotated = sentences.map_batches(
+        _NerActor, fn_constructor_kwargs={"spacy_model": config.spacy_model, "batch_size": config.ner_batch_size,
+                                          "labels": tuple(config.ner_labels)},
+        batch_format="pyarrow", batch_size=config.ner_batch_size, num_cpus=1,
+        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, workers)))
+    embedded = annotated.map_batches(
+        _EmbedActor, fn_constructor_kwargs={"model": config.embedding_model, "device": config.device,
+                                            "backend": config.embedding_backend, "batch_size": config.embed_batch_size},
+        batch_format="pyarrow", batch_size=config.embed_batch_size * local.EMBED_CHUNK_BATCHES,
+        num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
+        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, int(ray.cluster_resources().get("GPU", 1)) if gpu
+                                                               else workers)))
+    return embedded.materialize()
+
+
+def _entities(ray, embedded, dataset, config: BuildConfig, partitions: int):
+    """Mentions per document, then entity rows grouped by entity id (sorted by id, PERSON aliases merged against the
+    known persons); returns (mention rows, entity rows, title entity ids)."""
+    title_index = local.title_mention_index([p.title for p in dataset.paragraphs if p.title]) if config.title_mentions else {}
+    mention_rows = embedded.drop_columns(["embedding"]).groupby("doc_key", num_partitions=partitions).map_groups(
+        _document_mentions, batch_format="pyarrow",
+        fn_kwargs={"title_mentions": config.title_mentions, "title_index": title_index}).materialize()
+    grouped = mention_rows.groupby("entity_id", num_partitions=partitions).map_groups(
+        _entity_group, batch_format="pyarrow").materialize()
+    known, title_ids = _persons_and_titles(ray, grouped)
+    entities = grouped.map_batches(_entity_rows, batch_format="pyarrow", fn_kwargs={"known_persons": known}).sort("id")
+    entities = entities.materialize()
+    return mention_rows, entities, title_ids
+
+
+def _write(ray, staging: Path, inputs, dataset, config: BuildConfig, chash: str, corpus_tokens: int, limit,
+           seconds: dict[str, float], t: float, spacy_name: str, workers: int, paragraphs, embedded, mention_rows,
+           entities, synonyms, name_vecs, title_ids, shard_rows: int) -> dict[str, int]:
+    """The shards, then the artifact's tables and manifest through the local writer (the ``engine: ray`` manifest
+    keys added), into ``staging``; returns the artifact's counts."""
+    shards, tables, embeddings = _write_shards(staging / art.SHARDS, paragraphs, embedded, mention_rows, entities,
+                                               synonyms, name_vecs, shard_rows)
+    dim = int(name_vecs.shape[1])
+    ent = local._EntityTables(
+        {c: tables["entities"].column(c).to_pylist() for c in art.SCHEMAS["entities"].names},
+        {c: tables["mentions"].column(c).to_pylist() for c in art.SCHEMAS["mentions"].names},
+        [], np.array(tables["entities"].column("lookupable").to_pylist(), dtype=bool), title_ids)
+    sent = local._SentenceRows(*(tables["sentences"].column(c).to_pylist()
+                                 for c in ("id", "paragraph_id", "position", "title", "text")))
+    edges = [local_edge(r) for r in tables["synonyms"].to_pylist()]
+    nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
+    extra = {"engine": "ray", art.SHARDS: shards,
+             "ray": {"version": ray.__version__, "nodes": len(nodes), "cpus": _cluster_cpus(ray),
+                     "ner_actors_max": workers}}
+    counts, _ = local._write_artifact(staging, inputs, dataset, sent, ent, edges, embeddings, name_vecs, config,
+                                      chash, limit, corpus_tokens, spacy_name, dim, seconds, t, workers=workers,
+                                      extra=extra)
+    return counts
+
+
 def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOptions, dataset, chash: str,
            corpus_tokens: int, limit, seconds: dict[str, float], progress: bool,
            stage: Callable[[str], None]) -> local.BuildResult:
@@ -421,32 +479,12 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
 
     t = time.perf_counter()
     stage("ner+embed")
-    annotated = sentences.map_batches(
-        _NerActor, fn_constructor_kwargs={"spacy_model": config.spacy_model, "batch_size": config.ner_batch_size,
-                                          "labels": tuple(config.ner_labels)},
-        batch_format="pyarrow", batch_size=config.ner_batch_size, num_cpus=1,
-        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, workers)))
-    embedded = annotated.map_batches(
-        _EmbedActor, fn_constructor_kwargs={"model": config.embedding_model, "device": config.device,
-                                            "backend": config.embedding_backend, "batch_size": config.embed_batch_size},
-        batch_format="pyarrow", batch_size=config.embed_batch_size * local.EMBED_CHUNK_BATCHES,
-        num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
-        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, int(ray.cluster_resources().get("GPU", 1)) if gpu
-                                                               else workers)))
-    embedded = embedded.materialize()
+    embedded = _annotate(ray, rd, sentences, config, workers, gpu)
     seconds["ner_embed_wall"] = time.perf_counter() - t
 
     t = time.perf_counter()
     stage("entities")
-    title_index = local.title_mention_index([p.title for p in dataset.paragraphs if p.title]) if config.title_mentions else {}
-    mention_rows = embedded.drop_columns(["embedding"]).groupby("doc_key", num_partitions=partitions).map_groups(
-        _document_mentions, batch_format="pyarrow",
-        fn_kwargs={"title_mentions": config.title_mentions, "title_index": title_index}).materialize()
-    grouped = mention_rows.groupby("entity_id", num_partitions=partitions).map_groups(
-        _entity_group, batch_format="pyarrow").materialize()
-    known, title_ids = _persons_and_titles(ray, grouped)
-    entities = grouped.map_batches(_entity_rows, batch_format="pyarrow", fn_kwargs={"known_persons": known}).sort("id")
-    entities = entities.materialize()
+    mention_rows, entities, title_ids = _entities(ray, embedded, dataset, config, partitions)
     seconds["entities"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -459,23 +497,9 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
     stage("write")
     staging = art.staging_dir(graph_dir)
     try:
-        shards, tables, embeddings = _write_shards(staging / art.SHARDS, paragraphs, embedded, mention_rows, entities,
-                                                   synonyms, name_vecs, options.shard_rows or SHARD_ROWS)
-        dim = int(name_vecs.shape[1])
-        ent = local._EntityTables(
-            {c: tables["entities"].column(c).to_pylist() for c in art.SCHEMAS["entities"].names},
-            {c: tables["mentions"].column(c).to_pylist() for c in art.SCHEMAS["mentions"].names},
-            [], np.array(tables["entities"].column("lookupable").to_pylist(), dtype=bool), title_ids)
-        sent = local._SentenceRows(*(tables["sentences"].column(c).to_pylist()
-                                     for c in ("id", "paragraph_id", "position", "title", "text")))
-        edges = [local_edge(r) for r in tables["synonyms"].to_pylist()]
-        nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
-        extra = {"engine": "ray", art.SHARDS: shards,
-                 "ray": {"version": ray.__version__, "nodes": len(nodes), "cpus": _cluster_cpus(ray),
-                         "ner_actors_max": workers}}
-        counts, _ = local._write_artifact(staging, inputs, dataset, sent, ent, edges, embeddings, name_vecs, config,
-                                          chash, limit, corpus_tokens, spacy_name, dim, seconds, t, workers=workers,
-                                          extra=extra)
+        counts = _write(ray, staging, inputs, dataset, config, chash, corpus_tokens, limit, seconds, t, spacy_name,
+                        workers, paragraphs, embedded, mention_rows, entities, synonyms, name_vecs, title_ids,
+                        options.shard_rows or SHARD_ROWS)
         art.publish(staging, graph_dir)
     except BaseException as exc:
         reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""

@@ -12,12 +12,6 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (x * mask).sum() / denom.clamp_min(1.0)
 
 
-def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """log p(tokens) from logits [B, L, V] (already shifted to align with tokens [B, L]), in fp32."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return torch.gather(logp, -1, tokens.unsqueeze(-1)).squeeze(-1)
-
-
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """Low-variance KL estimate (Schulman's k3): exp(ref − logp) − (ref − logp) − 1 ≥ 0."""
     log_ratio = (ref_logp - logp).clamp(-20.0, 20.0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -155,23 +155,11 @@ def _ranked_pool(view: GraphView, pool: Sequence[str], m_vec: np.ndarray, commit
     return view.rank_top(m_vec, pool, cfg.lookup_pool_cap, exclude=committed)
 
 
-def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, committed: Sequence[str], visible: Sequence[str],
-               visited: Sequence[str], cfg: "EnvConfig", m_text: str | None = None,
-               question_targets: Sequence[EntityInfo] = ()) -> Menu:
-    """Propose and filter the menu for the current state (read-only).
-
-    ``m_text``: the text of m_t (whose vector is ``m_vec``). Given, each LOOKUP result is cached in the view under
-    (m_t, C_t, caps, entity) -- all a result depends on -- so a state revisited by another rollout of a GRPO group,
-    or a candidate offered again while C_t is unchanged, is not ranked again.
-
-    ``question_targets``: the question's entities (``env.question_targets``; empty when
-    ``EnvConfig.question_lookups`` is off), candidates with role "question" unless C_t names them (then "bridge");
-    ranked after the bridges and before the frontier."""
-    committed_set = set(committed)
-    infos = view.sentences(list(committed) + list(visible))
-    committed_keys = {text_key(infos[s].text) for s in committed if s in infos}
-    sentences = [infos[s] for s in visible if s in infos and s not in committed_set]
-
+def _lookup_candidates(view: GraphView, committed: Sequence[str], sentences: Sequence[SentenceInfo],
+                       visited: Sequence[str], question_targets: Sequence[EntityInfo],
+                       question_vec: np.ndarray) -> tuple[list[EntityInfo], dict[str, str]]:
+    """The lookupable, unvisited entities of C_t, the question and U_t (``sentences``), each once, ordered by role
+    tier (``_ROLE_RANK``), then name cosine to the question, then id; and each one's role (entity id -> role)."""
     # Candidate entities: bridge (mentioned in committed evidence), then question (named in q), then frontier (visible).
     ents_of = view.entities_of(list(committed) + [s.id for s in sentences])
     visited_set = set(visited)
@@ -191,25 +179,26 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
         order = sorted(range(len(candidates)),
                        key=lambda i: (_ROLE_RANK[roles[candidates[i].id]], -float(sims[i]), candidates[i].id))
         candidates = [candidates[i] for i in order]
+    return candidates, roles
 
-    current = tuple(s.id for s in sentences)
-    # one LOOKUP per name: same-name entities (TITLE/PERSON/WORK_OF_ART of one article) are one target for a policy
-    taken_names = set(view.entity_names(visited).values()) if visited else set()
-    kept: list[EntityInfo] = []
-    results: dict[str, tuple[str, ...]] = {}
-    current_set = frozenset(current)
-    seen_results = {current_set}
-    state = (m_text, frozenset(committed_set), *lookup_rules(cfg)) if m_text is not None else None
-    cache = view.lookup_result_cache
+
+def _cached_results(view: GraphView, state: tuple[Any, ...] | None,
+                    candidates: Sequence[EntityInfo]) -> dict[str, tuple[str, ...]]:
+    """LOOKUP results of ``candidates`` already cached in the view for this ``state`` (entity id -> result)."""
     known: dict[str, tuple[str, ...]] = {}
     if state is not None:
         for e in candidates:
-            hit = cache.get((state, e.id))
+            hit = view.lookup_result_cache.get((state, e.id))
             if hit is not None:
                 known[e.id] = hit
-    todo = [e for e in candidates if e.id not in known]
-    pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
-    # rank the pools of the likely-kept candidates first and fetch the texts their de-duplication reads in one round trip
+    return known
+
+
+def _rank_likely_pools(view: GraphView, candidates: Sequence[EntityInfo], known: dict[str, tuple[str, ...]],
+                       taken_names: set[str], pools: dict[str, Any], title_anchors: dict[str, Any],
+                       m_vec: np.ndarray, committed_set: set[str], cfg: "EnvConfig") -> dict[str, list[str]]:
+    """Rank the pools of the likely-kept candidates (the first ``lookup_cap + 2`` new names) and fetch the texts
+    their de-duplication reads in one round trip; returns entity id -> ranked pool."""
     chunk = max(2 * cfg.visible_cap, 8)
     ranked: dict[str, list[str]] = {}
     head_names: set[str] = set()
@@ -223,6 +212,24 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
     if ranked:  # with the title anchors a result may show (anchor_slot): their texts in the same round trip
         view.prefetch_sentences(itertools.chain((s for r in ranked.values() for s in r[:chunk]),
                                                 (s for e in ranked for s in title_anchors.get(e, ()))))
+    return ranked
+
+
+def _kept_lookups(view: GraphView, candidates: Sequence[EntityInfo], state: tuple[Any, ...] | None,
+                  visited: Sequence[str], sentences: Sequence[SentenceInfo], m_vec: np.ndarray, committed_set: set[str],
+                  committed_keys: set[str], cfg: "EnvConfig") -> tuple[list[EntityInfo], dict[str, tuple[str, ...]]]:
+    """The LOOKUPs the menu offers (at most ``lookup_cap``, in candidate order) and each one's result (entity id ->
+    sentence ids). One LOOKUP per name: same-name entities (TITLE/PERSON/WORK_OF_ART of one article) are one target
+    for a policy; a result that is empty, within U_t, or equal to a better-ranked one's is merged away."""
+    taken_names = set(view.entity_names(visited).values()) if visited else set()
+    kept: list[EntityInfo] = []
+    results: dict[str, tuple[str, ...]] = {}
+    current_set = frozenset(s.id for s in sentences)
+    seen_results = {current_set}
+    known = _cached_results(view, state, candidates)
+    todo = [e for e in candidates if e.id not in known]
+    pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
+    ranked = _rank_likely_pools(view, candidates, known, taken_names, pools, title_anchors, m_vec, committed_set, cfg)
     for e in candidates:
         if len(kept) == cfg.lookup_cap:
             break
@@ -233,7 +240,7 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
             res = lookup_result(view, pools.get(e.id, ()), m_vec, committed_set, committed_keys, cfg,
                                 ranked=ranked.get(e.id), anchors=title_anchors.get(e.id, frozenset()))
             if state is not None:
-                cache.put((state, e.id), res)
+                view.lookup_result_cache.put((state, e.id), res)
         key = frozenset(res)
         # merged away: no result, nothing beyond what is already visible, or the same retrieval as a better-ranked lookup
         if not res or key <= current_set or key in seen_results:
@@ -242,6 +249,28 @@ def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, 
         taken_names.add(e.name)
         kept.append(e)
         results[e.id] = res
+    return kept, results
+
+
+def build_menu(view: GraphView, *, question_vec: np.ndarray, m_vec: np.ndarray, committed: Sequence[str], visible: Sequence[str],
+               visited: Sequence[str], cfg: "EnvConfig", m_text: str | None = None,
+               question_targets: Sequence[EntityInfo] = ()) -> Menu:
+    """Propose and filter the menu for the current state (read-only).
+
+    ``m_text``: the text of m_t (whose vector is ``m_vec``). Given, each LOOKUP result is cached in the view under
+    (m_t, C_t, caps, entity) -- all a result depends on -- so a state revisited by another rollout of a GRPO group,
+    or a candidate offered again while C_t is unchanged, is not ranked again.
+
+    ``question_targets``: the question's entities (``env.question_targets``; empty when
+    ``EnvConfig.question_lookups`` is off), candidates with role "question" unless C_t names them (then "bridge");
+    ranked after the bridges and before the frontier."""
+    committed_set = set(committed)
+    infos = view.sentences(list(committed) + list(visible))
+    committed_keys = {text_key(infos[s].text) for s in committed if s in infos}
+    sentences = [infos[s] for s in visible if s in infos and s not in committed_set]
+    candidates, roles = _lookup_candidates(view, committed, sentences, visited, question_targets, question_vec)
+    state = (m_text, frozenset(committed_set), *lookup_rules(cfg)) if m_text is not None else None
+    kept, results = _kept_lookups(view, candidates, state, visited, sentences, m_vec, committed_set, committed_keys, cfg)
 
     actions: list[Action] = []
 

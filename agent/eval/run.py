@@ -298,13 +298,7 @@ def run_eval(
     runner = make_interface(config.interface, view, policy, env_config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    resolved = {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
-                "config_sources": {f"env.{k}": v for k, v in sources(env_config).items()},
-                "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
-                "encoder": query_encoder(view), "store": view.store.dialect,
-                "interface": config.interface, "judge_model": getattr(judge, "model", None),
-                "policy": {"name": policy.name, **policy.settings()}, "questions": question_set(questions),
-                **(extra_config or {})}
+    resolved = _resolved_config(view, policy, questions, config, env_config, judge, extra_config)
     check_resume(out, resolved)
     start = _graph_at_start(view)  # compared after every question: the graph must not change under the run
     with _writing(out / "config.json", out):
@@ -312,6 +306,34 @@ def run_eval(
     if config.limit is not None:
         questions = list(questions)[: config.limit]
     records_path = out / RECORDS
+    done = _resume_records(view, records_path, out, judge)
+    todo = [q for q in questions if q.id not in done]
+    bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
+    if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes
+        runner.on_turn = lambda turn, max_turns: bar.set_postfix_str(f"turn {turn}/{max_turns}", refresh=True)
+    try:
+        _run_questions(view, runner, todo, _RunFiles(out, records_path, start), config, env_config, judge, on_record,
+                       bar.update)
+    finally:
+        bar.close()
+    return _write_summary(view, policy, config, questions, records_path, out)
+
+
+def _resolved_config(view: GraphView, policy: Policy, questions: Sequence[QAItem], config: EvalConfig,
+                     env_config: EnvConfig, judge: Any | None, extra_config: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's ``config.json``: everything a resumed run must match (see :func:`check_resume`)."""
+    return {"eval": asdict(config), "env": env_config.to_dict(), "graph": str(view.artifact.path),
+            "config_sources": {f"env.{k}": v for k, v in sources(env_config).items()},
+            "graph_version": view.version, "dataset": view.artifact.manifest.get("dataset"),
+            "encoder": query_encoder(view), "store": view.store.dialect,
+            "interface": config.interface, "judge_model": getattr(judge, "model", None),
+            "policy": {"name": policy.name, **policy.settings()}, "questions": question_set(questions),
+            **(extra_config or {})}
+
+
+def _resume_records(view: GraphView, records_path: Path, out: Path, judge: Any | None) -> dict[str, dict[str, Any]]:
+    """The finished records of an earlier run (id -> record), judged where they were not yet, with the file
+    rewritten to hold exactly them (failed and cut lines dropped, so the resumed file holds each id once)."""
     done = _done_ids(records_path)
     if judge is not None:  # resumed runs: judge records that were never judged or whose judging failed
         from harness_g.agent.eval.judge import evidence_texts, needs_judging
@@ -319,84 +341,106 @@ def run_eval(
         for rec in done.values():
             if needs_judging(rec):
                 judge.judge_record(rec, evidence_texts(view, rec))
-    # rewrite the file without failed/cut lines so the resumed file holds each id once
     with _writing(records_path, out), open(records_path, "w", encoding="utf-8") as fh:
         for rec in done.values():
             fh.write(json_line(rec) + "\n")
-    todo = [q for q in questions if q.id not in done]
+    return done
+
+
+class _RunFiles:
+    """Where one run writes (``out``, its records file) and the graph it started on (``start``)."""
+
+    def __init__(self, out: Path, records_path: Path, start: dict[str, Any]):
+        self.out, self.records_path, self.start = out, records_path, start
+
+    def same_graph(self, view: GraphView) -> None:
+        """Raise :class:`GraphChangedError` when the store's graph is no longer the one the run started on."""
+        _check_graph_unchanged(view, self.start, self.records_path)
+
+    def append(self, fh: Any, line: str) -> None:
+        _append(fh, self.records_path, self.out, line)
+
+    def kept(self) -> int:
+        """How many finished questions the records file holds."""
+        return len(_done_ids(self.records_path))
+
+
+def _run_questions(view: GraphView, runner: Any, todo: Sequence[QAItem], files: _RunFiles, config: EvalConfig,
+                   env_config: EnvConfig, judge: Any | None, on_record: Callable[[dict[str, Any]], None] | None,
+                   advance: Callable[[int], Any]) -> None:
+    """Run and record each question of ``todo`` in order; a failing question gets an error record, and the run
+    stops after ``max_consecutive_store_errors`` store failures or ``max_consecutive_errors`` failures in a row."""
     store_errors = failures = 0
-    bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"eval {policy.name}", unit="q", disable=not progress)
-    if progress:  # within a question too: an LLM turn on CPU takes seconds to minutes
-        runner.on_turn = lambda turn, max_turns: bar.set_postfix_str(f"turn {turn}/{max_turns}", refresh=True)
-
-    def same_graph() -> None:
-        try:
-            _check_graph_unchanged(view, start, records_path)
-        except GraphChangedError:
-            bar.close()
-            raise
-
-    with open(records_path, "a", encoding="utf-8") as fh:
+    with open(files.records_path, "a", encoding="utf-8") as fh:
         for item in todo:
             t0 = time.perf_counter()
             try:
-                traj = runner.run(item)
-                record: dict[str, Any] = {"id": item.id, "question": item.question, "answers": list(item.answers),
-                                          "prediction": traj.answer, "metrics": score_trajectory(view, item, traj),
-                                          "trajectory": traj.to_json(), "dataset": item.dataset, "interface": config.interface,
-                                          "gold": {"sentence_ids": list(item.gold_sentence_ids),
-                                                   "paragraph_ids": list(item.gold_paragraph_ids)}}
-                timing: dict[str, float] = {}
-                if judge is not None:
-                    from harness_g.agent.eval.judge import evidence_texts
-
-                    t_part = time.perf_counter()
-                    judge.judge_record(record, evidence_texts(view, record))
-                    timing["judge"] = time.perf_counter() - t_part
-                if config.reachability:
-                    t_part = time.perf_counter()
-                    record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
-                    timing["reachability"] = time.perf_counter() - t_part
-                if timing:  # the parts of record["seconds"] (the whole question) besides the episode (metrics.seconds)
-                    record["timing"] = timing
+                record = _question_record(view, runner, item, config, env_config, judge)
                 store_errors = 0
             except StoreError as exc:
-                same_graph()  # a graph swapped mid-question explains the failure
+                files.same_graph(view)  # a graph swapped mid-question explains the failure
                 store_errors += 1
                 record = {"id": item.id, "question": item.question, "error": f"store: {exc}"}
                 if store_errors >= config.max_consecutive_store_errors:
-                    _append(fh, records_path, out, json.dumps(record))
-                    bar.close()
+                    files.append(fh, json.dumps(record))
                     raise StoreError(
-                        f"{exc} — stopped after {store_errors} store failures in a row; {len(_done_ids(records_path))} finished "
-                        f"questions are kept in {records_path}; re-run the same command to resume"
+                        f"{exc} — stopped after {store_errors} store failures in a row; {files.kept()} finished "
+                        f"questions are kept in {files.records_path}; re-run the same command to resume"
                     ) from exc
             except HarnessError as exc:
                 record = {"id": item.id, "question": item.question, "error": str(exc)}
                 failures += 1
                 if failures >= config.max_consecutive_errors:
                     record["seconds"] = time.perf_counter() - t0
-                    _append(fh, records_path, out, json_line(record))
-                    bar.close()
+                    files.append(fh, json_line(record))
                     raise HarnessError(
-                        f"stopped after {failures} questions failed in a row (last: {exc}); {len(_done_ids(records_path))} "
-                        f"finished questions are kept in {records_path}; fix the cause and re-run the same command to resume"
+                        f"stopped after {failures} questions failed in a row (last: {exc}); {files.kept()} "
+                        f"finished questions are kept in {files.records_path}; fix the cause and re-run the same "
+                        f"command to resume"
                     ) from exc
             else:
                 failures = 0
-            same_graph()  # before the record: it may come from another graph
+            files.same_graph(view)  # before the record: it may come from another graph
             record["seconds"] = time.perf_counter() - t0
-            _append(fh, records_path, out, json_line(record))  # always UTF-8-encodable (lone surrogates escaped)
+            files.append(fh, json_line(record))  # always UTF-8-encodable (lone surrogates escaped)
             if on_record:
                 on_record(record)
-            bar.update(1)
-    bar.close()
+            advance(1)
+
+
+def _question_record(view: GraphView, runner: Any, item: QAItem, config: EvalConfig, env_config: EnvConfig,
+                     judge: Any | None) -> dict[str, Any]:
+    """Run one question's episode and score it: the record without ``seconds`` (the caller times the question)."""
+    traj = runner.run(item)
+    record: dict[str, Any] = {"id": item.id, "question": item.question, "answers": list(item.answers),
+                              "prediction": traj.answer, "metrics": score_trajectory(view, item, traj),
+                              "trajectory": traj.to_json(), "dataset": item.dataset, "interface": config.interface,
+                              "gold": {"sentence_ids": list(item.gold_sentence_ids),
+                                       "paragraph_ids": list(item.gold_paragraph_ids)}}
+    timing: dict[str, float] = {}
+    if judge is not None:
+        from harness_g.agent.eval.judge import evidence_texts
+
+        t_part = time.perf_counter()
+        judge.judge_record(record, evidence_texts(view, record))
+        timing["judge"] = time.perf_counter() - t_part
+    if config.reachability:
+        t_part = time.perf_counter()
+        record["reachability"] = asdict(menu_reachability(view, item, env_config, budget=config.reach_budget))
+        timing["reachability"] = time.perf_counter() - t_part
+    if timing:  # the parts of record["seconds"] (the whole question) besides the episode (metrics.seconds)
+        record["timing"] = timing
+    return record
+
+
+def _write_summary(view: GraphView, policy: Policy, config: EvalConfig, questions: Sequence[QAItem],
+                   records_path: Path, out: Path) -> dict[str, Any]:
+    """Summarize the latest record of each asked question into ``out/summary.json``; returns the summary."""
     all_records = []
     with open(records_path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                rec = json.loads(line)
-                all_records.append(rec)
+                all_records.append(json.loads(line))
     wanted = {q.id for q in questions}
     latest = {r["id"]: r for r in all_records if r["id"] in wanted}
     summary = summarize(list(latest.values()))

@@ -157,12 +157,6 @@ def loadable_base(spec: str | Path, gguf_file: str | None = None) -> str:
     return str(path.resolve()) if path.is_dir() else ref.name_or_path
 
 
-def smollm2_tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(smollm2_dir()))
-
-
 def tiny_random_model(out_dir: str | Path, *, seed: int = 0, hidden_size: int = 64, layers: int = 2,
                       chat_template: bool = True, tokenizer_dir: str | Path | None = None) -> Path:
     """Save a tiny randomly initialised Llama-style causal LM with the SmolLM2 tokenizer to ``out_dir``.

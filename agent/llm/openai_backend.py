@@ -23,10 +23,6 @@ from harness_g.errors import ConfigError
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
-class _Retryable(Exception):
-    pass
-
-
 class OpenAIBackend:
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0,
                  max_retries: int = 3, backoff_s: float = 0.5, concurrency: int = 8, on_error: str = "raise",

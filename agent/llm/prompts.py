@@ -70,11 +70,6 @@ def environment_response(observation: str, event: str = "ok", error: str | None 
     return f"{head}\n<observation>\n{observation}\n</observation>"
 
 
-def first_user_message(observation: str) -> str:
-    """Instruction + tool schema + the first observation: the opening user turn of an episode."""
-    return f"{policy_instruction()}\n\n{tool_schema()}\n\n{environment_response(observation, 'start')}"
-
-
 def format_evidence(evidence: Evidence) -> str:
     if not evidence:
         return "(none)"

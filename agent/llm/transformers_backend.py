@@ -115,22 +115,8 @@ class TransformersBackend:
         texts = [self.render(conv) for conv in batch]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not self.chat_template)
         enc = {k: v.to(self.device) for k, v in enc.items()}
-        gen_kw: dict[str, Any] = {
-            "max_new_tokens": max_new_tokens, "pad_token_id": self.pad_id, "eos_token_id": self.eos_ids,
-            "return_dict_in_generate": True,
-        }
-        if temperature > 0:
-            gen_kw.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
-        else:
-            gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if allowed is not None:
-            from harness_g.agent.llm.constrained import allowed_tokens_fn
-
-            gen_kw["prefix_allowed_tokens_fn"] = allowed_tokens_fn(self.tokenizer, allowed, enc["input_ids"].shape[1],
-                                                                   self.eos_ids[0])
         stops = [s for s in (stop or []) if s]
-        if stops:
-            gen_kw.update(stop_strings=stops, tokenizer=self.tokenizer)
+        gen_kw = self._generation_kwargs(max_new_tokens, temperature, top_p, stops, allowed, enc["input_ids"].shape[1])
         with self._lock:
             t0 = time.perf_counter()
             threads = torch.get_num_threads()
@@ -151,11 +137,38 @@ class TransformersBackend:
                 if torch.get_num_threads() != threads:
                     torch.set_num_threads(threads)
             seconds = time.perf_counter() - t0
+        return self._generations(out.sequences, enc, stops, max_new_tokens, seconds)
+
+    def _generation_kwargs(self, max_new_tokens: int, temperature: float, top_p: float, stops: list[str],
+                           allowed: Sequence[Sequence[str]] | None, prompt_width: int) -> dict[str, Any]:
+        """``model.generate`` keyword arguments: greedy at temperature 0 (else nucleus sampling, no top-k), the
+        constrained-decoding hook for ``allowed`` (prompts padded to ``prompt_width`` tokens), the stop strings."""
+        gen_kw: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens, "pad_token_id": self.pad_id, "eos_token_id": self.eos_ids,
+            "return_dict_in_generate": True,
+        }
+        if temperature > 0:
+            gen_kw.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        else:
+            gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if allowed is not None:
+            from harness_g.agent.llm.constrained import allowed_tokens_fn
+
+            gen_kw["prefix_allowed_tokens_fn"] = allowed_tokens_fn(self.tokenizer, allowed, prompt_width,
+                                                                   self.eos_ids[0])
+        if stops:
+            gen_kw.update(stop_strings=stops, tokenizer=self.tokenizer)
+        return gen_kw
+
+    def _generations(self, sequences: Any, enc: dict[str, Any], stops: list[str], max_new_tokens: int,
+                     seconds: float) -> list[Generation]:
+        """Decode each row of ``sequences`` ([batch, prompt width + new tokens]) after its prompt, up to its first
+        end token, cut at the first stop string; ``seconds``: the whole batch's generation time."""
         width = enc["input_ids"].shape[1]
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
         end_ids = set(self.eos_ids) | ({self.pad_id} if self.pad_id is not None else set())
         results = []
-        for row, plen in zip(out.sequences[:, width:].tolist(), prompt_lens):
+        for row, plen in zip(sequences[:, width:].tolist(), prompt_lens):
             n = next((i for i, t in enumerate(row) if t in end_ids), None)
             ended = n is not None and row[n] in self.eos_ids
             kept = row[: n] if n is not None else row

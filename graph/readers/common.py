@@ -298,6 +298,30 @@ def iter_jsonl(path: Path) -> Iterator[Record]:
 TOO_DEEP = "malformed JSON: nested too deeply (thousands of levels of arrays/objects)"
 
 
+def _json_error(text: str, spath: str, msg: str, pos: int, index: int | None) -> InputError:
+    """The one-line error for malformed JSON at character ``pos`` of ``text`` (its line and column), in record
+    ``index`` of the array (None: outside any record)."""
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    where = f"record {index}: " if index is not None else ""
+    return InputError(f"{where}malformed JSON: {msg} (column {col})", spath, line)
+
+
+def _check_array_start(text: str, i: int, decoder: json.JSONDecoder, spath: str) -> None:
+    """Refuse a file whose first non-blank character (at ``i``) does not open a JSON array, naming what it holds."""
+    if i == len(text):
+        raise InputError("empty file, expected a JSON array", spath)
+    if text[i] != "[":
+        try:
+            top = decoder.raw_decode(text, i)[0]
+            got = json_type_name(top)
+        except json.JSONDecodeError:
+            got = "invalid JSON"
+        except RecursionError:
+            got = "JSON nested too deeply"
+        raise InputError(f"expected a JSON array of records, got {got}", spath)
+
+
 def iter_json_array(path: Path) -> Iterator[Record]:
     """Yield the objects of a file holding one JSON array, decoding one element at a time.
 
@@ -315,23 +339,10 @@ def iter_json_array(path: Path) -> Iterator[Record]:
         return i
 
     def fail(msg: str, pos: int, index: int | None) -> InputError:
-        line = text.count("\n", 0, pos) + 1
-        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-        where = f"record {index}: " if index is not None else ""
-        return InputError(f"{where}malformed JSON: {msg} (column {col})", spath, line)
+        return _json_error(text, spath, msg, pos, index)
 
     i = skip_ws(0)
-    if i == n:
-        raise InputError("empty file, expected a JSON array", spath)
-    if text[i] != "[":
-        try:
-            top = decoder.raw_decode(text, i)[0]
-            got = json_type_name(top)
-        except json.JSONDecodeError:
-            got = "invalid JSON"
-        except RecursionError:
-            got = "JSON nested too deeply"
-        raise InputError(f"expected a JSON array of records, got {got}", spath)
+    _check_array_start(text, i, decoder, spath)
     i = skip_ws(i + 1)
     index = 0
     if i < n and text[i] == "]":

@@ -223,14 +223,8 @@ def _series_name(r: Run, runs: Sequence[Run]) -> str:
     return f"{base} ({r.path.name})" if dup else base
 
 
-def _plots(runs: Sequence[Run]) -> str:
-    figs: list[tuple[str, str]] = []
-    datasets = list(dict.fromkeys(r.dataset for r in runs))
-    series = list(dict.fromkeys(_series_name(r, runs) for r in runs))
-    for key, name in (("f1", "F1"), ("em", "EM")):
-        vals = {(r.dataset, _series_name(r, runs)): r.summary.get(key) for r in runs}
-        figs.append((plots.grouped_bars(f"{name} by dataset", datasets, series, vals, y_max=100, y_label=name, cls=f"plot-{key}"),
-                     f"{name} (×100) per dataset; one bar per interface · policy."))
+def _turns_figure(runs: Sequence[Run]) -> tuple[str, str]:
+    """Histogram of decision turns per question, one series per run (runs without steps left out): (svg, caption)."""
     # turns histogram (runs that take decision steps; rag / naive answer in 0 turns and are left out)
     stepped = [r for r in runs if any((rec.get("trajectory") or {}).get("steps") for rec in r.scored)] or list(runs)
     max_t = max((int((rec.get("metrics") or {}).get("turns") or 0) for r in stepped for rec in r.scored), default=0)
@@ -241,16 +235,14 @@ def _plots(runs: Sequence[Run]) -> str:
         for g in groups:
             tvals[(g, r.label)] = float(c.get(int(g), 0))
     left_out = [r.label for r in runs if r not in stepped]
-    figs.append((plots.grouped_bars("Turns per question", groups, [r.label for r in stepped], tvals, y_label="questions",
-                                    cls="plot-turns", integer=True),
-                 "Decision turns per episode (invalid replies count)."
-                 + (f" Not shown (0 turns by design): {', '.join(left_out)}." if left_out else "")))
-    # action mix
-    counts = {(r.label, t): float((r.summary.get("action_mix") or {}).get(t, 0)) for r in runs for t in ACTION_TYPES}
-    figs.append((plots.stacked_shares("Action-type mix", [r.label for r in runs], list(ACTION_TYPES), counts,
-                                      colors=plots.ACTION_COLORS, cls="plot-actions"),
-                 "Share of executed action types over all steps (summary.json action_mix)."))
-    # outcomes / failure reasons
+    return (plots.grouped_bars("Turns per question", groups, [r.label for r in stepped], tvals, y_label="questions",
+                               cls="plot-turns", integer=True),
+            "Decision turns per episode (invalid replies count)."
+            + (f" Not shown (0 turns by design): {', '.join(left_out)}." if left_out else ""))
+
+
+def _outcome_figure(runs: Sequence[Run]) -> tuple[str, str]:
+    """Share of correct answers and of each diagnosed failure reason per run: (svg, caption)."""
     outcome_cats = [CORRECT, *REASONS]
     oc = {(r.label, d): 0.0 for r in runs for d in outcome_cats}
     for r in runs:
@@ -262,10 +254,14 @@ def _plots(runs: Sequence[Run]) -> str:
                      "wrong answer string": "#c4484e", "part of the gold never surfaced": "#b39ddb",
                      "gold never surfaced": "#8467b3", "no retrieval (naive)": "#b5b23a",
                      "no gold evidence annotated": "#bbbbbb"}
-    figs.append((plots.stacked_shares("Outcome and failure reason", [r.label for r in runs], used or [CORRECT], oc,
-                                      colors=reason_colors, cls="plot-reasons"),
-                 "Correct = EM 1; wrong answers by diagnosed reason (see the trajectories)."))
-    # reachability vs outcome
+    return (plots.stacked_shares("Outcome and failure reason", [r.label for r in runs], used or [CORRECT], oc,
+                                 colors=reason_colors, cls="plot-reasons"),
+            "Correct = EM 1; wrong answers by diagnosed reason (see the trajectories).")
+
+
+def _reachability_figures(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """One reachability × outcome grid per run that recorded reachability: [(svg, caption)]."""
+    figs: list[tuple[str, str]] = []
     for r in runs:
         reach = [rec for rec in r.scored if rec.get("reachability")]
         if not reach:
@@ -279,6 +275,25 @@ def _plots(runs: Sequence[Run]) -> str:
         figs.append((plots.count_grid(f"Reachability × outcome: {r.label}", rows, ["correct", "wrong"], dict(grid),
                                       width=420, cls="plot-reach", row_title="menu reachability", col_title="answer (EM)"),
                      "Questions by menu reachability of the gold evidence (eval --reachability) and answer correctness."))
+    return figs
+
+
+def _plots(runs: Sequence[Run]) -> str:
+    figs: list[tuple[str, str]] = []
+    datasets = list(dict.fromkeys(r.dataset for r in runs))
+    series = list(dict.fromkeys(_series_name(r, runs) for r in runs))
+    for key, name in (("f1", "F1"), ("em", "EM")):
+        vals = {(r.dataset, _series_name(r, runs)): r.summary.get(key) for r in runs}
+        figs.append((plots.grouped_bars(f"{name} by dataset", datasets, series, vals, y_max=100, y_label=name, cls=f"plot-{key}"),
+                     f"{name} (×100) per dataset; one bar per interface · policy."))
+    figs.append(_turns_figure(runs))
+    # action mix
+    counts = {(r.label, t): float((r.summary.get("action_mix") or {}).get(t, 0)) for r in runs for t in ACTION_TYPES}
+    figs.append((plots.stacked_shares("Action-type mix", [r.label for r in runs], list(ACTION_TYPES), counts,
+                                      colors=plots.ACTION_COLORS, cls="plot-actions"),
+                 "Share of executed action types over all steps (summary.json action_mix)."))
+    figs.append(_outcome_figure(runs))
+    figs += _reachability_figures(runs)
     if not any(rec.get("reachability") for r in runs for rec in r.scored):
         note = '<p class="sub">No reachability in these runs (run <code>harness-g eval --reachability</code> to add the reachability × outcome plot).</p>'
     else:
@@ -296,9 +311,9 @@ def _chip(action: dict[str, Any], chosen: str | None, refs: str = "") -> str:
             f'title="{escape(action.get("label", ""))}">{escape(text)}</span>')
 
 
-def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_turns: int, fq: dict[str, Any] | None) -> str:
-    chosen = step.get("chosen")
-    menu = step.get("menu") or []
+def _menu_rows(run: Run, menu: list[dict[str, Any]], chosen: str | None, gold: dict[str, list[str]]) -> list[str]:
+    """The menu as table rows (``<tr>`` strings): one per visible sentence, then per LOOKUP entity, then one for the
+    several-sentence ANSWER_WITH actions, then ANSWER; each row's action chips, the chosen one highlighted."""
     # group the menu's actions by target row: visible sentences, entities, then ANSWER
     sentence_rows: dict[str, dict[str, Any]] = {}
     entity_rows: dict[str, dict[str, Any]] = {}
@@ -342,7 +357,12 @@ def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_t
         cls = "row stop " + ("chosen" if a["id"] == chosen else "rejected")
         rows.append(f'<tr class="{cls}"><td class="ref"></td><td class="txt"><i>stop and answer from C_t</i></td>'
                     f'<td class="acts">{_chip(a, chosen)}</td></tr>')
-    turn = int(step.get("turn", 0))
+    return rows
+
+
+def _step_head(step: dict[str, Any], menu: list[dict[str, Any]], chosen: str | None, turn: int, max_turns: int,
+               fq: dict[str, Any] | None) -> str:
+    """A step's heading: the turn and the chosen action, or the invalid reply and its error."""
     if chosen is None:
         head = (f'Turn {turn + 1}/{max_turns} · <span style="color:var(--bad)">invalid reply</span> '
                 f'<code>{escape(str(step.get("reply", ""))[:200])}</code> — {escape(step.get("error") or "")}')
@@ -351,12 +371,22 @@ def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_t
         head = f'Turn {turn + 1}/{max_turns} · chose <span class="chip t-{escape(step.get("action_type") or "")} chosen">{escape(label)}</span>'
         if fq is None and str(step.get("reply", "")).strip() != chosen:
             head += f' <span class="sub">reply <code>{escape(str(step.get("reply", ""))[:120])}</code></span>'
+    return head
+
+
+def _free_query_html(fq: dict[str, Any] | None) -> str:
+    """A free-query step's query, the entity it resolved to and its cosine (and the runner-up); "" for menu steps."""
     fq_html = ""
     if fq is not None:
         ru = fq.get("runner_up")
         ru_txt = f"; runner-up {escape(str(ru[0]))} ({float(ru[1]):.3f})" if ru else ""
         fq_html = (f'<div class="fq">free query <q>{escape(str(fq.get("query", "")))}</q> → resolved to '
                    f'<b>{escape(str(fq.get("resolved")))}</b> (cos {float(fq.get("score", 0.0)):.3f}{ru_txt})</div>')
+    return fq_html
+
+
+def _step_effect(run: Run, step: dict[str, Any], chosen: str | None, gold: dict[str, list[str]]) -> str:
+    """What the chosen action did: the sentences a LOOKUP surfaced or a SELECT / ANSWER_WITH committed ("" else)."""
     effect = ""
     intro = step.get("introduced") or []
     if chosen is not None and step.get("action_type") == "LOOKUP":
@@ -364,18 +394,66 @@ def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_t
         effect = f'<div class="effect">→ LOOKUP surfaced {len(intro)} sentence(s) for the next menu:<ul>{items}</ul></div>'
     elif chosen is not None and step.get("action_type") in ("SELECT", "ANSWER_WITH") and intro:
         effect = f'<div class="effect">→ committed: {"; ".join(_sentence_html(run, s, gold) for s in intro)}</div>'
+    return effect
+
+
+def _step_html(run: Run, step: dict[str, Any], gold: dict[str, list[str]], max_turns: int, fq: dict[str, Any] | None) -> str:
+    chosen = step.get("chosen")
+    menu = step.get("menu") or []
+    rows = _menu_rows(run, menu, chosen, gold)
+    turn = int(step.get("turn", 0))
+    head = _step_head(step, menu, chosen, turn, max_turns, fq)
+    fq_html = _free_query_html(fq)
+    effect = _step_effect(run, step, chosen, gold)
     return (f'<div class="step" data-turn="{turn}" data-chosen="{escape(chosen or "")}"><div class="step-head">{head}</div>'
             f'{fq_html}<table class="menu">{"".join(rows)}</table>{effect}</div>')
+
+
+def _error_html(rec: dict[str, Any], qid: str, ri: int) -> str:
+    """A failed question's entry: its question and the error, no trajectory."""
+    return (f'<details class="traj" data-run="{ri}" data-qid="{escape(qid)}" data-outcome="error" '
+            f'data-search="{escape(str(rec.get("question", "")).lower())}"><summary><span class="badge bad">error</span>'
+            f'<span class="q">{escape(str(rec.get("question", "")))}</span></summary>'
+            f'<div class="tbody"><p>{escape(str(rec["error"]))}</p></div></details>')
+
+
+def _retrieval_parts(run: Run, t: dict[str, Any], retrieved: list[dict[str, Any]] | None,
+                     gold: dict[str, list[str]]) -> list[str]:
+    """The retrieved chunks of a rag episode, or the note that a naive one retrieved nothing ([] else)."""
+    parts: list[str] = []
+    if retrieved:
+        parts.append(f"<h4>Retrieved chunks (top {len(retrieved)} paragraphs by the encoder)</h4>")
+        for i, c in enumerate(retrieved):
+            sents = "".join(f"<li>{_sentence_html(run, s, gold, with_title=False)}</li>" for s in c.get("sentence_ids") or [])
+            parts.append(f'<div class="step chunk"><div class="step-head">#{i + 1} {escape(str(c.get("title", "")))} '
+                         f'<span class="sub">score {float(c.get("score", 0)):.3f}</span></div><ol class="ct">{sents}</ol></div>')
+    elif run.interface == "naive" or t.get("terminated_by") == "naive":
+        parts.append('<p class="muted">Naive generation: no retrieval, the answer sees the question only.</p>')
+    return parts
+
+
+def _judge_and_reach_notes(rec: dict[str, Any]) -> list[str]:
+    """Notes under the answer: the G-E judge's scores (or its failure) and the menu reachability, where recorded."""
+    parts: list[str] = []
+    if rec.get("judge"):
+        j = rec["judge"]
+        if "scores" in j:
+            sc = ", ".join(f"{escape(k)} {v:g}" for k, v in j["scores"].items())
+            parts.append(f'<p class="sub">G-E {float(j.get("ge", 0)):.1f} ({escape(str(j.get("model", "")))}: {sc})</p>')
+        else:
+            parts.append(f'<p class="sub">G-E judge failed: {escape(str(j.get("error", "")))}</p>')
+    if rec.get("reachability"):
+        rch = rec["reachability"]
+        parts.append(f'<p class="sub">menu reachability: {escape(str(rch.get("status")))}'
+                     + (f' (min {rch["min_turns"]} turns)' if rch.get("min_turns") is not None else "") + "</p>")
+    return parts
 
 
 def _trajectory_html(run: Run, rec: dict[str, Any], ri: int, expand: bool = False) -> str:
     qid = str(rec.get("id"))
     gold = run.gold.get(qid, {})
     if "error" in rec:
-        return (f'<details class="traj" data-run="{ri}" data-qid="{escape(qid)}" data-outcome="error" '
-                f'data-search="{escape(str(rec.get("question", "")).lower())}"><summary><span class="badge bad">error</span>'
-                f'<span class="q">{escape(str(rec.get("question", "")))}</span></summary>'
-                f'<div class="tbody"><p>{escape(str(rec["error"]))}</p></div></details>')
+        return _error_html(rec, qid, ri)
     t = rec.get("trajectory") or {}
     m = rec.get("metrics") or {}
     reason = diagnose(rec, gold, run.interface)
@@ -394,14 +472,7 @@ def _trajectory_html(run: Run, rec: dict[str, Any], ri: int, expand: bool = Fals
         parts.append("<h4>Menus (chosen action highlighted; rejected alternatives greyed)</h4>")
         parts += [_step_html(run, s, gold, max_turns, fq_by_turn.get(int(s.get("turn", -1))) if fq_by_turn else None) for s in steps]
     retrieved = (t.get("meta") or {}).get("retrieved")
-    if retrieved:
-        parts.append(f"<h4>Retrieved chunks (top {len(retrieved)} paragraphs by the encoder)</h4>")
-        for i, c in enumerate(retrieved):
-            sents = "".join(f"<li>{_sentence_html(run, s, gold, with_title=False)}</li>" for s in c.get("sentence_ids") or [])
-            parts.append(f'<div class="step chunk"><div class="step-head">#{i + 1} {escape(str(c.get("title", "")))} '
-                         f'<span class="sub">score {float(c.get("score", 0)):.3f}</span></div><ol class="ct">{sents}</ol></div>')
-    elif run.interface == "naive" or t.get("terminated_by") == "naive":
-        parts.append('<p class="muted">Naive generation: no retrieval, the answer sees the question only.</p>')
+    parts += _retrieval_parts(run, t, retrieved, gold)
     committed = t.get("committed") or []
     if not retrieved and (steps or committed):
         items = "".join(f"<li>{_sentence_html(run, s, gold)}</li>" for s in committed)
@@ -412,17 +483,7 @@ def _trajectory_html(run: Run, rec: dict[str, Any], ri: int, expand: bool = Fals
                  f'<span>Gold: <b>{escape(" | ".join(answers)) or "—"}</b></span><span>EM {_num(em, 0)} · F1 {_num(f1)}</span>'
                  f'<span class="muted">ended by {escape(ended)} · {len(steps)} turn(s)</span>'
                  f'<span class="reason {"correct" if ok else ""}">{escape(reason)}</span></div>')
-    if rec.get("judge"):
-        j = rec["judge"]
-        if "scores" in j:
-            sc = ", ".join(f"{escape(k)} {v:g}" for k, v in j["scores"].items())
-            parts.append(f'<p class="sub">G-E {float(j.get("ge", 0)):.1f} ({escape(str(j.get("model", "")))}: {sc})</p>')
-        else:
-            parts.append(f'<p class="sub">G-E judge failed: {escape(str(j.get("error", "")))}</p>')
-    if rec.get("reachability"):
-        rch = rec["reachability"]
-        parts.append(f'<p class="sub">menu reachability: {escape(str(rch.get("status")))}'
-                     + (f' (min {rch["min_turns"]} turns)' if rch.get("min_turns") is not None else "") + "</p>")
+    parts += _judge_and_reach_notes(rec)
     badge = f'<span class="badge {"ok" if ok else "bad"}">EM {_num(em, 0)} · F1 {_num(f1)}</span>'
     return (f'<details class="traj"{" open" if expand else ""} data-run="{ri}" data-qid="{escape(qid)}" data-outcome="{"correct" if ok else "wrong"}" '
             f'data-reason="{escape(reason)}" data-search="{escape(search)}"><summary>{badge}'
