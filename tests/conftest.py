@@ -135,6 +135,16 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def store_spec(request: pytest.FixtureRequest, store_kind: str) -> str | None:
+    """A run's ``--store``/``data.store``: None (embedded FalkorDB in the graph dir) or the session's Neo4j, emptied
+    first (it holds one graph: a run is refused on a database holding another test's graph)."""
+    if store_kind == "falkordb":
+        return None
+    request.getfixturevalue("neo4j_store").clear()
+    return request.getfixturevalue("neo4j_server").bolt_uri
+
+
+@pytest.fixture
 def tiny_store(request: pytest.FixtureRequest, store_kind: str, tiny_artifact: Artifact) -> GraphStore:
     if store_kind == "falkordb":
         return request.getfixturevalue("falkordb_tiny_store")

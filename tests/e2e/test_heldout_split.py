@@ -14,14 +14,6 @@ from helpers.paths import TEST_DATA
 SLICE = TEST_DATA / "2wikimultihopqa" / "dev.subset.json"
 
 
-@pytest.fixture
-def store_spec(request, store_kind: str):
-    """``data.store``: None (embedded FalkorDB in the graph dir) or the session's Neo4j, emptied first."""
-    if store_kind == "falkordb":
-        return None
-    request.getfixturevalue("neo4j_store").clear()
-    return request.getfixturevalue("neo4j_server").bolt_uri
-
 
 @pytest.mark.slow
 def test_the_held_out_questions_are_recorded_and_eval_reports_the_final_checkpoint_on_them(tmp_path, capsys, store_spec):

@@ -25,14 +25,6 @@ def _script():
     return module
 
 
-@pytest.fixture
-def store_spec(request, store_kind: str):
-    """None (embedded FalkorDB in the graph dir) or the session's Neo4j, emptied first (one graph per database)."""
-    if store_kind == "falkordb":
-        return None
-    request.getfixturevalue("neo4j_store").clear()
-    return request.getfixturevalue("neo4j_server").bolt_uri
-
 
 def _build(graph, store):
     from harness_g.training.config import load_config

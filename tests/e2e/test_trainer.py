@@ -194,15 +194,6 @@ def test_malformed_config_is_a_clear_error(tmp_path):
     assert with_run_graph(load_config(None, {"data.graph_dir": "x"}), tmp_path).data.graph_dir.endswith("x")
 
 
-@pytest.fixture
-def store_spec(request, store_kind: str):
-    """``data.store`` for the run: None (embedded FalkorDB in the graph dir) or the session's Neo4j, emptied first (it
-    holds one graph: a run is refused on a database holding another test's graph)."""
-    if store_kind == "falkordb":
-        return None
-    request.getfixturevalue("neo4j_store").clear()
-    return request.getfixturevalue("neo4j_server").bolt_uri
-
 
 def _config(tmp_path: Path, steps: int, store: str | None = None, **extra):
     overrides = {
