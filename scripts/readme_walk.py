@@ -1,7 +1,7 @@
 """Walk through the README as a new user would: run every command of its ```bash blocks, in order, in a fresh
 working directory, and stop at the first one that fails.
 
-    python scripts/readme_walk.py            # CI runs it (.ci/run) after the test suite
+    python scripts/readme_walk.py            # CI runs it (.ci/run) beside the test suite
     python scripts/readme_walk.py --list     # print the commands and what the walk does with each, run nothing
 
 The commands run as written except for these documented changes (:func:`plan`), which keep the walk to minutes on a

@@ -42,12 +42,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def store_spec(request, store_kind: str):
-    """``data.store`` for the run: None (embedded FalkorDB in the graph dir) or the session's Neo4j."""
-    return None if store_kind == "falkordb" else request.getfixturevalue("neo4j_server").bolt_uri
-
-
 @pytest.mark.slow
 def test_a_resumed_run_logs_each_step_once_and_matches_the_uninterrupted_run(tmp_path, store_spec):
     """An uninterrupted 3-step run (checkpoint at step 2) left exactly what a run killed after logging step 3 leaves,
