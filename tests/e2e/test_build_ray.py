@@ -126,7 +126,7 @@ def ray_cluster() -> Iterator[str]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _wait(ready, procs: list[subprocess.Popen], temp: str, timeout_s: float = 120.0) -> None:
+def _wait(ready, procs: list[subprocess.Popen], temp: str, timeout_s: float = 300.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not ready():
         dead = [p for p in procs if p.poll() is not None]
