@@ -9,8 +9,13 @@ Real builds (spaCy NER, the MiniLM encoder) and real stores (FalkorDB and Neo4j 
 - a store holding A that receives only the delta holds what a load of the union gives: every node and relationship
   with its properties, the vector index's answers, the menu's queries; an interrupted delta leaves the store
   marked incomplete and the next load reloads the artifact whole;
-- refusals (one line, nothing changed): another build config, a document or question already in the graph, a
-  directory that is not a graph; a crash before the publish leaves the old graph (SIGKILL).
+- question sets that share context paragraphs (two 2Wiki records, ``tests/data/append/2wiki-shared.json``): the
+  paragraphs the graph holds are reused (counted, not added again), the new question's gold ids point at them, and
+  the result still equals the union build, in the artifact and in both stores; a question set over documents the
+  graph holds adds only its questions;
+- refusals (one line, nothing changed): another build config, a paragraph id in the graph with another sentence
+  split, a question id in the graph with other content, inputs with nothing new, a directory that is not a graph; a
+  crash before the publish leaves the old graph (SIGKILL).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,8 @@ from harness_g.graph.stores.loader import table_counts
 APPEND_DATA = TEST_DATA / "append"
 A_FILE, B_FILE = APPEND_DATA / "a.jsonl", APPEND_DATA / "b.jsonl"
 HOTPOT_FILE = TEST_DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"
+#: two 2Wiki records whose contexts share three paragraphs, one of them gold evidence of the second question
+SHARED_FILE = APPEND_DATA / "2wiki-shared.json"
 #: the build config of the append corpora: extended rules (title mentions, alias merge), one embedding neighbour
 #: per entity, so a new name can push an old one out of a list
 SETS = {"link_top_k": 1}
@@ -106,6 +114,110 @@ def test_append_of_hotpotqa_questions_equals_the_union_build(tmp_path: Path) -> 
     assert appended.content_hash not in (before, full.content_hash)  # chained (graph/append.py docstring)
     assert appended.manifest["appends"][0]["base_content_hash"] == before
     assert result.affected["entities_relinked"] < result.counts["lookupable_entities"]  # not every list recomputed
+
+
+# -- question sets that share paragraphs ------------------------------------------------------------------------------
+class Shared:
+    """2Wiki record 120 built (``a``), record 53 appended to a copy (``g``), and a full build of both (``u``), paper
+    preset; their contexts share three paragraphs (``tests/data/append/README.md``)."""
+
+    def __init__(self, root: Path):
+        first, second = split_records(SHARED_FILE, [0], root / "in")
+        self.files = (first, second)
+        self.a, self.g, self.u = root / "a", root / "g", root / "u"
+        build_graph([CorpusSpec("2wiki", first)], self.a, BuildConfig(), progress=False)
+        shutil.copytree(self.a, self.g)
+        self.result = append_graph([CorpusSpec("2wiki", second)], self.g, BuildConfig(), progress=False)
+        assert self.result.delta is not None
+        self.delta: StoreDelta = self.result.delta
+        build_graph([CorpusSpec("2wiki", first), CorpusSpec("2wiki", second)], self.u, BuildConfig(), progress=False)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Shared:
+    return Shared(tmp_path_factory.mktemp("shared"))
+
+
+def _ids(artifact: Artifact, table: str) -> set[str]:
+    return set(artifact.table(table, columns=["id"]).column("id").to_pylist())
+
+
+def test_append_reuses_paragraphs_the_graph_holds_and_equals_the_union_build(shared: Shared) -> None:
+    base, appended, full = Artifact.open(shared.a), Artifact.open(shared.g, verify=True), Artifact.open(shared.u)
+    assert table_differences(appended, full) == []
+    assert embedding_difference(appended, full) <= EMBEDDING_ATOL
+    assert appended.counts == full.counts
+    # three paragraphs of the second question's context were in the graph: reused, not sent again
+    assert shared.result.reused == {"paragraphs": 3, "questions": 0} and shared.result.added_questions == 1
+    old_paragraphs = _ids(base, "paragraphs")
+    assert {r["id"] for r in shared.delta.paragraphs}.isdisjoint(old_paragraphs)
+    assert len(shared.delta.paragraphs) == full.counts["paragraphs"] - base.counts["paragraphs"]
+    assert len(shared.delta.sentences) == full.counts["sentences"] - base.counts["sentences"]
+    assert appended.manifest["appends"][0]["reused_paragraphs"] == 3
+    # the new question's gold evidence is in the graph, part of it on a reused paragraph ("Ben Cura")
+    added = appended.questions()[-1]
+    assert added.id == json.loads(shared.files[1].read_text())[0]["_id"]
+    assert set(added.gold_paragraph_ids) <= _ids(appended, "paragraphs")
+    assert added.gold_sentence_ids and set(added.gold_sentence_ids) <= _ids(appended, "sentences")
+    reused_gold = set(added.gold_paragraph_ids) & old_paragraphs
+    titles = dict(zip(*(base.table("paragraphs", columns=["id", "title"]).column(c).to_pylist() for c in ("id", "title"))))
+    assert [titles[p] for p in reused_gold] == ["Ben Cura"]
+
+
+def test_store_delta_with_reused_paragraphs_holds_the_union(shared: Shared, scratch_store: Any) -> None:
+    store = scratch_store
+    store.load(Artifact.open(shared.a), progress=False)
+    appended = Artifact.open(shared.g, verify=True)
+    apply_delta(store, appended, shared.delta)
+    assert store.loaded_hash() == appended.content_hash
+    after_delta = _dump(store, appended)
+    full = Artifact.open(shared.u)
+    store.load(full, progress=False)
+    assert after_delta == _dump(store, full)
+
+
+def _record_over(graph: Artifact, source: Path, qid: str, **changes: Any) -> list[dict[str, Any]]:
+    """``source``'s first 2Wiki record with id ``qid`` and ``changes``: a question over its context."""
+    record = {**json.loads(source.read_text())[0], "_id": qid, **changes}
+    assert qid not in [q.id for q in graph.questions()]
+    return [record]
+
+
+def test_questions_over_held_documents_and_conflicts(shared: Shared, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g"
+    shutil.copytree(shared.g, out)
+    graph = Artifact.open(out)
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps(_record_over(graph, shared.files[0], "asked-again", question="Who directed it?")))
+    # a question over documents the graph holds: only the question is added, every table stays as it was
+    rc, stdout, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", again, "--out", out,
+                          "--no-load", "-q")
+    assert rc == 0, err
+    held = Artifact.open(shared.a).counts["paragraphs"]  # the record's context
+    assert f"added 0 paragraphs, 0 sentences, 1 questions; reused {held} paragraphs and 0 questions" in stdout, stdout
+    now = Artifact.open(out, verify=True)
+    assert table_differences(now, graph) == ["questions differ"]
+    assert [q.id for q in now.questions()] == [*(q.id for q in graph.questions()), "asked-again"]
+    before = _state(out)
+    # the same question again: nothing new
+    rc, _, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", again, "--out", out, "--no-load", "-q")
+    assert_one_line_error(rc, err, "cannot append: nothing new", f"{held} document(s) and 1 question(s)")
+    # the same question id with another answer
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps([{**json.loads(again.read_text())[0], "answer": "someone else"}]))
+    rc, _, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", changed, "--out", out, "--no-load", "-q")
+    assert_one_line_error(rc, err, "1 question id(s) already in the graph with other content", "'asked-again'",
+                          "answers differs")
+    # a paragraph the graph holds (same title and text: the same id) given as one sentence instead of several
+    per_paragraph = Counter(now.table("sentences", columns=["paragraph_id"]).column("paragraph_id").to_pylist())
+    pid, title, text = next((i, ti, te) for i, ti, te in zip(*(now.table("paragraphs").column(c).to_pylist()
+                                                                for c in ("id", "title", "text"))) if per_paragraph[i] > 1)
+    resplit = tmp_path / "resplit.json"
+    resplit.write_text(json.dumps(_record_over(now, shared.files[0], "resplit", context=[[title, [text]]],
+                                               supporting_facts=[[title, 0]])))
+    rc, _, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", resplit, "--out", out, "--no-load", "-q")
+    assert_one_line_error(rc, err, f"document {pid} titled {title!r} is in the graph split into", "splits it into 1")
+    assert _state(out) == before
 
 
 # -- the store -------------------------------------------------------------------------------------------------------
@@ -219,10 +331,11 @@ def test_append_refusals_change_nothing(built: Built, tmp_path: Path, capsys) ->
     assert_one_line_error(rc, err, "cannot append", "build config field", "--preset extended")
     rc, _, err = run(capsys, *_append_argv(out, "--set", "link_top_k=5", "--no-load"))
     assert_one_line_error(rc, err, "link_top_k is 5", "built with 1")
-    # a document already in the graph (content-addressed ids: the same title and text)
+    # only documents already in the graph (content-addressed ids: the same title and text): nothing new
     rc, _, err = run(capsys, "build", "--append", "--format", "jsonl", "--input", A_FILE, "--out", out, "--preset",
                      "extended", "--set", "link_top_k=1", "--no-load", "-q")
-    assert_one_line_error(rc, err, "3 document(s) already in the graph", "Chicago speech")
+    assert_one_line_error(rc, err, "cannot append: nothing new", "3 document(s) are all already in the graph",
+                          "Chicago speech")
     assert _state(out) == before
     # not a graph: a missing directory is not created, a directory without a manifest is left as it is
     missing = tmp_path / "nothing"
