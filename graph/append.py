@@ -179,6 +179,8 @@ def _check_same_paragraphs(base: art.Artifact, known: Sequence[Paragraph], progr
     """InputError (one line) naming the first paragraph of ``known`` (ids the graph holds) whose title, text or
     sentence split differs from the stored one: same id, other content. The ``source`` (provenance) may differ: the
     stored one is kept, as a full build keeps a paragraph's first copy."""
+    if not known:
+        return
     stored = {i: (ti, te) for i, ti, te in zip(*(base.table("paragraphs", columns=["id", "title", "text"]).column(c)
                                                    .to_pylist() for c in ("id", "title", "text")))}
     for p in known:
