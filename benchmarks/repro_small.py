@@ -632,45 +632,6 @@ def _load(path: Path) -> dict[str, Any]:
         raise HarnessError(f"{path}: not JSON ({exc})") from None
 
 
-def interval_chart(title: str, rows: Sequence[tuple[str, dict[str, Any] | None]], *, key: str = "mean",
-                   lo: float | None = None, hi: float | None = None, ref: float | None = None, width: int = 560) -> str:
-    """Horizontal dot-and-whisker chart: one row per ``(label, {key, lo, hi})`` (None: n/a); ``ref`` draws a dashed
-    reference line (e.g. AUC 0.5)."""
-    from html import escape
-
-    from harness_g.agent.eval.report.plots import _frame, _text, nice_ticks, tick_label
-
-    vals = [v for _, d in rows if d for v in (d.get(key), d.get("lo"), d.get("hi")) if v is not None]
-    ticks = nice_ticks(lo if lo is not None else min([0.0, *vals]), hi if hi is not None else max([1.0, *vals]))
-    left, right, top, row_h = 230, 20, 34, 26
-    height = top + row_h * len(rows) + 30
-    x0, x1 = ticks[0], ticks[-1]
-
-    def x(v: float) -> float:
-        return left + (width - left - right) * (v - x0) / ((x1 - x0) or 1.0)
-
-    parts = []
-    for t in ticks:
-        parts.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{height - 24}" stroke="#e4e4e4"/>')
-        parts.append(_text(x(t), height - 10, tick_label(t), size=10, fill="#666"))
-    if ref is not None:
-        parts.append(f'<line x1="{x(ref):.1f}" y1="{top}" x2="{x(ref):.1f}" y2="{height - 24}" stroke="#999" '
-                     'stroke-dasharray="4 3"/>')
-    for i, (label, d) in enumerate(rows):
-        y = top + row_h * i + row_h / 2
-        parts.append(_text(left - 8, y + 4, label, size=11, anchor="end"))
-        if not d or d.get(key) is None:
-            parts.append(_text(left + 20, y + 4, "n/a", size=10, fill="#999"))
-            continue
-        v = d[key]
-        if d.get("lo") is not None and d.get("hi") is not None:
-            parts.append(f'<line x1="{x(d["lo"]):.1f}" y1="{y:.1f}" x2="{x(d["hi"]):.1f}" y2="{y:.1f}" stroke="#3b6fb6" '
-                         'stroke-width="2"/>')
-        parts.append(f'<circle cx="{x(v):.1f}" cy="{y:.1f}" r="4.5" fill="#3b6fb6"><title>{escape(label)}: {v:.3g} '
-                     f'[{_f(d.get("lo"))}, {_f(d.get("hi"))}]</title></circle>')
-    return _frame(width, height, "".join(parts), title)
-
-
 def _f(v: Any) -> str:
     return "n/a" if v is None else f"{v:.3g}"
 
@@ -687,6 +648,8 @@ def _basis(r: dict[str, Any], extra: str = "") -> str:
 
 def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
     from html import escape
+
+    from harness_g.agent.eval.report.plots import interval_chart
 
     r = eq["rests_on"]
     rows = []
@@ -721,6 +684,8 @@ def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
 
 def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
     from html import escape
+
+    from harness_g.agent.eval.report.plots import interval_chart
 
     r = cr["rests_on"]
     rows = "".join(f"<tr><td>{escape(cr['labels'][k])}</td><td>{_f(v['auc'])}</td><td>[{_f(v['lo'])}, {_f(v['hi'])}]</td>"

@@ -44,9 +44,17 @@ artifact whole. A store that does not hold the old graph completely (never loade
 the delta's inputs under the same config)``. It differs from the hash of a fresh build of the union, whose tables it
 equals; rebuilding the union into the directory is therefore a rebuild, not a cache hit.
 
+**What the graph already holds.** Question sets that share context paragraphs (HotpotQA, 2Wiki) append to each
+other: a paragraph of the inputs whose id (a hash of its title and text) is in the graph with the same title, text
+and sentence split is reused as stored (split only for that check; not NER'd, embedded or sent to the store again;
+its ``source`` stays the stored one, as a full build keeps a paragraph's first copy), and the new questions' gold
+sentence and paragraph ids point at it; a question whose id is in the graph with the same content is skipped. Both
+are counted in the summary and in the manifest's ``appends`` entry (:func:`new_inputs`). A question set over
+documents the graph holds adds only its questions.
+
 **Refused** (one line, nothing written): a GRAPH_DIR that is not a harness-g artifact, a build config whose hashed
-fields differ from the graph's (naming the first), a document (paragraph id, which is content-addressed: the same
-title and text) or a question id already in the graph.
+fields differ from the graph's (naming the first), a paragraph id in the graph with another title, text or sentence
+split, a question id in the graph with other content (naming the field), and inputs with nothing new.
 """
 from __future__ import annotations
 
@@ -64,15 +72,15 @@ import torch
 from harness_g.config_loader import from_mapping
 from harness_g.errors import ConfigError, HarnessError, InputError, os_error_reason
 from harness_g.graph import artifact as art
-from harness_g.graph.build import (BuildResult, CorpusSpec, _cpu_now, _EntityTables, _ner_and_embed, _peak_rss_mb,
-                                   _SentenceRows, _write_artifact, build_entities, content_hash, encode_lanes,
-                                   read_inputs, resolve_workers, split_paragraphs)
+from harness_g.graph.build import (BuildResult, CorpusSpec, _cpu_now, _EntityTables, _ner_and_embed, _NerEmbed,
+                                   _peak_rss_mb, _SentenceRows, _write_artifact, build_entities, content_hash,
+                                   encode_lanes, read_inputs, resolve_workers, split_paragraphs)
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
 from harness_g.graph.locks import exclusive_lock
 from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.linking import SynonymEdge, link_entities
-from harness_g.graph.types import Dataset, Mention, Paragraph, entity_id
+from harness_g.graph.types import Dataset, Mention, Paragraph, QAItem, entity_id
 
 #: ``GraphMeta.content_hash`` while a delta is being applied: never an artifact's hash, so an interrupted delta
 #: is reloaded whole by the next ``load_graph``
@@ -106,10 +114,14 @@ class StoreDelta:
 @dataclass
 class AppendResult(BuildResult):
     """A build result plus what changed: ``delta`` for the store, ``affected`` counts (changed entities, entities
-    whose embedding links were recomputed, name vectors encoded)."""
+    whose embedding links were recomputed, name vectors encoded), the questions added and what was ``reused``."""
 
     delta: StoreDelta | None = None
     affected: dict[str, int] = field(default_factory=dict)
+    #: questions added (the inputs' questions the graph did not hold)
+    added_questions: int = 0
+    #: the inputs' ``paragraphs`` and ``questions`` the graph already held, identical: reused, not added again
+    reused: dict[str, int] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -141,17 +153,94 @@ def check_config(manifest: dict[str, Any], config: BuildConfig) -> None:
                 f"{manifest['config'].get('preset', 'paper')} and the same --set values)")
 
 
-def check_new_ids(base: art.Artifact, dataset: Dataset) -> None:
-    """InputError when a new paragraph id (content-addressed: same title and text) or question id is in the graph."""
-    old_paragraphs = set(base.table("paragraphs", columns=["id"]).column("id").to_pylist())
-    dup = [p for p in dataset.paragraphs if p.id in old_paragraphs]
-    if dup:
-        raise InputError(f"cannot append: {len(dup)} document(s) already in the graph (same title and text), e.g. "
-                         f"{dup[0].id} titled {dup[0].title!r}; append only documents the graph does not hold")
-    old_questions = {q.id for q in base.questions()}
-    dupq = [q for q in dataset.questions if q.id in old_questions]
-    if dupq:
-        raise InputError(f"cannot append: {len(dupq)} question id(s) already in the graph, e.g. {dupq[0].id!r}")
+@dataclass(frozen=True)
+class NewInputs:
+    """What an append adds: ``dataset`` holds the inputs' paragraphs and questions that the graph does not hold yet
+    (input order), ``sentences`` the split of those paragraphs; ``reused_paragraphs`` and ``reused_questions`` count
+    the inputs' paragraphs and questions the graph already holds with identical content (kept as stored)."""
+
+    dataset: Dataset
+    sentences: _SentenceRows
+    reused_paragraphs: int
+    reused_questions: int
+
+
+def _stored_splits(base: art.Artifact, ids: set[str]) -> dict[str, list[tuple[int, str]]]:
+    """``{paragraph id: [(position, sentence text), ...]}`` of the stored sentences of the paragraphs ``ids``."""
+    t = base.table("sentences", columns=["paragraph_id", "position", "text"])
+    out: dict[str, list[tuple[int, str]]] = {}
+    for pid, pos, text in zip(*(t.column(c).to_pylist() for c in ("paragraph_id", "position", "text"))):
+        if pid in ids:
+            out.setdefault(pid, []).append((pos, text))
+    return out
+
+
+def _check_same_paragraphs(base: art.Artifact, known: Sequence[Paragraph], progress: bool) -> None:
+    """InputError (one line) naming the first paragraph of ``known`` (ids the graph holds) whose title, text or
+    sentence split differs from the stored one: same id, other content. The ``source`` (provenance) may differ: the
+    stored one is kept, as a full build keeps a paragraph's first copy."""
+    if not known:
+        return
+    stored = {i: (ti, te) for i, ti, te in zip(*(base.table("paragraphs", columns=["id", "title", "text"]).column(c)
+                                                   .to_pylist() for c in ("id", "title", "text")))}
+    for p in known:
+        if stored[p.id] != (p.title, p.text):
+            raise InputError(f"cannot append: document {p.id} is in the graph with another title or text (titled "
+                             f"{stored[p.id][0]!r}, the input's {p.title!r}); nothing was changed")
+    splits = _stored_splits(base, {p.id for p in known})
+    rows = split_paragraphs(known, progress)
+    given: dict[str, list[tuple[int, str]]] = {}
+    for pid, pos, text in zip(rows.paragraph_ids, rows.positions, rows.texts):
+        given.setdefault(pid, []).append((pos, text))
+    for p in known:
+        old, new = splits.get(p.id, []), given.get(p.id, [])
+        if old != new:
+            at = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            raise InputError(f"cannot append: document {p.id} titled {p.title!r} is in the graph split into {len(old)} "
+                             f"sentence(s), the input splits it into {len(new)} (first difference at sentence {at}), so "
+                             "its sentence ids would not match; nothing was changed")
+
+
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    return next((k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)), "content")
+
+
+def _new_questions(base: art.Artifact, questions: Sequence[QAItem]) -> tuple[tuple[QAItem, ...], int]:
+    """``(questions the graph does not hold, how many it holds identically)``; InputError (one line) when a question
+    id is in the graph with other content (question, answers, gold ids or metadata), naming the first field."""
+    old = {q.id: json.loads(json.dumps(q.to_json())) for q in base.questions()}
+    fresh: list[QAItem] = []
+    same, clash = 0, []
+    for q in questions:
+        was = old.get(q.id)
+        if was is None:
+            fresh.append(q)
+        elif was == json.loads(json.dumps(q.to_json())):  # as stored: JSON lists, not tuples
+            same += 1
+        else:
+            clash.append((q.id, _first_difference(was, json.loads(json.dumps(q.to_json())))))
+    if clash:
+        raise InputError(f"cannot append: {len(clash)} question id(s) already in the graph with other content, e.g. "
+                         f"{clash[0][0]!r} (its {clash[0][1]} differs); nothing was changed")
+    return tuple(fresh), same
+
+
+def new_inputs(base: art.Artifact, read: Dataset, progress: bool = False) -> NewInputs:
+    """Split the inputs ``read`` into what the graph lacks and what it holds already: a paragraph whose id (a hash of
+    its title and text) is in the graph with the same title, text and sentence split is reused, a question whose id
+    is in the graph with the same content is skipped. InputError (one line, nothing written) on a paragraph or question
+    id in the graph with other content, and when nothing is new."""
+    old_ids = set(base.table("paragraphs", columns=["id"]).column("id").to_pylist())
+    known = [p for p in read.paragraphs if p.id in old_ids]
+    _check_same_paragraphs(base, known, progress)
+    questions, same_questions = _new_questions(base, read.questions)
+    fresh = tuple(p for p in read.paragraphs if p.id not in old_ids)
+    if not fresh and not questions:
+        held = [f"{len(known)} document(s)"] + ([f"{same_questions} question(s)"] if same_questions else [])
+        raise InputError(f"cannot append: nothing new: the inputs' {' and '.join(held)} are all already in the graph "
+                         f"(same title and text, e.g. {known[0].id} titled {known[0].title!r}); nothing was changed")
+    dataset = Dataset(name=read.name, paragraphs=fresh, questions=questions)
+    return NewInputs(dataset, split_paragraphs(fresh, progress), len(known), same_questions)
 
 
 # ------------------------------------------------------------------------------------------------ old state
@@ -473,17 +562,28 @@ def _union_dataset(base: art.Artifact, new: Dataset, paragraphs: Sequence[Paragr
                    questions=(*base.questions(), *new.questions))
 
 
-def _record_append(manifest: dict[str, Any], base: art.Artifact, inputs: Sequence[CorpusSpec], limit: int | None, new: Dataset,
-                   new_sentence_count: int, new_tokens: int, delta: StoreDelta, seconds: dict[str, float]) -> None:
+def _record_append(manifest: dict[str, Any], base: art.Artifact, inputs: Sequence[CorpusSpec], limit: int | None,
+                   added: NewInputs, new_tokens: int, delta: StoreDelta, seconds: dict[str, float]) -> None:
     """Make the union's ``manifest`` (in place) list the base's inputs before the new ones, keep the base's limit,
-    and add this append to its ``appends`` history."""
+    and add this append to its ``appends`` history (what it added and what it reused)."""
+    new = added.dataset
     manifest["inputs"] = [*base.manifest.get("inputs", []), *manifest["inputs"]]
     manifest["limit"] = base.manifest.get("limit")
     manifest["appends"] = [*base.manifest.get("appends", []), {
         "base_content_hash": base.content_hash, "inputs": [{"format": s.format, "path": str(s.path)} for s in inputs],
-        "limit": limit, "paragraphs": len(new.paragraphs), "sentences": new_sentence_count,
-        "questions": len(new.questions), "corpus_tokens": new_tokens, "store_delta": delta.sizes(),
+        "limit": limit, "paragraphs": len(new.paragraphs), "sentences": len(added.sentences.ids),
+        "questions": len(new.questions), "reused_paragraphs": added.reused_paragraphs,
+        "reused_questions": added.reused_questions, "corpus_tokens": new_tokens, "store_delta": delta.sizes(),
         "seconds": {k: round(v, 3) for k, v in seconds.items()}, "created": manifest["created"]}]
+
+
+def _annotate_new(base: art.Artifact, texts: list[str], config: BuildConfig, progress: bool, workers: int) -> _NerEmbed:
+    """NER and sentence vectors of the new sentences ``texts``; when there are none (the inputs add only questions),
+    nothing runs and no model is loaded (the graph's spaCy name and dimension are kept)."""
+    if texts:
+        return _ner_and_embed(texts, config, progress, workers)
+    return _NerEmbed([], np.zeros((0, base.embedding_dim), dtype=np.float32), 0.0, 0.0, 0.0,
+                     str(base.manifest["models"]["spacy"]), base.embedding_dim)
 
 
 def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildConfig, *, limit: int | None,
@@ -494,18 +594,18 @@ def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildC
     t0, c = time.perf_counter(), _cpu_now()
     base = open_base(graph_dir)
     check_config(base.manifest, config)
-    new = read_inputs(inputs, config, limit)
-    check_new_ids(base, new)
-    new_tokens = sum(len(p.text.split()) for p in new.paragraphs)
-    chash = chained_hash(base.content_hash, content_hash(new, config))
+    read = read_inputs(inputs, config, limit)
     seconds["read"], cpu["read"] = time.perf_counter() - t0, _cpu_now() - c
 
     t, c = time.perf_counter(), _cpu_now()
-    new_sentences = split_paragraphs(new.paragraphs, progress)
+    added = new_inputs(base, read, progress)  # refuses conflicts and an append with nothing new
+    new, new_sentences = added.dataset, added.sentences
+    new_tokens = sum(len(p.text.split()) for p in new.paragraphs)
+    chash = chained_hash(base.content_hash, content_hash(new, config))
     seconds["split"], cpu["split"] = time.perf_counter() - t, _cpu_now() - c
 
     t, c = time.perf_counter(), _cpu_now()
-    ne = _ner_and_embed(new_sentences.texts, config, progress, workers)
+    ne = _annotate_new(base, new_sentences.texts, config, progress, workers)
     if ne.dim != base.embedding_dim:
         raise ConfigError(f"cannot append: the encoder gives {ne.dim}-d vectors, the graph's are {base.embedding_dim}-d")
     seconds["ner"], seconds["embed"] = ne.ner_s, ne.embed_s
@@ -530,7 +630,7 @@ def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildC
     try:
         counts, manifest = _write_artifact(staging, inputs, union, sentences, ent, edges, embeddings, name_vecs, config,
                                            chash, limit, corpus_tokens, ne.spacy_name, ne.dim, seconds, t, workers=workers)
-        _record_append(manifest, base, inputs, limit, new, len(new_sentences.ids), new_tokens, delta, seconds)
+        _record_append(manifest, base, inputs, limit, added, new_tokens, delta, seconds)
         art.write_manifest(staging, manifest)
         art.publish(staging, graph_dir)
     except BaseException as exc:
@@ -543,8 +643,9 @@ def _append_locked(inputs: Sequence[CorpusSpec], graph_dir: Path, config: BuildC
     cpu["write"] = _cpu_now() - c
     affected = {"entities_changed": len(delta.entities_upsert) + len(delta.entities_delete),
                 "entities_relinked": relinked, "names_encoded": int(encoded.sum())}
+    reused = {"paragraphs": added.reused_paragraphs, "questions": added.reused_questions}
     return AppendResult(graph_dir, False, counts, seconds, new_tokens, _peak_rss_mb(), cpu, workers, delta=delta,
-                        affected=affected)
+                        affected=affected, added_questions=len(new.questions), reused=reused)
 
 
 # ------------------------------------------------------------------------------------------------ CLI
@@ -563,7 +664,9 @@ def append_and_load(args: Any, inputs: list[CorpusSpec], config: BuildConfig) ->
     print(f"  now {c.get('paragraphs', 0)} paragraphs, {c.get('sentences', 0)} sentences, {c.get('entities', 0)} entities "
           f"({c.get('lookupable_entities', 0)} lookup-able), {c.get('mentions', 0)} mentions, {c.get('synonyms', 0)} "
           f"synonym links, {c.get('questions', 0)} questions")
-    print(f"  added {d['paragraphs']} paragraphs, {d['sentences']} sentences; entities changed "
+    print(f"  added {d['paragraphs']} paragraphs, {d['sentences']} sentences, {result.added_questions} questions; "
+          f"reused {result.reused['paragraphs']} paragraphs and {result.reused['questions']} questions the graph held "
+          f"already; entities changed "
           f"{result.affected['entities_changed']}, embedding links recomputed for {result.affected['entities_relinked']}, "
           f"names encoded {result.affected['names_encoded']}")
     print(f"  append {build_wall_seconds(result.seconds):.1f}s for {result.corpus_tokens} new corpus tokens")

@@ -42,7 +42,7 @@ from harness_g.errors import ConfigError, HarnessError, InputError, os_error_rea
 from harness_g.graph import artifact as art
 from harness_g.graph import build as local
 from harness_g.graph.config import BuildConfig
-from harness_g.graph.types import Mention, Paragraph
+from harness_g.graph.types import Dataset, Mention, Paragraph
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,38 @@ class RayOptions:
     split_batch: int = 256
     #: rows per shard at most; None = :data:`SHARD_ROWS`
     shard_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One Ray build's request and what the read stage found, as the artifact's manifest records them: the inputs,
+    their merged dataset, the config, the content hash, the corpus's whitespace-token count and ``--limit``."""
+
+    inputs: Sequence[local.CorpusSpec]
+    dataset: Dataset
+    config: BuildConfig
+    chash: str
+    corpus_tokens: int
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """What the Ray stages computed, for the sharded writer (:func:`_write`, :func:`_write_shards`): the materialized
+    Ray Datasets of the paragraph rows, the annotated sentence rows (corpus order, raw float32 ``embedding`` bytes),
+    the mention rows and the entity rows (sorted by id); the SYNONYM table; the entity-name vectors (float32
+    ``[n_entities, dim]``, entity-id order); the title entities' ids; the spaCy pipeline's name and the NER actors'
+    maximum (recorded in the manifest)."""
+
+    paragraphs: Any
+    embedded: Any
+    mention_rows: Any
+    entities: Any
+    synonyms: pa.Table
+    name_vecs: np.ndarray
+    title_ids: set[str]
+    spacy_name: str
+    workers: int
 
 
 def _ray():
@@ -308,8 +340,8 @@ def build_graph_ray(inputs: Sequence[local.CorpusSpec], graph_dir: str | Path, c
         if started:
             _init_ray(ray, options or RayOptions())
         try:
-            return _build(ray, inputs, graph_dir, config, options or RayOptions(), dataset, chash, corpus_tokens,
-                          limit, seconds, progress, stage)
+            job = _Job(inputs, dataset, config, chash, corpus_tokens, limit)
+            return _build(ray, job, graph_dir, options or RayOptions(), seconds, progress, stage)
         except HarnessError:
             raise
         except Exception as exc:
@@ -435,36 +467,35 @@ def _entities(ray, embedded, dataset, config: BuildConfig, partitions: int):
     return mention_rows, entities, title_ids
 
 
-def _write(ray, staging: Path, inputs, dataset, config: BuildConfig, chash: str, corpus_tokens: int, limit,
-           seconds: dict[str, float], t: float, spacy_name: str, workers: int, paragraphs, embedded, mention_rows,
-           entities, synonyms, name_vecs, title_ids, shard_rows: int) -> dict[str, int]:
-    """The shards, then the artifact's tables and manifest through the local writer (the ``engine: ray`` manifest
-    keys added), into ``staging``; returns the artifact's counts."""
-    shards, tables, embeddings = _write_shards(staging / art.SHARDS, paragraphs, embedded, mention_rows, entities,
-                                               synonyms, name_vecs, shard_rows)
-    dim = int(name_vecs.shape[1])
+def _write(ray, staging: Path, job: _Job, stages: _Stages, seconds: dict[str, float], t: float,
+           shard_rows: int) -> dict[str, int]:
+    """The shards (at most ``shard_rows`` rows each), then the artifact's tables and manifest through the local writer
+    (the ``engine: ray`` manifest keys added), into ``staging``; ``t``: when the write stage began
+    (``time.perf_counter``). Returns the artifact's counts."""
+    shards, tables, embeddings = _write_shards(staging / art.SHARDS, stages, shard_rows)
+    dim = int(stages.name_vecs.shape[1])
     ent = local._EntityTables(
         {c: tables["entities"].column(c).to_pylist() for c in art.SCHEMAS["entities"].names},
         {c: tables["mentions"].column(c).to_pylist() for c in art.SCHEMAS["mentions"].names},
-        [], np.array(tables["entities"].column("lookupable").to_pylist(), dtype=bool), title_ids)
+        [], np.array(tables["entities"].column("lookupable").to_pylist(), dtype=bool), stages.title_ids)
     sent = local._SentenceRows(*(tables["sentences"].column(c).to_pylist()
                                  for c in ("id", "paragraph_id", "position", "title", "text")))
     edges = [local_edge(r) for r in tables["synonyms"].to_pylist()]
     nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
     extra = {"engine": "ray", art.SHARDS: shards,
              "ray": {"version": ray.__version__, "nodes": len(nodes), "cpus": _cluster_cpus(ray),
-                     "ner_actors_max": workers}}
-    counts, _ = local._write_artifact(staging, inputs, dataset, sent, ent, edges, embeddings, name_vecs, config,
-                                      chash, limit, corpus_tokens, spacy_name, dim, seconds, t, workers=workers,
-                                      extra=extra)
+                     "ner_actors_max": stages.workers}}
+    counts, _ = local._write_artifact(staging, job.inputs, job.dataset, sent, ent, edges, embeddings, stages.name_vecs,
+                                      job.config, job.chash, job.limit, job.corpus_tokens, stages.spacy_name, dim,
+                                      seconds, t, workers=stages.workers, extra=extra)
     return counts
 
 
-def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOptions, dataset, chash: str,
-           corpus_tokens: int, limit, seconds: dict[str, float], progress: bool,
+def _build(ray, job: _Job, graph_dir: Path, options: RayOptions, seconds: dict[str, float], progress: bool,
            stage: Callable[[str], None]) -> local.BuildResult:
     import ray.data as rd
 
+    config, dataset = job.config, job.dataset
     cpus = _cluster_cpus(ray)
     workers = config.workers or cpus
     gpu = bool(config.device and config.device.startswith("cuda"))
@@ -495,11 +526,10 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
 
     t = time.perf_counter()
     stage("write")
+    stages = _Stages(paragraphs, embedded, mention_rows, entities, synonyms, name_vecs, title_ids, spacy_name, workers)
     staging = art.staging_dir(graph_dir)
     try:
-        counts = _write(ray, staging, inputs, dataset, config, chash, corpus_tokens, limit, seconds, t, spacy_name,
-                        workers, paragraphs, embedded, mention_rows, entities, synonyms, name_vecs, title_ids,
-                        options.shard_rows or SHARD_ROWS)
+        counts = _write(ray, staging, job, stages, seconds, t, options.shard_rows or SHARD_ROWS)
         art.publish(staging, graph_dir)
     except BaseException as exc:
         reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""
@@ -507,7 +537,7 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
         if isinstance(exc, OSError):
             raise HarnessError(f"cannot write the graph artifact in {staging}: {reason}") from exc
         raise
-    return local.BuildResult(graph_dir, False, counts, seconds, corpus_tokens, local._peak_rss_mb(), {}, workers)
+    return local.BuildResult(graph_dir, False, counts, seconds, job.corpus_tokens, local._peak_rss_mb(), {}, workers)
 
 
 def local_edge(row: dict[str, Any]):
@@ -524,17 +554,18 @@ def _spacy_name(config: BuildConfig) -> str:
     return EntityRecognizer(config.spacy_model, batch_size=config.ner_batch_size).model_name
 
 
-def _write_shards(root: Path, paragraphs, embedded, mention_rows, entities, synonyms: pa.Table,
-                  name_vecs: np.ndarray, rows: int) -> tuple[dict[str, Any], dict[str, pa.Table], np.ndarray]:
+def _write_shards(root: Path, stages: _Stages, rows: int) -> tuple[dict[str, Any], dict[str, pa.Table], np.ndarray]:
     """Every table's shards (at most ``rows`` rows each) in corpus order under ``root``, sentence embeddings beside
     their sentences. Returns the manifest's ``shards`` entry, the whole tables and the sentence embeddings (float32
     [n_sentences, dim])."""
     ray = _ray()
     files: dict[str, list[dict[str, Any]]] = {}
     tables: dict[str, pa.Table] = {}
-    files["paragraphs"], tables["paragraphs"] = _write_table_shards(root, "paragraphs", _blocks(ray, paragraphs, rows))
-    ordered = embedded  # in corpus order (DataContext preserve_order, from_items in paragraph order)
+    files["paragraphs"], tables["paragraphs"] = _write_table_shards(root, "paragraphs",
+                                                                    _blocks(ray, stages.paragraphs, rows))
+    ordered = stages.embedded  # in corpus order (DataContext preserve_order, from_items in paragraph order)
     files["sentence_embeddings"], vec_parts, sent_blocks = [], [], []
+    synonyms, name_vecs = stages.synonyms, stages.name_vecs
     dim = int(name_vecs.shape[1])
     for block in _blocks(ray, ordered, rows):
         if block.num_rows:
@@ -544,8 +575,8 @@ def _write_shards(root: Path, paragraphs, embedded, mention_rows, entities, syno
             sent_blocks.append(block)
     files["sentences"], tables["sentences"] = _write_table_shards(root, "sentences", sent_blocks)
     files["mentions"], tables["mentions"] = _write_table_shards(
-        root, "mentions", _blocks(ray, mention_rows.sort(["kind_order", "p_index", "position", "row"]), rows))
-    files["entities"], tables["entities"] = _write_table_shards(root, "entities", _blocks(ray, entities, rows))
+        root, "mentions", _blocks(ray, stages.mention_rows.sort(["kind_order", "p_index", "position", "row"]), rows))
+    files["entities"], tables["entities"] = _write_table_shards(root, "entities", _blocks(ray, stages.entities, rows))
     files["synonyms"], tables["synonyms"] = _write_table_shards(
         root, "synonyms", [synonyms.slice(i, rows) for i in range(0, max(1, synonyms.num_rows), rows)])
     files["entity_embeddings"] = [_write_matrix_shard(root, "entity_embeddings", 0, name_vecs)]

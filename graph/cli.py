@@ -187,13 +187,21 @@ def _case_hint(params: dict[str, Any]) -> str | None:
             "Match on e.name with the canonical value, or on e.surface for the text as written.")
 
 
-def cmd_neo4j(args: argparse.Namespace) -> int:
-    """Start a throwaway local Neo4j 5.26 (Maven Central, no Docker) in the foreground until Ctrl-C / SIGTERM."""
-    from harness_g.graph.stores.local_neo4j import LocalNeo4j, LocalNeo4jConfig
+def local_neo4j_config(args: argparse.Namespace) -> Any:
+    """The :class:`LocalNeo4jConfig` of ``harness-g neo4j ARGS``: ports, password (``--password``, else
+    ``$NEO4J_PASSWORD``, else None: generated) and ``--heap-mb``, the server's heap and the bulk importer's."""
+    from harness_g.graph.stores.local_neo4j import LocalNeo4jConfig
 
     chosen = args.password or os.environ.get("NEO4J_PASSWORD") or None
-    config = LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=chosen,
-                              heap_mb=args.heap_mb)
+    return LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=chosen, heap_mb=args.heap_mb)
+
+
+def cmd_neo4j(args: argparse.Namespace) -> int:
+    """Start a throwaway local Neo4j 5.26 (Maven Central, no Docker) in the foreground until Ctrl-C / SIGTERM."""
+    from harness_g.graph.stores.local_neo4j import LocalNeo4j
+
+    config = local_neo4j_config(args)
+    chosen = config.password
     print("neo4j: starting (first time: Maven fetches Neo4j from Maven Central, ~1 min)", flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -354,7 +362,8 @@ def _add_neo4j(sub: Any) -> None:
     p.add_argument("--http-port", type=int, default=7474, help="HTTP/Browser port on 127.0.0.1 (0 = any free port; default 7474)")
     p.add_argument("--password", help="password of user neo4j (default: $NEO4J_PASSWORD, else a generated one, printed; "
                                       "authentication is always on)")
-    p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB (default 1024)")
+    p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB, of the server and of the --bulk-load "
+                                                             "importer, which runs before it (default 1024)")
     p.add_argument("--bulk-load", metavar="GRAPH_DIR",
                    help="start with GRAPH_DIR's graph in the database, bulk-imported offline by neo4j-admin's importer "
                         "(CSV; much faster than the Bolt loader on large graphs), then constraints and vector index; "

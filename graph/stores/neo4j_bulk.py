@@ -42,7 +42,8 @@ DATABASE = "neo4j"
 CSV_BLOCK_ROWS = 4096
 #: ``AdminTool``: the class ``neo4j-admin`` runs (module neo4j-command-line, on the launcher's classpath)
 ADMIN_TOOL_CLASS = "org.neo4j.cli.AdminTool"
-#: JVM heap of the importer (it keeps its large structures off heap: ``--max-off-heap-memory``)
+#: JVM heap of the importer without a server config (it keeps its large structures off heap:
+#: ``--max-off-heap-memory``); with one, the importer takes the server's ``heap_mb`` (:func:`import_heap_mb`)
 IMPORT_HEAP_MB = 1024
 
 
@@ -184,6 +185,18 @@ def admin_tool_command(classpath: str, java: str | None = None, heap_mb: int = I
     return [java, f"-Xmx{heap_mb}m", "-cp", classpath, ADMIN_TOOL_CLASS]
 
 
+def import_heap_mb(config: Any = None) -> int:
+    """The importer's JVM heap in MiB: the local server's ``heap_mb`` (``harness-g neo4j --heap-mb``, default 1024)
+    when ``config`` (a :class:`LocalNeo4jConfig`) is given, else :data:`IMPORT_HEAP_MB`. The importer runs before the
+    server starts, so the two heaps are never held at once."""
+    return int(config.heap_mb) if config is not None else IMPORT_HEAP_MB
+
+
+def importer_command(classpath: str, config: Any = None, java: str | None = None) -> list[str]:
+    """The ``neo4j-admin`` command a bulk load runs: :func:`admin_tool_command` with :func:`import_heap_mb`'s heap."""
+    return admin_tool_command(classpath, java, heap_mb=import_heap_mb(config))
+
+
 def import_arguments(files: ImportFiles, database: str = DATABASE) -> list[str]:
     """``database import full`` arguments for ``files``: labels/types from the file list, ids as strings in id
     spaces, a bad row (a relationship to a missing node, a duplicate id) fails the import instead of being skipped."""
@@ -260,8 +273,9 @@ def finish_import(store: Any, artifact: Artifact, report: BulkReport) -> None:
         raise StoreError(f"bulk load of {artifact.content_hash} lost its GraphMeta node in {store.where}")
 
 
-def _seed_with(artifact: Artifact, report: BulkReport) -> Callable[[Path, str], Path]:
-    """The :class:`LocalNeo4j` ``seed``: CSVs into ``SEED/import``, the importer into the home ``SEED``."""
+def _seed_with(artifact: Artifact, report: BulkReport, config: Any = None) -> Callable[[Path, str], Path]:
+    """The :class:`LocalNeo4j` ``seed``: CSVs into ``SEED/import``, the importer (:func:`importer_command`, its heap
+    from ``config``) into the home ``SEED``."""
 
     def seed(seed_dir: Path, classpath: str) -> Path:
         t = time.perf_counter()
@@ -270,7 +284,7 @@ def _seed_with(artifact: Artifact, report: BulkReport) -> Callable[[Path, str], 
         report.rows.update(files.rows)
         report.seconds["csv"] = time.perf_counter() - t
         t = time.perf_counter()
-        data = import_database(files, seed_dir, admin_tool_command(classpath))
+        data = import_database(files, seed_dir, importer_command(classpath, config))
         shutil.rmtree(seed_dir / "import", ignore_errors=True)  # the store files hold it all now
         report.seconds["import"] = time.perf_counter() - t
         return data
@@ -293,7 +307,7 @@ def bulk_load_local(graph_dir: str | Path, config: Any = None, *, quiet: bool = 
     artifact = Artifact.open(graph_dir, verify=True)
     check_embeddings(artifact)  # bad input fails here, before a JVM starts
     report = BulkReport()
-    server = LocalNeo4j(config, quiet=quiet, seed=_seed_with(artifact, report))
+    server = LocalNeo4j(config, quiet=quiet, seed=_seed_with(artifact, report, config))
     t = time.perf_counter()
     server.start()
     report.seconds["start"] = time.perf_counter() - t - report.seconds.get("csv", 0.0) - report.seconds.get("import", 0.0)
@@ -312,4 +326,5 @@ def bulk_load_local(graph_dir: str | Path, config: Any = None, *, quiet: bool = 
 
 
 __all__ = ["BulkReport", "CSV_TABLES", "CsvTable", "ImportFiles", "admin_tool_command", "bulk_load_local",
-           "csv_field", "finish_import", "import_arguments", "import_database", "write_import_csvs"]
+           "csv_field", "finish_import", "import_arguments", "import_database", "import_heap_mb", "importer_command",
+           "write_import_csvs"]

@@ -25,6 +25,9 @@ SLICES = {
 }
 EXAMPLE = ("hotpotqa", "hotpot_dev_distractor_v1.subset.json", 30,
            REPO / "examples" / "hotpotqa-dev-slice" / "hotpot_dev_distractor_v1.slice.json")
+#: tests/e2e/test_append.py's shared-paragraph pair: 2Wiki records 120 (built) and 53 (appended) share three
+#: context paragraphs, one of them ("Ben Cura") gold evidence of record 53
+APPEND_SHARED = ("2wikimultihopqa", "dev.subset.json", (120, 53), REPO / "tests" / "data" / "append" / "2wiki-shared.json")
 
 
 def copy_slice(src: Path, dst: Path, n: int) -> None:
@@ -36,6 +39,12 @@ def copy_slice(src: Path, dst: Path, n: int) -> None:
     else:
         records = json.loads(src.read_text(encoding="utf-8"))[:n]
         dst.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+
+
+def copy_records(src: Path, dst: Path, indexes: tuple[int, ...]) -> None:
+    """The records of the JSON array ``src`` at ``indexes`` (in that order) to ``dst``, serialised as the slices are."""
+    records = json.loads(src.read_text(encoding="utf-8"))
+    dst.write_text(json.dumps([records[i] for i in indexes], ensure_ascii=False), encoding="utf-8")
 
 
 def flashrag_slice(hotpot: Path, dst: Path) -> None:
@@ -60,6 +69,8 @@ def main() -> None:
     flashrag_slice(REPO / "tests" / "data" / "hotpotqa" / SLICES["hotpotqa"][0], REPO / "tests" / "data" / "flashrag")
     folder, name, n, dst = EXAMPLE
     copy_slice(shared / folder / name, dst, n)
+    folder, name, indexes, dst = APPEND_SHARED
+    copy_records(shared / folder / name, dst, indexes)
 
 
 if __name__ == "__main__":

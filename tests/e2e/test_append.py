@@ -9,8 +9,13 @@ Real builds (spaCy NER, the MiniLM encoder) and real stores (FalkorDB and Neo4j 
 - a store holding A that receives only the delta holds what a load of the union gives: every node and relationship
   with its properties, the vector index's answers, the menu's queries; an interrupted delta leaves the store
   marked incomplete and the next load reloads the artifact whole;
-- refusals (one line, nothing changed): another build config, a document or question already in the graph, a
-  directory that is not a graph; a crash before the publish leaves the old graph (SIGKILL).
+- question sets that share context paragraphs (two 2Wiki records, ``tests/data/append/2wiki-shared.json``): the
+  paragraphs the graph holds are reused (counted, not added again), the new question's gold ids point at them, and
+  the result still equals the union build, in the artifact and in both stores; a question set over documents the
+  graph holds adds only its questions;
+- refusals (one line, nothing changed): another build config, a paragraph id in the graph with another sentence
+  split, a question id in the graph with other content, inputs with nothing new, a directory that is not a graph; a
+  crash before the publish leaves the old graph (SIGKILL).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,8 @@ from harness_g.graph.stores.loader import table_counts
 APPEND_DATA = TEST_DATA / "append"
 A_FILE, B_FILE = APPEND_DATA / "a.jsonl", APPEND_DATA / "b.jsonl"
 HOTPOT_FILE = TEST_DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"
+#: two 2Wiki records whose contexts share three paragraphs, one of them gold evidence of the second question
+SHARED_FILE = APPEND_DATA / "2wiki-shared.json"
 #: the build config of the append corpora: extended rules (title mentions, alias merge), one embedding neighbour
 #: per entity, so a new name can push an old one out of a list
 SETS = {"link_top_k": 1}
@@ -108,6 +116,113 @@ def test_append_of_hotpotqa_questions_equals_the_union_build(tmp_path: Path) -> 
     assert result.affected["entities_relinked"] < result.counts["lookupable_entities"]  # not every list recomputed
 
 
+# -- question sets that share paragraphs ------------------------------------------------------------------------------
+class Shared:
+    """2Wiki record 120 built (``a``), record 53 appended to a copy (``g``), and a full build of both (``u``), paper
+    preset; their contexts share three paragraphs (``tests/data/append/README.md``)."""
+
+    def __init__(self, root: Path):
+        first, second = split_records(SHARED_FILE, [0], root / "in")
+        self.files = (first, second)
+        self.a, self.g, self.u = root / "a", root / "g", root / "u"
+        build_graph([CorpusSpec("2wiki", first)], self.a, BuildConfig(), progress=False)
+        shutil.copytree(self.a, self.g)
+        self.result = append_graph([CorpusSpec("2wiki", second)], self.g, BuildConfig(), progress=False)
+        assert self.result.delta is not None
+        self.delta: StoreDelta = self.result.delta
+        build_graph([CorpusSpec("2wiki", first), CorpusSpec("2wiki", second)], self.u, BuildConfig(), progress=False)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Shared:
+    return Shared(tmp_path_factory.mktemp("shared"))
+
+
+def _ids(artifact: Artifact, table: str) -> set[str]:
+    return set(artifact.table(table, columns=["id"]).column("id").to_pylist())
+
+
+def test_append_reuses_paragraphs_the_graph_holds_and_equals_the_union_build(shared: Shared) -> None:
+    base, appended, full = Artifact.open(shared.a), Artifact.open(shared.g, verify=True), Artifact.open(shared.u)
+    assert table_differences(appended, full) == []
+    assert embedding_difference(appended, full) <= EMBEDDING_ATOL
+    assert appended.counts == full.counts
+    # three paragraphs of the second question's context were in the graph: reused, not sent again
+    assert shared.result.reused == {"paragraphs": 3, "questions": 0} and shared.result.added_questions == 1
+    old_paragraphs = _ids(base, "paragraphs")
+    assert {r["id"] for r in shared.delta.paragraphs}.isdisjoint(old_paragraphs)
+    assert len(shared.delta.paragraphs) == full.counts["paragraphs"] - base.counts["paragraphs"]
+    assert len(shared.delta.sentences) == full.counts["sentences"] - base.counts["sentences"]
+    assert appended.manifest["appends"][0]["reused_paragraphs"] == 3
+    # the new question's gold evidence is in the graph, part of it on a reused paragraph ("Ben Cura")
+    added = appended.questions()[-1]
+    assert added.id == json.loads(shared.files[1].read_text())[0]["_id"]
+    assert set(added.gold_paragraph_ids) <= _ids(appended, "paragraphs")
+    assert added.gold_sentence_ids and set(added.gold_sentence_ids) <= _ids(appended, "sentences")
+    reused_gold = set(added.gold_paragraph_ids) & old_paragraphs
+    titles = dict(zip(*(base.table("paragraphs", columns=["id", "title"]).column(c).to_pylist() for c in ("id", "title"))))
+    assert [titles[p] for p in reused_gold] == ["Ben Cura"]
+
+
+def test_store_delta_with_reused_paragraphs_holds_the_union(shared: Shared, scratch_store: Any) -> None:
+    store = scratch_store
+    store.load(Artifact.open(shared.a), progress=False)
+    appended = Artifact.open(shared.g, verify=True)
+    apply_delta(store, appended, shared.delta)
+    assert store.loaded_hash() == appended.content_hash
+    # every node, relationship and property (SYNONYM edges included), the vector index on every 10th sentence: the
+    # per-entity menu queries are test_store_receives_only_the_delta_and_holds_the_union's (they cost minutes here)
+    after_delta = _dump(store, appended, every=10, per_entity=False)
+    full = Artifact.open(shared.u)
+    store.load(full, progress=False)
+    assert after_delta == _dump(store, full, every=10, per_entity=False)
+    assert after_delta["counts"]["Paragraph"] == full.counts["paragraphs"]
+
+
+def _record_over(graph: Artifact, source: Path, qid: str, **changes: Any) -> list[dict[str, Any]]:
+    """``source``'s first 2Wiki record with id ``qid`` and ``changes``: a question over its context."""
+    record = {**json.loads(source.read_text())[0], "_id": qid, **changes}
+    assert qid not in [q.id for q in graph.questions()]
+    return [record]
+
+
+def test_questions_over_held_documents_and_conflicts(shared: Shared, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g"
+    shutil.copytree(shared.g, out)
+    graph = Artifact.open(shared.g)  # the copy's source: stays as it is
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps(_record_over(graph, shared.files[0], "asked-again", question="Who directed it?")))
+    # a question over documents the graph holds: only the question is added, every table stays as it was
+    rc, stdout, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", again, "--out", out,
+                          "--no-load", "-q")
+    assert rc == 0, err
+    held = Artifact.open(shared.a).counts["paragraphs"]  # the record's context
+    assert f"added 0 paragraphs, 0 sentences, 1 questions; reused {held} paragraphs and 0 questions" in stdout, stdout
+    now = Artifact.open(out, verify=True)
+    assert table_differences(now, graph) == ["questions differ"]
+    assert [q.id for q in now.questions()] == [*(q.id for q in graph.questions()), "asked-again"]
+    before = _state(out)
+    # the same question again: nothing new
+    rc, _, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", again, "--out", out, "--no-load", "-q")
+    assert_one_line_error(rc, err, "cannot append: nothing new", f"{held} document(s) and 1 question(s)")
+    # the same question id with another answer
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps([{**json.loads(again.read_text())[0], "answer": "someone else"}]))
+    rc, _, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", changed, "--out", out, "--no-load", "-q")
+    assert_one_line_error(rc, err, "1 question id(s) already in the graph with other content", "'asked-again'",
+                          "answers differs")
+    # a paragraph the graph holds (same title and text: the same id) given as one sentence instead of several
+    per_paragraph = Counter(now.table("sentences", columns=["paragraph_id"]).column("paragraph_id").to_pylist())
+    pid, title, text = next((i, ti, te) for i, ti, te in zip(*(now.table("paragraphs").column(c).to_pylist()
+                                                                for c in ("id", "title", "text"))) if per_paragraph[i] > 1)
+    resplit = tmp_path / "resplit.json"
+    resplit.write_text(json.dumps(_record_over(now, shared.files[0], "resplit", context=[[title, [text]]],
+                                               supporting_facts=[[title, 0]])))
+    rc, _, err = run(capsys, "build", "--append", "--format", "2wiki", "--input", resplit, "--out", out, "--no-load", "-q")
+    assert_one_line_error(rc, err, f"document {pid} titled {title!r} is in the graph split into", "splits it into 1")
+    assert _state(out) == before
+
+
 # -- the store -------------------------------------------------------------------------------------------------------
 DUMP = {
     "paragraphs": "MATCH (p:Paragraph) RETURN p.id, p.title, p.text, p.source",
@@ -120,18 +235,21 @@ DUMP = {
 }
 
 
-def _dump(store: Any, artifact: Artifact) -> dict[str, Any]:
+def _dump(store: Any, artifact: Artifact, *, every: int = 3, per_entity: bool = True) -> dict[str, Any]:
     """Every node and relationship with its properties, the store's counts, and the menu's queries: each entity's
-    sentences and synonyms, and the vector index's top 5 for a few sentences."""
+    sentences, each entity's synonyms (``per_entity``: one query per entity), and the vector index's top 5 for every
+    ``every``-th sentence."""
     out: dict[str, Any] = {name: sorted(map(repr, store.run_cypher(q).rows)) for name, q in DUMP.items()}
     stats = store.stats()
     out["counts"] = {**stats["nodes"], **stats["relationships"], "lookupable": stats["lookupable_entities"]}
     ids = sorted(artifact.table("entities", columns=["id"]).column("id").to_pylist())
     out["sentences_mentioning"] = store.query("sentences_mentioning", {"entity_ids": ids})
-    out["synonyms_of"] = [(i, [(r["id"], r["kind"]) for r in store.query("synonyms_of", {"entity_id": i})]) for i in ids]
+    if per_entity:
+        out["synonyms_of"] = [(i, [(r["id"], r["kind"]) for r in store.query("synonyms_of", {"entity_id": i})])
+                              for i in ids]
     sids = artifact.table("sentences", columns=["id"]).column("id").to_pylist()
     vecs = artifact.embeddings(mmap=False)
-    out["vector_top_k"] = [[sid for sid, _ in store.vector_top_k(vecs[k], 5)] for k in range(0, len(sids), 3)]
+    out["vector_top_k"] = [[sid for sid, _ in store.vector_top_k(vecs[k], 5)] for k in range(0, len(sids), every)]
     return out
 
 
@@ -219,10 +337,11 @@ def test_append_refusals_change_nothing(built: Built, tmp_path: Path, capsys) ->
     assert_one_line_error(rc, err, "cannot append", "build config field", "--preset extended")
     rc, _, err = run(capsys, *_append_argv(out, "--set", "link_top_k=5", "--no-load"))
     assert_one_line_error(rc, err, "link_top_k is 5", "built with 1")
-    # a document already in the graph (content-addressed ids: the same title and text)
+    # only documents already in the graph (content-addressed ids: the same title and text): nothing new
     rc, _, err = run(capsys, "build", "--append", "--format", "jsonl", "--input", A_FILE, "--out", out, "--preset",
                      "extended", "--set", "link_top_k=1", "--no-load", "-q")
-    assert_one_line_error(rc, err, "3 document(s) already in the graph", "Chicago speech")
+    assert_one_line_error(rc, err, "cannot append: nothing new", "3 document(s) are all already in the graph",
+                          "Chicago speech")
     assert _state(out) == before
     # not a graph: a missing directory is not created, a directory without a manifest is left as it is
     missing = tmp_path / "nothing"

@@ -192,3 +192,47 @@ def count_grid(title: str, rows: Sequence[str], cols: Sequence[str], counts: Map
     if row_title:
         parts.append(_text(12, top - 4, row_title, size=10, anchor="start", fill="#666"))
     return _frame(width, height, "".join(parts), title, cls=cls)
+
+
+def _g3(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3g}"
+
+
+def interval_chart(title: str, rows: Sequence[tuple[str, Mapping[str, float | None] | None]], *, key: str = "mean",
+                   lo: float | None = None, hi: float | None = None, ref: float | None = None, width: int = 560) -> str:
+    """Horizontal dot-and-whisker chart, one row per ``(label, {key: value, "lo": low end, "hi": high end})`` (an
+    interval such as a 95% bootstrap interval; the row is marked n/a when the mapping or its ``key`` is None).
+
+    The x axis spans ``lo``..``hi`` in the values' own units (default: 0 or the smallest value .. 1 or the largest),
+    widened to round ticks (:func:`nice_ticks`); ``ref`` draws a dashed reference line at that value (e.g. AUC 0.5).
+    ``width`` is in CSS pixels; the height follows from the rows (26 px each). Returns one ``<svg>`` element."""
+    vals = [v for _, d in rows if d for v in (d.get(key), d.get("lo"), d.get("hi")) if v is not None]
+    ticks = nice_ticks(lo if lo is not None else min([0.0, *vals]), hi if hi is not None else max([1.0, *vals]))
+    left, right, top, row_h = 230, 20, 34, 26
+    height = top + row_h * len(rows) + 30
+    x0, x1 = ticks[0], ticks[-1]
+
+    def x(v: float) -> float:
+        return left + (width - left - right) * (v - x0) / ((x1 - x0) or 1.0)
+
+    parts = []
+    for t in ticks:
+        parts.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{height - 24}" stroke="#e4e4e4"/>')
+        parts.append(_text(x(t), height - 10, tick_label(t), size=10, fill="#666"))
+    if ref is not None:
+        parts.append(f'<line x1="{x(ref):.1f}" y1="{top}" x2="{x(ref):.1f}" y2="{height - 24}" stroke="#999" '
+                     'stroke-dasharray="4 3"/>')
+    for i, (label, d) in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        parts.append(_text(left - 8, y + 4, label, size=11, anchor="end"))
+        v = d.get(key) if d else None
+        if d is None or v is None:
+            parts.append(_text(left + 20, y + 4, "n/a", size=10, fill="#999"))
+            continue
+        low, high = d.get("lo"), d.get("hi")
+        if low is not None and high is not None:
+            parts.append(f'<line x1="{x(low):.1f}" y1="{y:.1f}" x2="{x(high):.1f}" y2="{y:.1f}" stroke="#3b6fb6" '
+                         'stroke-width="2"/>')
+        parts.append(f'<circle cx="{x(v):.1f}" cy="{y:.1f}" r="4.5" fill="#3b6fb6"><title>{escape(label)}: {v:.3g} '
+                     f'[{_g3(low)}, {_g3(high)}]</title></circle>')
+    return _frame(width, height, "".join(parts), title)
