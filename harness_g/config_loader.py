@@ -241,6 +241,7 @@ def _inherit_in_mapping(cls: type, data: dict[str, Any]) -> dict[str, Any]:
             hint, f = _field_at(cls, src)
             raw = _lookup(data, src)
             value = _default_of(f) if raw is _ABSENT else parse_value(raw, hint, src)
+            check_value(src, value, f.metadata)  # the source's own error first (``preset 'x' unknown``)
             if key in section and parse_value(section[key], hints[key], f"{path}.{key}") != value:
                 raise ConfigError(f"{path}.{key}: {why}")
             section[key] = value
