@@ -22,7 +22,8 @@ def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 #: flags that are shortcuts for config fields (argparse dest -> dotted field); ``--set`` wins over them
 ENV_SHORTCUTS = {"max_turns": "env.max_turns"}
-#: the LLM policy flags of ``eval``: shortcuts for its ``eval.llm`` section (:class:`~harness_g.agent.eval.config.PolicyConfig`)
+#: the LLM policy flags of ``eval``: shortcuts for its ``eval.llm`` section
+#: (:class:`~harness_g.agent.eval.config.PolicyConfig`)
 LLM_SHORTCUTS = {name: f"eval.llm.{name}" for name in ("model", "base_url", "temperature", "seed", "max_new_tokens",
                                                         "constrain_actions")}
 EVAL_SHORTCUTS = {**ENV_SHORTCUTS, "policy": "eval.policy", "interface": "eval.interface", "limit": "eval.limit",

@@ -688,6 +688,7 @@ def describe(config: Any, prefix: str = "", preset: str | None = None,
             out.extend(f"{prefix}  {key}: {item!r}  # [{found[f'{f.name}.{key}']}] {helps.get(key, '')}".rstrip()
                        for key, item in value.items())
             continue
-        source = f"from {inherits[f.name][0]}" if inherits and f.name in inherits else field_source(cls, f, value, preset)
+        inherited = (inherits or {}).get(f.name)
+        source = f"from {inherited[0]}" if inherited else field_source(cls, f, value, preset)
         out.append(f"{prefix}{f.name}: {value!r}  # [{source}] {help_text}")
     return out
