@@ -94,7 +94,14 @@ def test_a_config_written_before_the_section_loads_to_the_same_environment(tmp_p
     old["rollout"]["env"] = {k: v for k, v in old["rollout"]["env"].items() if k not in ("preset", "max_turns")}
     (tmp_path / "old.yaml").write_text(json.dumps(old))
     assert load_config(tmp_path / "old.yaml") == cfg
-    assert differences(old, cfg.to_dict()) == []  # a resume compares the keys the old config recorded
+    assert differences(old, cfg.to_dict()) == []
+    # a checkpoint of such a run resumes with the same settings (its config.yaml is read back through load_config)
+    from harness_g.training.resume import check_settings
+
+    ckpt = tmp_path / "run" / "checkpoints" / "step-000001"
+    ckpt.mkdir(parents=True)
+    (tmp_path / "run" / "config.yaml").write_text(json.dumps(old))
+    check_settings(ckpt, cfg)
 
 
 # -- eval.llm ------------------------------------------------------------------------------------------------------
