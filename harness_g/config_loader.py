@@ -23,7 +23,7 @@ config's ``data.build``) is filled with ``SomeConfig``'s row of the enclosing pr
 Inherited keys (:func:`inherit_field`): a section may take some of its fields from other fields of the config that
 holds it -- a train config's ``rollout.env`` (an :class:`EnvConfig` section) takes ``preset`` from the top-level
 ``preset`` and ``max_turns`` from ``rollout.max_turns``. Such a key given with another value is refused naming what to
-set instead; given with the same value (a written config read back) it is accepted.
+set instead, with the same value accepted; :func:`to_dict` and :func:`dump` leave them out (their sources hold them).
 :func:`sources` says where each resolved value came from (``preset paper``, ``set``, ``default``); ``describe`` and
 ``dump`` write it next to every value.
 """
@@ -644,7 +644,9 @@ def load(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, A
 
 
 def to_dict(config: Any) -> dict[str, Any]:
-    """A config as plain data: sections as dicts, tuples as lists (what :func:`dump` writes)."""
+    """A config as plain data: sections as dicts, tuples as lists (what :func:`dump` writes). Inherited keys are left
+    out (recorded at their sources), so a written file loads again under another ``--preset`` or
+    ``--set rollout.max_turns=N``."""
     def plain(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
@@ -652,7 +654,13 @@ def to_dict(config: Any) -> dict[str, Any]:
             return [plain(v) for v in value]
         return value
 
-    return plain(dataclasses.asdict(config))
+    out = plain(dataclasses.asdict(config))
+    for path, _, inherits in _inheriting_sections(type(config)):
+        if all(_resolvable(type(config), src) for src, _ in inherits.values()):
+            section = _lookup(out, path)
+            for key in inherits:
+                section.pop(key, None)
+    return out
 
 
 def dump(config: Any, path: str | Path) -> None:

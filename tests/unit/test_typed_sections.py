@@ -53,7 +53,7 @@ def test_an_unknown_or_derived_rollout_env_key_is_one_line_naming_it_and_the_fil
         path.write_text(f"data: {{graph_dir: g}}\nrollout: {{env: {text}}}\n")
         with pytest.raises(ConfigError, match=f"^{path}: {message}"):
             load_config(path)
-    # the same values as derived (what a written config.yaml holds) are accepted
+    # the same values as derived are accepted
     path.write_text("preset: extended\ndata: {graph_dir: g}\nrollout: {max_turns: 4, env: {max_turns: 4, preset: extended}}\n")
     assert load_config(path).rollout.env == EnvConfig(preset="extended", max_turns=4)
 
@@ -71,8 +71,15 @@ def test_set_show_config_and_the_written_config_carry_rollout_env(tmp_path: Path
     cfg.save(tmp_path / "config.yaml")
     text = (tmp_path / "config.yaml").read_text()
     assert "#   rollout.env.max_turns: from rollout.max_turns\n" in text and "#   rollout.env.lookup_cap: set\n" in text
+    written = L.read_yaml(tmp_path / "config.yaml")["rollout"]["env"]
+    assert written["lookup_cap"] == 5 and written["article_pool"] is True
+    assert "preset" not in written and "max_turns" not in written  # recorded at their sources
     assert load_config(tmp_path / "config.yaml") == cfg
     assert L.sources(cfg)["rollout.env.article_pool"] == "preset extended"
+    # a written config runs again under another T and preset: the inherited keys follow their sources
+    again = load_config(tmp_path / "config.yaml", {"rollout.max_turns": "2"}, preset="paper")
+    assert (again.rollout.env.max_turns, again.rollout.env.preset, again.rollout.env.lookup_cap) == (2, "paper", 5)
+    assert again.rollout.env.article_pool is True  # written into the file: now an explicit value
 
 
 def test_a_resume_with_a_changed_rollout_env_value_is_refused(tmp_path: Path) -> None:
