@@ -22,15 +22,24 @@ def _checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 #: flags that are shortcuts for config fields (argparse dest -> dotted field); ``--set`` wins over them
 ENV_SHORTCUTS = {"max_turns": "env.max_turns"}
+#: the LLM policy flags of ``eval``: shortcuts for its ``eval.llm`` section
+#: (:class:`~harness_g.agent.eval.config.PolicyConfig`)
+LLM_SHORTCUTS = {name: f"eval.llm.{name}" for name in ("model", "base_url", "temperature", "seed", "max_new_tokens",
+                                                        "constrain_actions")}
 EVAL_SHORTCUTS = {**ENV_SHORTCUTS, "policy": "eval.policy", "interface": "eval.interface", "limit": "eval.limit",
-                  "reachability": "eval.reachability"}
+                  "reachability": "eval.reachability", **LLM_SHORTCUTS}
 
 
 def _with_eval_settings(args: argparse.Namespace, config: Any) -> argparse.Namespace:
-    """``args`` with ``policy``/``interface`` as an :class:`EvalRunConfig` resolved them (the policy factory reads
-    the flags); ``args`` itself for the other configs."""
+    """``args`` with ``policy``/``interface`` and the LLM settings (``eval.llm``: model, base_url, api_key_env, ...)
+    as an :class:`EvalRunConfig` resolved them (the policy factory reads the flags); ``args`` itself for the other
+    configs."""
     run = getattr(config, "eval", None)
-    return args if run is None else argparse.Namespace(**{**vars(args), "policy": run.policy, "interface": run.interface})
+    if run is None:
+        return args
+    from dataclasses import asdict
+
+    return argparse.Namespace(**{**vars(args), "policy": run.policy, "interface": run.interface, **asdict(run.llm)})
 
 
 def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) -> Any:
@@ -116,25 +125,34 @@ def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
 
 
 def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu") -> None:
-    """``default``: None where the flag is a shortcut for a config field (eval: eval.interface, default menu)."""
+    """``default``: None where the flags are shortcuts for config fields (eval: eval.interface, default menu, and the
+    LLM flags for eval.llm, whose defaults are :class:`~harness_g.agent.eval.config.PolicyConfig`'s)."""
     from harness_g.agent.eval.interfaces import INTERFACES
     from harness_g.agent.policies import llm_policies
+
+    shortcut = default is None  # eval: each LLM flag is a shortcut for --set eval.llm.NAME=VALUE
+
+    def note(name: str) -> str:
+        return f" (shortcut for --set eval.llm.{name}=VALUE)" if shortcut else ""
 
     p.add_argument("--interface", default=default, choices=INTERFACES.names(),
                    help="knowledge interface: menu (action ids), free-query (no ids: commit/answer by sentence handle, search in free text resolved onto a LOOKUP target), "
                         "rag (top-3 paragraphs by the encoder), naive (question only); default menu")
     g = p.add_argument_group("LLM policies (" + ", ".join(llm_policies()) + ")")
-    g.add_argument("--model", default="smollm2",
+    g.add_argument("--model", default=None if shortcut else "smollm2",
                    help="model name or path for LLM policies (default smollm2); a `harness-g train` checkpoint "
                         "(RUN_DIR/checkpoint-N, full or LoRA) is played with the settings it was trained with "
-                        "(token caps, constrained decoding, context mode, environment config) unless flags override them")
-    g.add_argument("--base-url", help="OpenAI-compatible server URL (openai policy), e.g. http://127.0.0.1:8000/v1")
-    g.add_argument("--temperature", type=float, help="sampling temperature (default: the policy's)")
-    g.add_argument("--seed", type=int, help="sampling seed")
-    g.add_argument("--max-new-tokens", type=int, help="generation cap per call")
-    g.add_argument("--constrain-actions", action="store_true",
+                        "(token caps, constrained decoding, context mode, environment config) unless flags override them"
+                        + note("model"))
+    g.add_argument("--base-url", help="OpenAI-compatible server URL (openai policy), e.g. http://127.0.0.1:8000/v1"
+                                      + note("base_url"))
+    g.add_argument("--temperature", type=float, help="sampling temperature (default: the policy's)"
+                                                     + note("temperature"))
+    g.add_argument("--seed", type=int, help="sampling seed" + note("seed"))
+    g.add_argument("--max-new-tokens", type=int, help="generation cap per call" + note("max_new_tokens"))
+    g.add_argument("--constrain-actions", action="store_true", default=None if shortcut else False,
                    help="constrained decoding: the model can only reply with an offered action id (transformers policy; "
-                        "makes the menu usable for small models such as SmolLM2-135M)")
+                        "makes the menu usable for small models such as SmolLM2-135M)" + note("constrain_actions"))
 
 
 def _make_policy(args: argparse.Namespace, **gold: Any):
@@ -158,6 +176,8 @@ def _make_policy(args: argparse.Namespace, **gold: Any):
                 kwargs[key] = value
         if getattr(args, "constrain_actions", False):
             kwargs["constrain_actions"] = True
+        if args.policy == "openai" and getattr(args, "api_key_env", None):
+            kwargs["api_key_env"] = args.api_key_env  # the variable's name: the key itself is never in a config
         trained = _checkpoint_settings(args)  # a train checkpoint: play it as the trainer did, unless a flag says otherwise
         for key, value in trained.get("policy", {}).items():
             kwargs.setdefault(key, value)

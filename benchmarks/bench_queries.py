@@ -22,7 +22,8 @@ version on the same arguments, the order rotated per call) after 10 untimed warm
   vector_top_k             k=20, embeddings of the dataset's real questions
   sentences_by_ids         6 random sentence ids
   entities_of_sentences    6 random sentence ids, lookupable_only=true (the menu's call)
-  lookup_candidates        1 entity: sentences mentioning it + its synonyms' + neighbours
+  lookup_candidates        1 entity: sentences mentioning it + its synonyms' + neighbours (tests/cypher: the
+                           single-entity form of the next, run with helpers.store_queries.run_test_query)
   lookup_candidates_multi  8 entities in one UNWIND round trip
   paragraph_sentences      4 random paragraphs
   entities_by_names        ~30 names: 10 real entity names + 20 question n-grams (as question_entities sends)
@@ -64,6 +65,8 @@ except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn/
         return contextlib.nullcontext()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # helpers.store_queries: the test-only queries
+from helpers.store_queries import TEST_CYPHER, run_test_query  # noqa: E402
 from common import (  # noqa: E402
     DEV_SETS,
     RESULTS,
@@ -262,6 +265,8 @@ PARAMS: dict[str, Callable[[Any], dict[str, Any]]] = {
 #: not a menu query: ``run_cypher("RETURN 1 AS one")``, the per-call floor of each store's client path
 #: (one read transaction / GRAPH.RO_QUERY round trip, no graph access)
 FLOOR = "round_trip_floor"
+#: not run by package code: ``tests/cypher`` (the single-entity form of the menu's lookup_candidates_multi)
+TEST_ONLY = ("lookup_candidates",)
 FLOOR_CYPHER = "RETURN 1 AS one"
 QUERY_NAMES = ("vector_top_k", *PARAMS, FLOOR)
 
@@ -283,7 +288,8 @@ def server_times(kind: str, store, name: str, args: list[Any]) -> list[float]:
     """
     from harness_g.graph.stores.queries import load_query
 
-    text = FLOOR_CYPHER if name == FLOOR else load_query(name, store.dialect)
+    root = TEST_CYPHER if name in TEST_ONLY else None
+    text = FLOOR_CYPHER if name == FLOOR else load_query(name, store.dialect, root)
     out = []
     if kind == "falkordb":
         for a in args:
@@ -482,6 +488,8 @@ def bench_dataset(ds: str, root: Path, n_calls: int, seed: int, kinds: list[str]
                 return lambda v: store.vector_top_k(v.tolist(), K)
             if name == FLOOR:
                 return lambda _a: store.run_cypher(FLOOR_CYPHER)
+            if name in TEST_ONLY:
+                return lambda a: run_test_query(store, name, PARAMS[name](a))
             return lambda a: store.query(name, PARAMS[name](a))
 
         ip_fns: dict[str, Callable[[Any], Any]] = {

@@ -18,13 +18,19 @@ field defaults, and a ``preset`` field (:func:`preset_field`) naming the one it 
 is declared with :data:`FROM_PRESET` as its default and takes the preset's value unless a value is given: defaults <
 the preset < the config file < ``--set`` (an explicit value always beats the preset), in direct construction too
 (``EnvConfig(preset="extended", visible_cap=4)``). A ``dict`` field declared with ``preset_of=SomeConfig`` (a train
-config's ``rollout.env``) is filled with ``SomeConfig``'s row of the enclosing preset for the keys it does not give.
+config's ``data.build``) is filled with ``SomeConfig``'s row of the enclosing preset for the keys it does not give.
+
+Inherited keys (:func:`inherit_field`): a section may take some of its fields from other fields of the config that
+holds it -- a train config's ``rollout.env`` (an :class:`EnvConfig` section) takes ``preset`` from the top-level
+``preset`` and ``max_turns`` from ``rollout.max_turns``. Such a key given with another value is refused naming what to
+set instead, with the same value accepted; :func:`to_dict` and :func:`dump` leave them out (their sources hold them).
 :func:`sources` says where each resolved value came from (``preset paper``, ``set``, ``default``); ``describe`` and
 ``dump`` write it next to every value.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -81,6 +87,13 @@ def preset_field(help: str) -> Any:
     return config_field(DEFAULT_PRESET, help, choices=PRESETS, hash=False)
 
 
+def inherit_field(factory: Callable[[], Any], help: str, inherits: Mapping[str, tuple[str, str]]) -> Any:
+    """A section field (type: a config class, default ``factory()``) some of whose keys are copies of other fields:
+    ``inherits`` maps each such key to (the dotted path of its source, from the config that can resolve it -- the
+    top of a train config --, why it may not be set on the section)."""
+    return field(default_factory=factory, metadata={"help": help, "inherits": dict(inherits)})
+
+
 class Config:
     """Base of the typed configs: declared checks run on construction too, plus the shared in/out methods.
 
@@ -135,10 +148,141 @@ def apply_preset(config: Any) -> None:
             value = getattr(config, f.name)
             if dataclasses.is_dataclass(value) and not isinstance(value, type):
                 object.__setattr__(config, f.name, _fill_preset_dicts(value, preset))
+    _apply_inherits(config)
+
+
+# -- inherited keys ----------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _inheriting_sections(cls: type, prefix: str = "") -> tuple[tuple[str, type, dict[str, tuple[str, str]]], ...]:
+    """(dotted path, section class, its ``inherits``) of every :func:`inherit_field` section below ``cls`` (cached:
+    every config construction asks)."""
+    out: list[tuple[str, type, dict[str, tuple[str, str]]]] = []
+    hints = get_type_hints(cls)
+    for f in fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            if "inherits" in f.metadata:
+                out.append((prefix + f.name, hints[f.name], f.metadata["inherits"]))
+            out.extend(_inheriting_sections(hints[f.name], f"{prefix}{f.name}."))
+    return tuple(out)
+
+
+def _resolvable(cls: type, path: str) -> bool:
+    """Whether every part of dotted ``path`` is a field of ``cls`` (and of the sections it walks through)."""
+    hints = get_type_hints(cls)
+    head, _, rest = path.partition(".")
+    if head not in hints:
+        return False
+    return not rest or (dataclasses.is_dataclass(hints[head]) and _resolvable(hints[head], rest))
+
+
+def _field_at(cls: type, path: str) -> tuple[Any, dataclasses.Field]:
+    """(type hint, field) of the field at dotted ``path`` below ``cls``."""
+    head, _, rest = path.partition(".")
+    hints, known = get_type_hints(cls), {f.name: f for f in fields(cls)}
+    return _field_at(hints[head], rest) if rest else (hints[head], known[head])
+
+
+def _default_of(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return f.default
+
+
+def _apply_inherits(config: Any) -> None:
+    """Make each inheriting section below ``config`` (whose sources ``config`` can resolve) hold its sources' values,
+    in place during construction: a section left at its defaults is rebuilt under an inherited preset; one holding
+    values of its own under another preset is refused (a ConfigError naming both)."""
+    for path, _, inherits in _inheriting_sections(type(config)):
+        if not all(_resolvable(type(config), src) for src, _ in inherits.values()):
+            continue  # an enclosing config resolves them
+        wanted = {key: _get(config, src) for key, (src, _) in inherits.items()}
+        section = _get(config, path)
+        if all(getattr(section, k) == v for k, v in wanted.items()):
+            continue
+        if "preset" in wanted and section.preset != wanted["preset"]:
+            own = [k for k, how in sources(section).items() if how == "set" and k not in wanted]
+            if own:
+                raise ConfigError(f"{path}.preset {section.preset!r} and {inherits['preset'][0]} {wanted['preset']!r} "
+                                  f"disagree ({path} sets {', '.join(own)}): build {path} under {wanted['preset']!r}")
+            section = type(section)(**wanted)
+        else:
+            section = dataclasses.replace(section, **wanted)
+        _set(config, path, section)
+
+
+def _get(config: Any, path: str) -> Any:
+    for part in path.split("."):
+        config = getattr(config, part)
+    return config
+
+
+def _set(config: Any, path: str, value: Any) -> None:
+    """Set dotted ``path`` of a frozen config: the last section is changed in place if it is ``config``, else the
+    sections on the way are replaced by copies."""
+    head, _, rest = path.partition(".")
+    if rest:
+        inner = dataclasses.replace(getattr(config, head))
+        _set(inner, rest, value)
+        value = inner
+    object.__setattr__(config, head, value)
+
+
+def _inherit_in_mapping(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a root mapping of ``cls``) with each inherited key of a section set to its source's value (given or
+    the source's default); a key the mapping gives with another value is a ConfigError ``PATH.KEY: why``."""
+    for path, section_cls, inherits in _inheriting_sections(cls):
+        if not all(_resolvable(cls, src) for src, _ in inherits.values()):
+            continue
+        section = _mapping_at(data, path)
+        if section is None:
+            continue
+        hints = get_type_hints(section_cls)
+        for key, (src, why) in inherits.items():
+            hint, f = _field_at(cls, src)
+            raw = _lookup(data, src)
+            value = _default_of(f) if raw is _ABSENT else parse_value(raw, hint, src)
+            check_value(src, value, f.metadata)  # the source's own error first (``preset 'x' unknown``)
+            if key in section and parse_value(section[key], hints[key], f"{path}.{key}") != value:
+                raise ConfigError(f"{path}.{key}: {why}")
+            section[key] = value
+    return data
+
+
+_ABSENT = object()
+
+
+def _lookup(data: Mapping[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+def _mapping_at(data: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The mapping at dotted ``path`` of ``data``, copied on the way so the caller's mapping is not changed, created
+    when absent; None when something else (not a mapping) is there (:func:`from_mapping` then names it). A section
+    given as YAML text (``--set rollout.env='{a: 1}'``) is read first."""
+    node = data
+    for part in path.split("."):
+        value = node.get(part)
+        if isinstance(value, str):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return None
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            return None
+        node[part] = dict(value)
+        node = node[part]
+    return node
 
 
 def _fill_preset_dicts(section: Any, preset: str) -> Any:
-    """``section`` with each ``preset_of`` dict (a train config's ``rollout.env``) completed from ``preset``'s row of
+    """``section`` with each ``preset_of`` dict (a train config's ``data.build``) completed from ``preset``'s row of
     that class (the dict's own keys win; ``preset_skip`` keys are left out); nested sections likewise."""
     changes: dict[str, Any] = {}
     for f in fields(section):
@@ -168,6 +312,7 @@ def sources(config: Any, preset: str | None = None, prefix: str = "") -> dict[st
         name, value = prefix + f.name, getattr(config, f.name)
         if dataclasses.is_dataclass(hints[f.name]):
             out.update(sources(value, preset, name + "."))
+            out.update({f"{name}.{key}": f"from {src}" for key, (src, _) in f.metadata.get("inherits", {}).items()})
         elif "preset_of" in f.metadata and isinstance(value, dict):
             row = getattr(f.metadata["preset_of"], "PRESETS", {}).get(preset, {})
             for key, item in value.items():
@@ -351,6 +496,8 @@ def from_mapping(cls: type[C], data: Any, section: str = "", *, renamed: Mapping
             pass
     if not isinstance(data, dict):
         raise ConfigError(f"{section or 'config'}: expected a mapping, got {type(data).__name__}")
+    if not section:
+        data = _inherit_in_mapping(cls, dict(data))
     hints, known = get_type_hints(cls), {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
     dotted = {k: f"{section}.{k}" if section else str(k) for k in data}
     for full in dotted.values():
@@ -374,8 +521,8 @@ def from_mapping(cls: type[C], data: Any, section: str = "", *, renamed: Mapping
 
 
 def partial_mapping(cls: type, data: Any, name: str, refused: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Some of ``cls``'s fields as a dict (e.g. EnvConfig overrides inside a train config), each value parsed by
-    ``cls``'s type and checked; ``refused``: field -> why it may not be set here."""
+    """Some of ``cls``'s fields as a dict (e.g. BuildConfig overrides inside a train config, ``data.build``), each
+    value parsed by ``cls``'s type and checked; ``refused``: field -> why it may not be set here."""
     data = parse_value(data, dict, name)
     refused = refused or {}
     for key in data:
@@ -497,7 +644,9 @@ def load(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, A
 
 
 def to_dict(config: Any) -> dict[str, Any]:
-    """A config as plain data: sections as dicts, tuples as lists (what :func:`dump` writes)."""
+    """A config as plain data: sections as dicts, tuples as lists (what :func:`dump` writes). Inherited keys are left
+    out (recorded at their sources), so a written file loads again under another ``--preset`` or
+    ``--set rollout.max_turns=N``."""
     def plain(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
@@ -505,7 +654,13 @@ def to_dict(config: Any) -> dict[str, Any]:
             return [plain(v) for v in value]
         return value
 
-    return plain(dataclasses.asdict(config))
+    out = plain(dataclasses.asdict(config))
+    for path, _, inherits in _inheriting_sections(type(config)):
+        if all(_resolvable(type(config), src) for src, _ in inherits.values()):
+            section = _lookup(out, path)
+            for key in inherits:
+                section.pop(key, None)
+    return out
 
 
 def dump(config: Any, path: str | Path) -> None:
@@ -516,7 +671,8 @@ def dump(config: Any, path: str | Path) -> None:
     Path(path).write_text(f"{text}# where each value came from (preset NAME / set / default):\n{notes}", encoding="utf-8")
 
 
-def describe(config: Any, prefix: str = "", preset: str | None = None) -> list[str]:
+def describe(config: Any, prefix: str = "", preset: str | None = None,
+             inherits: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
     """``field: value  # [source] help`` lines for every field (``--show-config``): the defaults when given the
     class, the resolved values when given a loaded config; sections are indented under their name, and so are the
     keys of a ``preset_of`` dict (each with its source). ``source``: see :func:`sources`."""
@@ -531,7 +687,7 @@ def describe(config: Any, prefix: str = "", preset: str | None = None) -> list[s
         value = getattr(config, f.name)
         if dataclasses.is_dataclass(hints[f.name]):
             out.append(f"{prefix}{f.name}:  # {help_text}")
-            out.extend(describe(value, prefix + "  ", preset))
+            out.extend(describe(value, prefix + "  ", preset, f.metadata.get("inherits")))
             continue
         if "preset_of" in f.metadata and isinstance(value, dict) and value:
             out.append(f"{prefix}{f.name}:  # {help_text}")
@@ -540,5 +696,7 @@ def describe(config: Any, prefix: str = "", preset: str | None = None) -> list[s
             out.extend(f"{prefix}  {key}: {item!r}  # [{found[f'{f.name}.{key}']}] {helps.get(key, '')}".rstrip()
                        for key, item in value.items())
             continue
-        out.append(f"{prefix}{f.name}: {value!r}  # [{field_source(cls, f, value, preset)}] {help_text}")
+        inherited = (inherits or {}).get(f.name)
+        source = f"from {inherited[0]}" if inherited else field_source(cls, f, value, preset)
+        out.append(f"{prefix}{f.name}: {value!r}  # [{source}] {help_text}")
     return out

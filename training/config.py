@@ -2,13 +2,13 @@
 
 Defaults follow the paper's hyper-parameter table (``../shared/paper/harness-g.tex`` appendix
 "Implementation Details", Table "Hyperparameter settings for Harness-G (3B)": the Qwen2.5-3B recipe); the top-level
-``preset`` (paper by default) fills the environment's menu rules (``rollout.env``, :data:`ENV_PRESETS`) and the
-build rules of a graph ``harness-g train`` builds (``data.build``, :data:`BUILD_PRESETS`), each key given explicitly
-winning over the preset;
+``preset`` (paper by default) fills the environment's menu rules (``rollout.env``, an :class:`EnvConfig` section
+that inherits that preset, :data:`ENV_PRESETS`) and the build rules of a graph ``harness-g train`` builds
+(``data.build``, :data:`BUILD_PRESETS`), each key given explicitly winning over the preset;
 ``training/configs/*.yaml`` hold ready recipes (the paper's, and small CPU ones).
 
 Loading is :mod:`harness_g.config_loader`'s, shared with build and eval: every value - from YAML or from
-``--set key=value`` - is parsed by its field's declared type (``rollout.env`` by :class:`EnvConfig`'s types) and
+``--set key=value`` - is parsed by its field's declared type (``rollout.env.*`` by :class:`EnvConfig`'s) and
 checked against the range or the choices the field declares; a wrong value is a one-line :class:`ConfigError`
 naming the field, e.g. ``optim.lr: expected float, got 'abc'``. Cross-field checks are :func:`_validate`'s.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_g.agent.env.config import EnvConfig
-from harness_g.config_loader import Config, describe, load, partial_mapping, preset_field
+from harness_g.config_loader import Config, describe, inherit_field, load, partial_mapping, preset_field
 from harness_g.config_loader import config_field as _f
 from harness_g.errors import ConfigError
 from harness_g.graph.config import BuildConfig
@@ -27,13 +27,6 @@ from harness_g.registry import RegistryNames
 
 __all__ = ["CreditConfig", "DataConfig", "LogConfig", "ModelConfig", "OptimConfig", "RENAMED", "RolloutConfig",
            "TrainConfig", "describe", "load_config"]
-
-
-def _env_overrides(data: Any, name: str) -> dict[str, Any]:
-    """``rollout.env``: EnvConfig fields, each parsed by EnvConfig's own type (``answer_with: "no"`` is False)."""
-    return partial_mapping(EnvConfig, data, name, refused={
-        "max_turns": "set rollout.max_turns instead (the environment takes T from there)",
-        "preset": "set the top-level preset instead (it fills rollout.env and data.build)"})
 
 
 def _build_overrides(data: Any, name: str) -> dict[str, Any]:
@@ -117,10 +110,11 @@ class RolloutConfig(Config):
                         choices=RegistryNames("harness_g.training.generators:GENERATORS"))
     vllm: dict = _f({}, "vllm.LLM keyword arguments for generator vllm (gpu_memory_utilization, max_model_len, dtype, "
                         "enforce_eager, ...); the engine's seed is the run's seed")
-    env: dict = _f({}, "EnvConfig fields for rollouts (visible_cap K_s, lookup_cap K_e, answer_with, ...; typed and "
-                       "checked like every field; keys [preset ...] filled by the top-level preset; max_turns comes "
-                       "from rollout.max_turns)", parse=_env_overrides, preset_of=EnvConfig,
-                preset_skip=("max_turns", "preset"))
+    env: EnvConfig = inherit_field(
+        EnvConfig, "the rollouts' menu environment (Harness-G §3.3): K_s, K_e, ANSWER_WITH, ...; its preset is the "
+                   "top-level preset and its T is rollout.max_turns",
+        {"preset": ("preset", "set the top-level preset instead (it fills rollout.env and data.build)"),
+         "max_turns": ("rollout.max_turns", "set rollout.max_turns instead (the environment takes T from there)")})
     constrain_actions: bool = _f(False, "constrained decoding: action replies can only be a valid menu id (small models)")
     interface: str = _f("menu", "menu | free-query (the transition-matched free-query arm: commits and answers by "
                                 "handle as in the menu arm, any other reply is a search string a frozen resolver maps "
@@ -222,8 +216,8 @@ class TrainConfig(Config):
     log: LogConfig = field(default_factory=LogConfig, metadata={"help": "logging and checkpoints"})
 
     def env_config(self) -> EnvConfig:
-        """The rollouts' environment: ``rollout.env`` (preset-filled) under ``preset``, T from ``rollout.max_turns``."""
-        return EnvConfig.from_dict({**self.rollout.env, "preset": self.preset, "max_turns": self.rollout.max_turns})
+        """The rollouts' environment: ``rollout.env`` (under ``preset``, T = ``rollout.max_turns``)."""
+        return self.rollout.env
 
     def build_config(self) -> BuildConfig:
         """The build rules of ``data.build`` (preset-filled) under ``preset``: what ``data.build_format`` builds with."""
@@ -273,10 +267,6 @@ def _validate(c: TrainConfig) -> None:
     if longest > r.max_response_tokens:
         raise ConfigError(f"rollout.max_response_tokens ({r.max_response_tokens}) < max_turns x max_action_tokens + "
                           f"max_answer_tokens ({longest}): a rollout could generate more than its budget")
-    try:
-        c.env_config()
-    except ConfigError as exc:
-        raise ConfigError(f"rollout.env: {exc}") from None
     try:
         c.build_config()
     except ConfigError as exc:

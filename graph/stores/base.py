@@ -11,7 +11,8 @@ A backend implements exactly these (and nothing above ``graph/stores`` calls any
 ``dialect``                 ``cypher/<dialect>/`` overrides to use (``"falkordb"``, ``"neo4j"``)
 ``address``, ``where``      where the database is, for messages (never credentials)
 ``index_ready_state``       the state a usable index reports (``"OPERATIONAL"``, ``"ONLINE"``)
-``query(name, params)``     run a named *read* query (the database refuses writes)
+``query_text(text, params)`` run read-only Cypher the code owns (the database refuses writes);
+                            ``query(name, params)`` runs a named file of ``cypher/`` through it
 ``run_cypher(text, params)`` run user Cypher read-only, for ``harness-g cypher``
 ``write(name, params)``     run a named write query in one transaction; rows as dicts
 ``run_schema(text, params)`` run one schema statement (index/constraint); re-creating is a no-op
@@ -94,8 +95,10 @@ class GraphStore(ABC):
 
     # -- primitives every backend implements ------------------------------------------------------
     @abstractmethod
-    def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run the named read query ``cypher/[<dialect>/]<name>.cypher``; rows as dicts keyed by RETURN alias."""
+    def query_text(self, text: str, params: Mapping[str, Any] | None = None, *, what: str = "query"
+                   ) -> list[dict[str, Any]]:
+        """Run read-only Cypher ``text`` that the code owns (a query file's text; a user's query goes through
+        :meth:`run_cypher`, which checks it first); rows as dicts keyed by RETURN alias. ``what`` names it in errors."""
 
     @abstractmethod
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:
@@ -141,7 +144,11 @@ class GraphStore(ABC):
     def close(self) -> None:
         """Release connections (and stop the embedded server if this process started it)."""
 
-    # -- shared: schema, meta, indexes -------------------------------------------------------------
+    # -- shared: named queries, schema, meta, indexes -----------------------------------------------
+    def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run the named read query ``cypher/[<dialect>/]<name>.cypher``; rows as dicts keyed by RETURN alias."""
+        return self.query_text(load_query(name, self.dialect), params, what=f"query {name!r}")
+
     def ensure_schema(self) -> None:
         """Create the id constraints/indexes of ``cypher/[<dialect>/]schema.cypher`` (idempotent)."""
         for statement in split_statements(load_query("schema", self.dialect)):

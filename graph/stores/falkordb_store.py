@@ -202,8 +202,9 @@ class FalkorDBStore(GraphStore):
         cols = self._columns(result)
         return [dict(zip(cols, (_plain(v) for v in row))) for row in result.result_set]
 
-    def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        return self._rows(self._execute(load_query(name, self.dialect), params, write=False, what=f"query {name!r}"))
+    def query_text(self, text: str, params: Mapping[str, Any] | None = None, *, what: str = "query"
+                   ) -> list[dict[str, Any]]:
+        return self._rows(self._execute(text, params, write=False, what=what))
 
     def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         return self._rows(self._execute(load_query(name, self.dialect), params, write=True, what=f"write {name!r}"))

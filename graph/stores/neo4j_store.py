@@ -200,8 +200,9 @@ class Neo4jStore(GraphStore):
 
         self._call("schema statement", run)
 
-    def query(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        columns, rows = self._read(load_query(name, self.dialect), params, f"query {name!r}")
+    def query_text(self, text: str, params: Mapping[str, Any] | None = None, *, what: str = "query"
+                   ) -> list[dict[str, Any]]:
+        columns, rows = self._read(text, params, what)
         return [dict(zip(columns, row)) for row in rows]
 
     def run_cypher(self, text: str, params: Mapping[str, Any] | None = None) -> CypherResult:

@@ -4,6 +4,11 @@
 exists, else the shared ``cypher/<name>.cypher``. Query text is never assembled from data:
 values travel only as ``$parameters``. Each file opens with a ``//`` comment block that
 states what it does, its parameters with types, what it returns and its ordering.
+
+The same three functions take ``root``: another folder laid out the same way (shared files, ``<dialect>/``
+overrides), e.g. ``tests/cypher/``, the queries only tests and benchmarks run; a store runs such a text with
+:meth:`~harness_g.graph.stores.base.GraphStore.query_text`. Without ``root``: the package's ``cypher/``, which
+holds only what package code runs.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from harness_g.errors import StoreError
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
+    from pathlib import Path
 
 PACKAGE = "harness_g.cypher"
 DIALECTS = ("falkordb", "neo4j")
@@ -22,6 +28,8 @@ SUFFIX = ".cypher"
 
 
 def _names_in(folder: Traversable) -> set[str]:
+    if not folder.is_dir():  # a folder without overrides for a dialect
+        return set()
     return {p.name[: -len(SUFFIX)] for p in folder.iterdir() if p.is_file() and p.name.endswith(SUFFIX)}
 
 
@@ -30,29 +38,37 @@ def _check_dialect(dialect: str) -> None:
         raise StoreError(f"unknown Cypher dialect {dialect!r}; known: {', '.join(DIALECTS)}")
 
 
-@lru_cache(maxsize=None)
-def list_queries(dialect: str) -> tuple[str, ...]:
-    """Every query name available to ``dialect`` (shared files plus its overrides), sorted."""
-    _check_dialect(dialect)
-    root = resources.files(PACKAGE)
-    return tuple(sorted(_names_in(root) | _names_in(root / dialect)))
+def _folder(root: Path | None) -> Traversable:
+    """The query folder: ``root``, or the package's ``cypher/`` when None."""
+    return resources.files(PACKAGE) if root is None else root
 
 
 @lru_cache(maxsize=None)
-def load_query(name: str, dialect: str) -> str:
-    """Text of query ``name`` for ``dialect`` (the dialect's override wins over the shared file)."""
+def list_queries(dialect: str, root: Path | None = None) -> tuple[str, ...]:
+    """Every query name available to ``dialect`` (shared files plus its overrides) in ``root`` (default: the
+    package's ``cypher/``), sorted."""
     _check_dialect(dialect)
-    root = resources.files(PACKAGE)
-    for candidate in (root / dialect / f"{name}{SUFFIX}", root / f"{name}{SUFFIX}"):
+    folder = _folder(root)
+    return tuple(sorted(_names_in(folder) | _names_in(folder / dialect)))
+
+
+@lru_cache(maxsize=None)
+def load_query(name: str, dialect: str, root: Path | None = None) -> str:
+    """Text of query ``name`` for ``dialect`` in ``root`` (default: the package's ``cypher/``; the dialect's
+    override wins over the shared file)."""
+    _check_dialect(dialect)
+    folder = _folder(root)
+    for candidate in (folder / dialect / f"{name}{SUFFIX}", folder / f"{name}{SUFFIX}"):
         if candidate.is_file():
             return candidate.read_text(encoding="utf-8")
-    raise StoreError(f"unknown query {name!r} for {dialect}; known: {', '.join(list_queries(dialect))}")
+    where = "" if root is None else f" in {root}"
+    raise StoreError(f"unknown query {name!r} for {dialect}{where}; known: {', '.join(list_queries(dialect, root))}")
 
 
-def query_source(name: str, dialect: str) -> str:
-    """Which file ``load_query`` reads, relative to ``cypher/`` (for messages and tests)."""
-    load_query(name, dialect)  # raises on unknown names
-    if (resources.files(PACKAGE) / dialect / f"{name}{SUFFIX}").is_file():
+def query_source(name: str, dialect: str, root: Path | None = None) -> str:
+    """Which file ``load_query`` reads, relative to ``root`` (default: ``cypher/``; for messages and tests)."""
+    load_query(name, dialect, root)  # raises on unknown names
+    if (_folder(root) / dialect / f"{name}{SUFFIX}").is_file():
         return f"{dialect}/{name}{SUFFIX}"
     return f"{name}{SUFFIX}"
 

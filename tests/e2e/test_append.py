@@ -34,6 +34,7 @@ import pytest
 from helpers.append_checks import EMBEDDING_ATOL, embedding_difference, split_records, table_differences
 from helpers.cli_checks import assert_one_line_error, run
 from helpers.paths import TEST_DATA
+from helpers.store_queries import run_test_query
 
 from harness_g.graph import artifact as art
 from harness_g.graph.append import PENDING_SUFFIX, StoreDelta, append_graph, apply_delta
@@ -243,9 +244,9 @@ def _dump(store: Any, artifact: Artifact, *, every: int = 3, per_entity: bool = 
     stats = store.stats()
     out["counts"] = {**stats["nodes"], **stats["relationships"], "lookupable": stats["lookupable_entities"]}
     ids = sorted(artifact.table("entities", columns=["id"]).column("id").to_pylist())
-    out["sentences_mentioning"] = store.query("sentences_mentioning", {"entity_ids": ids})
+    out["sentences_mentioning"] = run_test_query(store, "sentences_mentioning", {"entity_ids": ids})
     if per_entity:
-        out["synonyms_of"] = [(i, [(r["id"], r["kind"]) for r in store.query("synonyms_of", {"entity_id": i})])
+        out["synonyms_of"] = [(i, [(r["id"], r["kind"]) for r in run_test_query(store, "synonyms_of", {"entity_id": i})])
                               for i in ids]
     sids = artifact.table("sentences", columns=["id"]).column("id").to_pylist()
     vecs = artifact.embeddings(mmap=False)

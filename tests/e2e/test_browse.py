@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from helpers.paths import REPO_ROOT as ROOT
+from helpers.store_queries import run_test_query
 
 from harness_g.agent.env import MenuEnv
 from harness_g.agent.env.graph_view import GraphView
@@ -131,7 +132,7 @@ def test_every_edge_is_a_graph_edge_among_the_drawn_nodes(hotpot_view: GraphView
     assert kinds["MENTIONS"] == {(s, e.id) for s, ents in mentions.items() for e in ents}
     synonyms = set()
     for eid in (n.id for n in data.nodes if n.kind == "entity"):
-        synonyms |= {frozenset((eid, r["id"])) for r in hotpot_view.store.query("synonyms_of", {"entity_id": eid})
+        synonyms |= {frozenset((eid, r["id"])) for r in run_test_query(hotpot_view.store, "synonyms_of", {"entity_id": eid})
                      if r["id"] in nodes}
     assert {frozenset(p) for p in kinds["SYNONYM"]} == synonyms and synonyms
     assert kinds["MENTIONS"] and kinds["CONTAINS"] and kinds["NEXT"]

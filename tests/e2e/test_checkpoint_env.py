@@ -12,7 +12,6 @@ from helpers.cli_checks import assert_one_line_error, run
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     """A trainer checkpoint whose environment differs from the defaults (K_s 3, K_e 5, T 4)."""
-    from harness_g.agent.env.config import EnvConfig
     from harness_g.agent.llm.checkpoint import write_policy_checkpoint
     from harness_g.training.checkpoint import policy_settings
     from harness_g.training.config import ModelConfig, load_config
@@ -20,7 +19,7 @@ def checkpoint(tmp_path_factory):
 
     cfg = load_config(None, {"model.name": "tiny-random", "data.graph_dir": "unused", "rollout.max_turns": 4,
                              "rollout.env": {"visible_cap": 3, "lookup_cap": 5}})
-    env = EnvConfig.from_dict({**cfg.rollout.env, "max_turns": cfg.rollout.max_turns}).to_dict()
+    env = cfg.rollout.env.to_dict()
     tok = load_tokenizer(ModelConfig(name="tiny-random"))
     model = load_policy(ModelConfig(name="tiny-random"), tok, seed=0)
     out = tmp_path_factory.mktemp("run") / "checkpoint-2"

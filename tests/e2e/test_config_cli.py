@@ -62,3 +62,21 @@ def test_eval_set_wins_over_the_file_and_config_json_loads_back(falkordb_hotpot_
     rc, _, err = run(capsys, "eval", hotpot_graph_dir, "--out", tmp_path / "bad", "--set", "eval.limit=all")
     assert_one_line_error(rc, err, "eval.limit: expected int or null, got 'all'")
     assert not (tmp_path / "bad").exists()
+
+
+def test_eval_records_the_llm_section_without_secrets_and_a_changed_setting_refuses_the_resume(
+        falkordb_hotpot_view, hotpot_graph_dir: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """``eval.llm`` (the LLM flags' section) is in config.json; the API key is not, only its variable's name."""
+    monkeypatch.setenv("HG_TEST_KEY", "sk-secret-value-123")
+    out = tmp_path / "run"
+    common = [hotpot_graph_dir, "--out", out, "-q", "--limit", "1", "--set", "eval.llm.api_key_env=HG_TEST_KEY"]
+    rc, _, err = run(capsys, "eval", *common, "--model", "m1", "--temperature", "0.2")
+    assert rc == 0, err
+    text = (out / "config.json").read_text()
+    assert "sk-secret-value-123" not in text
+    written = json.loads(text)
+    assert written["eval"]["llm"] == {"model": "m1", "base_url": None, "api_key_env": "HG_TEST_KEY", "temperature": 0.2,
+                                      "seed": None, "max_new_tokens": None, "constrain_actions": False}
+    assert EvalRunConfig.from_dict({"eval": written["eval"], "env": written["env"]}).eval.llm.model == "m1"
+    rc, _, err = run(capsys, "eval", *common, "--model", "m1", "--temperature", "0.7")
+    assert_one_line_error(rc, err, "eval.llm.temperature: 0.2 -> 0.7")

@@ -3,7 +3,8 @@ own parser and semantic analysis (npm ``@neo4j-cypher/language-support``, Cypher
 deprecation warnings.
 
 Checked: each query of ``list_queries("neo4j")`` after dialect resolution (``load_query(name, "neo4j")``;
-a multi-statement file such as ``schema`` statement by statement, as the store sends it), the ```cypher
+a multi-statement file such as ``schema`` statement by statement, as the store sends it), the test-only queries of
+``tests/cypher/`` likewise (``helpers.store_queries.every_query``), the ```cypher
 blocks of README.md and docker/README.md (Browser examples, so Browser ``:param`` commands are allowed),
 and the query argument of every ``harness-g cypher GRAPH "<query>"`` command line there. The FalkorDB
 overrides (``cypher/falkordb/``) are another dialect and are not checked.
@@ -18,14 +19,14 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.paths import REPO_ROOT as REPO
+from helpers.store_queries import every_query, query_root, shared_file, shared_text
 
-from harness_g.graph.stores.queries import list_queries, load_query, query_source, split_statements
+from harness_g.graph.stores.queries import list_queries, query_source, split_statements
 
 LINT_DIR = REPO / "tools" / "cypher-lint"
 SETUP_HINT = "run `bash tools/cypher-lint/setup.sh`"
@@ -60,8 +61,7 @@ class LintUnavailable(Exception):
 
 def neo4j_query_texts() -> list[Text]:
     texts = []
-    for name in list_queries("neo4j"):
-        text, where = load_query(name, "neo4j"), f"cypher/{query_source(name, 'neo4j')}"
+    for name, text, where in every_query("neo4j"):
         statements = split_statements(text)
         if len(statements) == 1:  # the store sends the file as it is
             texts.append(Text(name, text, where))
@@ -94,9 +94,7 @@ def readme_texts() -> list[Text]:
 
 
 def control_texts() -> list[Text]:
-    root = resources.files("harness_g.cypher")
-    shared = [Text(f"shared {n}", (root / f"{n}.cypher").read_text(encoding="utf-8"), f"cypher/{n}.cypher")
-              for n in DEPRECATED_SHARED]
+    shared = [Text(f"shared {n}", shared_text(n), shared_file(n)) for n in DEPRECATED_SHARED]
     here = "tests/e2e/test_cypher_lint.py"
     return [Text("control broken", BROKEN, here, None), Text("control importing WITH", IMPORTING_WITH, here, None), *shared]
 
@@ -154,12 +152,14 @@ def test_readme_cypher_has_no_errors_or_deprecations(lint: dict[str, list[dict[s
 
 def test_every_neo4j_query_and_readme_example_is_collected() -> None:
     queries = neo4j_query_texts()
-    assert {t.name.split(" statement ")[0] for t in queries} == set(list_queries("neo4j"))
+    assert {t.name.split(" statement ")[0] for t in queries} == {name for name, _, _ in every_query("neo4j")}
+    assert set(list_queries("neo4j")) < {name for name, _, _ in every_query("neo4j")}  # the test-only ones too
     assert len([t for t in queries if t.name.startswith("schema statement ")]) == 5
     # dialect resolution: the Neo4j overrides are linted, the FalkorDB ones never
     by_name = {t.name: t for t in queries}
     assert by_name["vector_top_k"].where == "cypher/neo4j/vector_top_k.cypher"
     assert by_name["lookup_candidates_multi"].where == "cypher/neo4j/lookup_candidates_multi.cypher"
+    assert by_name["lookup_candidates"].where == "tests/cypher/neo4j/lookup_candidates.cypher"  # test-only
     assert not [t for t in queries if "falkordb" in t.where or "db.idx." in t.text]
 
     readme = readme_texts()
@@ -187,7 +187,7 @@ def test_the_importing_with_subquery_is_reported_as_deprecated(lint: dict[str, l
     assert "variable scope clause" in deprecations[0]["message"] and "CALL (eid)" in deprecations[0]["message"]
     for name in DEPRECATED_SHARED:
         assert [d for d in lint[f"shared {name}"] if d["deprecation"]], name
-        assert query_source(name, "neo4j") == f"neo4j/{name}.cypher", name
+        assert query_source(name, "neo4j", query_root(name, "neo4j")) == f"neo4j/{name}.cypher", name
 
 
 def test_missing_linter_fails_with_the_setup_command(tmp_path: Path) -> None:

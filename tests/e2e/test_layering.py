@@ -125,6 +125,9 @@ def test_the_wheel_carries_the_package_data(tmp_path: Path) -> None:
                    "harness_g/graph/stores/neo4j_launcher/pom.xml", "harness_g/registry.py", "harness_g/cli_args.py",
                    "harness_g/agent/integrations/openenv_server.py"):
         assert needed in names, f"{needed} missing from {wheel.name}"
+    shipped = {n for n in names if n.endswith(".cypher")}
+    assert shipped and not [n for n in shipped if n.rsplit("/", 1)[1] in {
+        "lookup_candidates.cypher", "sentence_neighbours.cypher", "sentences_mentioning.cypher", "synonyms_of.cypher"}]
     # the demo finds its slice next to the installed package, not through the repository
     from harness_g import cli
 

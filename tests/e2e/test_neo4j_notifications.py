@@ -5,22 +5,23 @@ Neo4j 5.23 deprecated CALL subqueries without a variable scope clause (``CALL { 
 the replacement ``CALL (x) { ... }``, so the shared files keep the old form and ``cypher/neo4j/`` overrides
 them. Every query ``list_queries("neo4j")`` names runs here with valid parameters on the tiny graph, each
 statement in its own transaction that is rolled back (writes leave nothing behind), and the server's
-GQL status objects must hold no deprecation. The overrides must return exactly the shared files' rows.
+GQL status objects must hold no deprecation. The overrides must return exactly the shared files' rows. The
+test-only queries of ``tests/cypher`` (``helpers.store_queries.every_query``) are run the same way.
 """
 from __future__ import annotations
 
 import re
-from importlib import resources
 from typing import Any, Iterator
 
 import neo4j
 import pytest
 from helpers.store_checks import LOOKUP, check_counts, check_named_queries
+from helpers.store_queries import every_query, query_root, shared_text
 
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.local_neo4j import LocalNeo4j
 from harness_g.graph.stores.neo4j_store import Neo4jStore
-from harness_g.graph.stores.queries import list_queries, load_query, query_source, split_statements
+from harness_g.graph.stores.queries import load_query, query_source, split_statements
 
 pytestmark = pytest.mark.neo4j
 
@@ -73,9 +74,8 @@ def run_rolled_back(driver: neo4j.Driver, text: str, params: dict[str, Any]) -> 
     return rows, deprecations
 
 
-def statements_of(name: str) -> list[str]:
+def statements_of(text: str) -> list[str]:
     """What the store sends: the file as it is, or each statement of a multi-statement file (schema)."""
-    text = load_query(name, "neo4j")
     statements = split_statements(text)
     return [text] if len(statements) == 1 else statements
 
@@ -86,17 +86,13 @@ def params_for(text: str) -> dict[str, Any]:
     return {p: PARAMS[p] for p in used}
 
 
-def shared_text(name: str) -> str:
-    return (resources.files("harness_g.cypher") / f"{name}.cypher").read_text(encoding="utf-8")
-
-
 def test_no_named_query_is_reported_deprecated(tiny: Neo4jStore, driver: neo4j.Driver) -> None:
     found, rows_of = [], {}
-    for name in list_queries("neo4j"):
-        for i, statement in enumerate(statements_of(name), 1):
+    for name, text, where in every_query("neo4j"):
+        for i, statement in enumerate(statements_of(text), 1):
             rows, deprecations = run_rolled_back(driver, statement, params_for(statement))
             rows_of[name] = rows
-            found += [f"cypher/{query_source(name, 'neo4j')} (statement {i}): {d}" for d in deprecations]
+            found += [f"{where} (statement {i}): {d}" for d in deprecations]
     assert not found, "Neo4j reports deprecated features:\n" + "\n".join(found)
     # the parameters were valid: the reads found the tiny graph's data
     for name in ("sentences_by_ids", "paragraph_sentences", "entities_by_names", "entities_of_sentences",
@@ -109,7 +105,7 @@ def test_no_named_query_is_reported_deprecated(tiny: Neo4jStore, driver: neo4j.D
 def test_the_shared_call_subqueries_are_reported_deprecated(tiny: Neo4jStore, driver: neo4j.Driver) -> None:
     """The regression guard for the test above: the shared texts, which Neo4j must not get, are reported."""
     for name in OVERRIDDEN:
-        assert query_source(name, "neo4j") == f"neo4j/{name}.cypher"
+        assert query_source(name, "neo4j", query_root(name, "neo4j")) == f"neo4j/{name}.cypher"
         _, deprecations = run_rolled_back(driver, shared_text(name), params_for(shared_text(name)))
         assert deprecations and all("variable scope clause" in d for d in deprecations), (name, deprecations)
     _, deprecations = run_rolled_back(driver, "UNWIND [1, 2] AS x CALL { WITH x RETURN x * 2 AS y } RETURN x, y", {})
@@ -127,7 +123,7 @@ def test_overrides_return_the_shared_rows(tiny: Neo4jStore, driver: neo4j.Driver
     else:
         cases = [{}]
     for params in cases:
-        new, _ = run_rolled_back(driver, load_query(name, "neo4j"), params)
+        new, _ = run_rolled_back(driver, load_query(name, "neo4j", query_root(name, "neo4j")), params)
         old, _ = run_rolled_back(driver, shared_text(name), params)
         assert new == old, (name, params)
         assert new or params == {"entity_id": "e_unknown"} or params.get("entity_ids") == [], (name, params)

@@ -73,7 +73,7 @@ from harness_g.graph.stores.neo4j_store import Neo4jStore
 store = Neo4jStore({neo4j_server.bolt_uri!r}, *{neo4j_server.auth!r})
 store.clear()
 report = store.load(Artifact.open({str(tiny_artifact.path)!r}), progress=False)
-rows = store.query("lookup_candidates", {{"entity_id": "e_curie"}})
+rows = store.query("lookup_candidates_multi", {{"entity_ids": ["e_curie"], "articles": False}})
 print(json.dumps({{"driver": neo4j.__version__, "rows": report.rows, "lookup": [r["id"] for r in rows],
                   "top": store.vector_top_k([0.1] * 8, 2), "hash": store.loaded_hash()}}))
 store.close()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers.ports import free_port
 from helpers.store_checks import check_counts, check_named_queries, check_vector_top_k, counts_of
-from helpers.store_queries import PARAM, SAMPLE_PARAMS
+from helpers.store_queries import PARAM, SAMPLE_PARAMS, every_query, run_test_query
 from helpers.store_queries import header_and_body as _header_and_body
 from helpers.tiny_artifact import build_tiny_artifact
 
@@ -25,7 +25,7 @@ from harness_g.graph.stores import connect_store
 from harness_g.graph.stores.falkordb_server import HANDOVER_FILE, PID_FILE, EmbeddedFalkorDB, socket_path_for
 from harness_g.graph.stores.falkordb_store import FalkorDBStore
 from harness_g.graph.artifact import write_embeddings
-from harness_g.graph.stores.queries import list_queries, load_query, split_statements
+from harness_g.graph.stores.queries import split_statements
 
 
 # -- load ------------------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def test_other_artifact_replaces_the_graph(scratch_store: GraphStore, tiny_artif
     assert rels == {"CONTAINS": 7, "NEXT": 5, "MENTIONS": 9, "SYNONYM": 1}
     assert lookupable == 6
     assert scratch_store.loaded_hash() == "tiny-small"
-    assert scratch_store.query("lookup_candidates", {"entity_id": "e_univ"}) == []
+    assert run_test_query(scratch_store, "lookup_candidates", {"entity_id": "e_univ"}) == []
 
 
 def test_load_rejects_embeddings_of_wrong_shape(scratch_store: GraphStore, tmp_path: Path) -> None:
@@ -171,19 +171,19 @@ def test_run_cypher_is_read_only(tiny_store: GraphStore) -> None:
 
 def test_reads_on_a_graph_never_loaded(scratch_store: GraphStore) -> None:
     assert scratch_store.loaded_hash() is None
-    assert scratch_store.query("lookup_candidates", {"entity_id": "e_curie"}) == []
+    assert scratch_store.query("lookup_candidates_multi", {"entity_ids": ["e_curie"], "articles": True}) == []
+    assert run_test_query(scratch_store, "lookup_candidates", {"entity_id": "e_curie"}) == []
     stats = scratch_store.stats()
     assert stats["nodes"]["Sentence"] == 0 and stats["content_hash"] is None and stats["complete"] is False
 
 
 def test_every_falkordb_query_executes(falkordb_server: EmbeddedFalkorDB, falkordb_tiny_store: FalkorDBStore,
                                        tmp_path: Path) -> None:
-    """Each file parses and runs on FalkorDB: reads on the tiny graph, writes on a scratch graph.
-    (Neo4j's files are run on the real server by tests/e2e/test_neo4j_notifications.py.)"""
+    """Each file parses and runs on FalkorDB, the test-only ones of tests/cypher too: reads on the tiny graph, writes
+    on a scratch graph. (Neo4j's files are run on the real server by tests/e2e/test_neo4j_notifications.py.)"""
     tiny_store = falkordb_tiny_store
     scratch_store = FalkorDBStore.attach(falkordb_server, graph="every_query")
-    for name in list_queries("falkordb"):
-        text = load_query(name, "falkordb")
+    for name, text, _ in every_query("falkordb"):
         params = {p: SAMPLE_PARAMS[p] for p in set(PARAM.findall(_header_and_body(text)[1]))}
         for statement in split_statements(text):
             try:
@@ -299,7 +299,7 @@ def test_dead_server_mid_run_and_stale_pid(tiny_artifact: Artifact, tmp_path: Pa
     while store.server.alive() and time.monotonic() < deadline:
         time.sleep(0.01)
     with pytest.raises(StoreError, match=r"^cannot reach FalkorDB at unix:/tmp/harness-g-\d+/\w{12}\.sock: "):
-        store.query("lookup_candidates", {"entity_id": "e_curie"})
+        store.query("lookup_candidates_multi", {"entity_ids": ["e_curie"], "articles": False})
     with pytest.raises(StoreError, match="cannot reach FalkorDB"):
         store.vector_top_k([0.1] * 8, 1)
     # the killed server left its pid file and socket behind: the next start cleans them up and

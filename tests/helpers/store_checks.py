@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.store_queries import run_test_query
 
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import GraphStore
@@ -76,7 +77,7 @@ def check_named_queries(store: GraphStore) -> None:
     ]
     assert rows[0]["title"] == "Marie Curie" and rows[0]["text"] == "Marie Curie was a physicist."
 
-    rows = store.query("sentence_neighbours", {"ids": ["p_paris:1", "p_curie:0", "p_nobel:2"]})
+    rows = run_test_query(store, "sentence_neighbours", {"ids": ["p_paris:1", "p_curie:0", "p_nobel:2"]})
     assert [(r["source_id"], r["id"], r["direction"]) for r in rows] == [
         ("p_curie:0", "p_curie:1", "next"),
         ("p_nobel:2", "p_nobel:1", "previous"),
@@ -105,14 +106,14 @@ def check_named_queries(store: GraphStore) -> None:
         ("p_curie:3", "e_nobel"), ("p_nobel:0", "e_nobel"), ("p_paris:2", "e_mcurie"), ("p_paris:2", "e_sorbonne"),
     ]
 
-    rows = store.query("sentences_mentioning", {"entity_ids": ["e_sorbonne", "e_nobel", "e_none"]})
+    rows = run_test_query(store, "sentences_mentioning", {"entity_ids": ["e_sorbonne", "e_nobel", "e_none"]})
     assert [(r["entity_id"], r["sentence_id"]) for r in rows] == [
         ("e_nobel", "p_curie:3"), ("e_nobel", "p_nobel:0"),
         ("e_sorbonne", "p_nobel:2"), ("e_sorbonne", "p_paris:1"), ("e_sorbonne", "p_paris:2"),
     ]
 
     for entity, expected in LOOKUP.items():
-        rows = store.query("lookup_candidates", {"entity_id": entity})
+        rows = run_test_query(store, "lookup_candidates", {"entity_id": entity})
         assert [(r["id"], r["channel"]) for r in rows] == expected, entity
         assert [r["priority"] for r in rows] == [PRIORITY[c] for _, c in expected], entity
 
@@ -122,12 +123,12 @@ def check_named_queries(store: GraphStore) -> None:
         [("e_curie", s, c) for s, c in LOOKUP["e_curie"]] + [("e_univ", s, c) for s, c in LOOKUP["e_univ"]]
     )
 
-    rows = store.query("synonyms_of", {"entity_id": "e_curie"})
+    rows = run_test_query(store, "synonyms_of", {"entity_id": "e_curie"})
     assert [(r["id"], r["name"], r["kind"]) for r in rows] == [("e_mcurie", "curie", "abbreviation")]
     assert rows[0]["score"] == pytest.approx(0.9, abs=1e-6)
-    rows = store.query("synonyms_of", {"entity_id": "e_mcurie"})  # stored mcurie -> curie, read undirected
+    rows = run_test_query(store, "synonyms_of", {"entity_id": "e_mcurie"})  # stored mcurie -> curie, read undirected
     assert [(r["id"], r["kind"]) for r in rows] == [("e_curie", "abbreviation")]
-    assert store.query("synonyms_of", {"entity_id": "e_paris"}) == []
+    assert run_test_query(store, "synonyms_of", {"entity_id": "e_paris"}) == []
 
 
 def brute_force_top_k(artifact: Artifact, vector: np.ndarray, k: int) -> list[tuple[str, float]]:

@@ -58,3 +58,11 @@ def test_config_help_is_short_and_cites_sections(name, help_text):
     assert not _RESULTS_POINTER.search(help_text), f"{name}: points at a results file: {help_text!r}"
     assert sentences(help_text) <= 2, f"{name}: more than two sentences: {help_text!r}"
     assert len(help_text) <= MAX_CHARS, f"{name}: {len(help_text)} characters: {help_text!r}"
+
+
+def test_the_typed_sections_are_covered():
+    """The nested sections count field by field: a train config's rollout.env (an EnvConfig section) and an eval
+    config's llm section (PolicyConfig)."""
+    names = {name for name, _ in ALL}
+    assert {"TrainConfig.rollout.env.visible_cap", "TrainConfig.rollout.env.preset", "EvalConfig.llm.temperature",
+            "EvalConfig.llm.api_key_env", "EvalRunConfig.eval.llm.model"} <= names

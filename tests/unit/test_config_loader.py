@@ -153,7 +153,7 @@ def test_build_env_eval_and_train_configs_share_the_loader(tmp_path: Path) -> No
         load_agent_config(EnvRunConfig, None, {"env.visible_cap": 0})
 
     train = load_config(None, {"data.graph_dir": "g", "optim.lr": "1e-6", "rollout.env": "{visible_cap: '3'}"})
-    assert train.optim.lr == 1e-6 and train.rollout.env["visible_cap"] == 3 and train.env_config().visible_cap == 3
+    assert train.optim.lr == 1e-6 and train.rollout.env.visible_cap == 3 and train.env_config().visible_cap == 3
     with pytest.raises(ConfigError, match=r"^optim.lr: expected float, got 'abc'$"):
         load_config(None, {"data.graph_dir": "g", "optim.lr": "abc"})
     for cls in (BuildConfig, EnvConfig, EvalConfig, EnvRunConfig, EvalRunConfig, TrainConfig):

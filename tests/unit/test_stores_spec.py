@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from helpers.ports import free_port
-from helpers.store_queries import PARAM, SAMPLE_PARAMS
+from helpers.paths import REPO_ROOT
+from helpers.store_queries import PARAM, SAMPLE_PARAMS, TEST_CYPHER, every_query
 from helpers.store_queries import header_and_body as _header_and_body
 
 from harness_g.errors import StoreError
@@ -21,16 +22,18 @@ from harness_g.graph.stores.loader import STAGES
 from harness_g.graph.stores.queries import DIALECTS, list_queries, load_query, query_source, split_statements
 
 TRAVERSALS = (
-    "sentences_by_ids", "paragraph_sentences", "sentence_neighbours", "entities_by_names", "entities_by_ids",
-    "entities_of_sentences", "sentences_mentioning", "lookup_candidates", "lookup_candidates_multi", "synonyms_of",
+    "sentences_by_ids", "paragraph_sentences", "entities_by_names", "entities_by_ids", "entities_of_sentences",
+    "lookup_candidates_multi",
 )
+#: the queries only tests and benchmarks run (tests/cypher, through helpers.store_queries.run_test_query)
+TEST_ONLY = ("lookup_candidates", "sentence_neighbours", "sentences_mentioning", "synonyms_of")
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_every_query_file_documents_itself(dialect: str) -> None:
-    for name in list_queries(dialect):
-        header, body = _header_and_body(load_query(name, dialect))
-        assert header.startswith(f"// {name}"), f"{query_source(name, dialect)}: header must start with its name"
+    for name, text, where in every_query(dialect):
+        header, body = _header_and_body(text)
+        assert header.startswith(f"// {name}"), f"{where}: header must start with its name"
         assert "Parameters" in header and "Returns" in header, name
         used = set(PARAM.findall(body))
         assert used <= set(PARAM.findall(header)), f"{name}: undocumented parameters {used - set(PARAM.findall(header))}"
@@ -43,10 +46,17 @@ def test_registry_lookup_and_errors() -> None:
     assert query_source("vector_top_k", "falkordb") == "falkordb/vector_top_k.cypher"
     assert query_source("sentences_by_ids", "neo4j") == "sentences_by_ids.cypher"
     assert load_query("vector_top_k", "neo4j") != load_query("vector_top_k", "falkordb")
-    with pytest.raises(StoreError, match=r"unknown query 'nope' for falkordb; known: .*lookup_candidates"):
+    with pytest.raises(StoreError, match=r"unknown query 'nope' for falkordb; known: .*lookup_candidates_multi"):
         load_query("nope", "falkordb")
     with pytest.raises(StoreError, match="unknown Cypher dialect"):
-        load_query("lookup_candidates", "sqlite")
+        load_query("lookup_candidates_multi", "sqlite")
+    # a test-only query: resolved in tests/cypher (its Neo4j override wins there too), unknown to the package
+    assert query_source("lookup_candidates", "neo4j", TEST_CYPHER) == "neo4j/lookup_candidates.cypher"
+    assert query_source("lookup_candidates", "falkordb", TEST_CYPHER) == "lookup_candidates.cypher"
+    with pytest.raises(StoreError, match=r"^unknown query 'lookup_candidates' for neo4j; known: "):
+        load_query("lookup_candidates", "neo4j")
+    with pytest.raises(StoreError, match=r"^unknown query 'nope' for neo4j in .*tests/cypher; known: lookup_candidates, "):
+        load_query("nope", "neo4j", TEST_CYPHER)
     assert len(split_statements(load_query("schema", "falkordb"))) == 5
     assert len(split_statements(load_query("schema", "neo4j"))) == 5
 
@@ -62,9 +72,37 @@ def test_neo4j_store_queries_exist_in_its_dialect() -> None:
     neo_only = {n for n in list_queries("neo4j") if query_source(n, "neo4j").startswith("neo4j/")}
     assert neo_only == {"schema", "create_vector_index", "drop_index", "vector_top_k", "load_sentences", "list_indexes",
                         # CALL (x) { ... } subqueries (FalkorDB parses only the importing-WITH form)
-                        "count_nodes_by_label", "count_relationships_by_type", "lookup_candidates", "lookup_candidates_multi",
+                        "count_nodes_by_label", "count_relationships_by_type", "lookup_candidates_multi",
                         # node identity: FalkorDB's id(n) integers, Neo4j's elementId(n) strings (harness-g browse)
                         "nodes_by_internal_ids"}
+    assert {n for n in list_queries("neo4j", TEST_CYPHER)
+            if query_source(n, "neo4j", TEST_CYPHER).startswith("neo4j/")} == {"lookup_candidates"}
+
+
+def _package_strings() -> set[str]:
+    """Every string constant in the package's Python source (the folders pyproject maps onto harness_g)."""
+    import ast
+    import tomllib
+
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    dirs = {"harness_g", *pyproject["tool"]["setuptools"]["package-dir"].values()}
+    out = set()
+    for folder in sorted(dirs):
+        for path in (REPO_ROOT / folder).glob("*.py"):  # each package's own modules (subpackages are listed too)
+            out |= {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return out
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_packaged_queries_are_the_ones_package_code_runs(dialect: str) -> None:
+    """Every packaged .cypher file is named by package code (a string constant equal to its name): a query only tests
+    or benchmarks run lives in tests/cypher, and the test-only ones are not shipped."""
+    strings = _package_strings()
+    unused = sorted(n for n in list_queries(dialect) if n not in strings)
+    assert not unused, f"packaged queries no package code runs (move them to tests/cypher): {unused}"
+    assert set(list_queries(dialect, TEST_CYPHER)) == set(TEST_ONLY)
+    assert not set(TEST_ONLY) & set(list_queries(dialect)) and not set(TEST_ONLY) & strings
 
 
 def test_port_already_taken(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import torch
 from helpers.paths import PAPER_CONFIG
 from helpers.paths import REPO_ROOT as ROOT
 
-from harness_g.agent.env.config import ENV_PRESETS
+from harness_g.agent.env.config import ENV_PRESETS, EnvConfig
 from harness_g.errors import ConfigError
 from harness_g.training.config import load_config
 
@@ -149,7 +149,7 @@ def test_paper_config_update_count_is_independent_of_sequence_count():
     ("rollout.env", {"answer_with": "maybe"}, r"rollout.env.answer_with: expected bool \(true/false, yes/no, 1/0\), got 'maybe'"),
     ("rollout.env", {"visible_cap": "six"}, "rollout.env.visible_cap: expected int, got 'six'"),
     ("rollout.env", {"max_turns": 3}, "rollout.env.max_turns: set rollout.max_turns instead"),
-    ("rollout.env", {"bogus": 1}, "rollout.env: unknown field.*bogus"),
+    ("rollout.env", {"bogus": 1}, "rollout.env: unknown env config field.*bogus"),
     ("optim.drop_zero_advantage_groups", "maybe", "optim.drop_zero_advantage_groups: expected bool"),
     ("optim.lr", "nan", "optim.lr: expected float, got 'nan'"),
     ("optim.lr", 0, "optim.lr: must be > 0.0, got 0.0"),
@@ -175,9 +175,9 @@ def test_values_are_parsed_by_the_field_type(tmp_path):
                              "data.limit": 4.0})
     assert cfg.seed == 7 and cfg.optim.lr == 5e-7 and isinstance(cfg.optim.lr, float)
     assert cfg.optim.dual_clip is None and cfg.data.store is None and cfg.data.limit == 4
-    assert cfg.rollout.env["answer_with"] is False and cfg.rollout.env["visible_cap"] == 3  # "no" is false
-    assert cfg.rollout.env == {**{k: v for k, v in ENV_PRESETS["paper"].items() if k != "max_turns"},
-                               "answer_with": False, "visible_cap": 3}  # the rest filled from the preset
+    assert cfg.rollout.env.answer_with is False and cfg.rollout.env.visible_cap == 3  # "no" is false
+    assert cfg.rollout.env == EnvConfig(**{**ENV_PRESETS["paper"], "answer_with": False,
+                                           "visible_cap": 3})  # the rest filled from the preset
     assert cfg.log.tensorboard is False and cfg.rollout.constrain_actions is True
     assert cfg.model.lora_targets == ["q_proj", "v_proj"]
     for text, flag in (("true", True), ("False", False), ("YES", True), ("no", False), ("1", True), ("0", False)):
@@ -186,7 +186,8 @@ def test_values_are_parsed_by_the_field_type(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text('data: {graph_dir: x}\noptim: {lr: 1e-6}\nrollout: {env: {answer_with: "no"}, max_turns: "3"}\n')
     cfg = load_config(path)
-    assert cfg.optim.lr == 1e-6 and cfg.rollout.env["answer_with"] is False and cfg.rollout.max_turns == 3
+    assert cfg.optim.lr == 1e-6 and cfg.rollout.env.answer_with is False and cfg.rollout.max_turns == 3
+    assert cfg.rollout.env.max_turns == 3  # T is rollout.max_turns
     path.write_text("data: {graph_dir: x}\nrollout: {max_turns: six}\n")
     with pytest.raises(ConfigError, match=r"c.yaml: rollout.max_turns: expected int, got 'six'"):
         load_config(path)
