@@ -56,6 +56,8 @@ EMBEDDING_TOLERANCE = 1e-5
 _KIND_ORDER = {"ner": 0, "title": 1, "title_mention": 2}
 #: rows per shard at most (a Ray block larger than this is written as several shards)
 SHARD_ROWS = 100_000
+#: fewest name-matrix rows per top-k task of the link stage (smaller tasks cost more in scheduling than they save)
+LINK_MIN_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -190,30 +192,115 @@ def _entity_rows(batch: pa.Table, *, known_persons: frozenset[str]) -> pa.Table:
     return pa.table([pa.array([row[i] for row in rows], f.type) for i, f in enumerate(schema)], schema=schema)
 
 
-def _link(title_ids: set[str], config: BuildConfig, *entity_blocks: pa.Table) -> tuple[pa.Table, np.ndarray]:
-    """The local build's link stage over the entity table (``build._build_locked``, stage ``link``): display-name
-    vectors of the lookup-able entities in id order, then ``link_entities``. Returns (synonyms table, name vectors
-    float32 [n_entities, dim])."""
-    import torch
+def _name_rows(batch: pa.Table) -> pa.Table:
+    """Entity rows -> the lookup-able ones' ``id`` and display name as ``text`` (the input of :class:`_EmbedActor`)."""
+    kept = batch.filter(batch.column("lookupable"))
+    return pa.table({"id": kept.column("id"), "text": kept.column("surface")})
 
+
+def _topk_task(emb: np.ndarray, excluded: dict[int, list[int]], r0: int, r1: int, top_k: int,
+               min_cosine: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One Ray task of the link stage: ``linking.embedding_candidates`` over rows ``[r0, r1)`` of the name matrix
+    (``emb``: the object-store copy, read in place)."""
+    from harness_g.graph.text.linking import embedding_candidates
+
+    return embedding_candidates(emb, excluded, r0, r1, top_k, min_cosine)
+
+
+def link_ranges(m: int, tasks: int, block: int) -> list[tuple[int, int]]:
+    """Row ranges ``[r0, r1)`` covering ``[0, m)`` in order, about ``tasks`` of them (at least
+    :data:`LINK_MIN_ROWS` rows each): whole similarity blocks of ``block`` rows (``linking.embedding_block_rows``)
+    when the matrix has several, so every block multiplies the rows the local build's does; one block is cut."""
+    if m <= 0:
+        return []
+    per = max(LINK_MIN_ROWS, -(-m // max(1, tasks)))
+    if per > block:
+        per = -(-per // block) * block
+    return [(r0, min(m, r0 + per)) for r0 in range(0, m, per)]
+
+
+def _embed_names(ray, rd, entities, config: BuildConfig, workers: int, gpu: bool) -> tuple[list[str], np.ndarray]:
+    """The lookup-able entities' display names encoded on the embedding actors (:func:`_embed`), in id order:
+    (ids, float32 [m, dim])."""
+    names = _embed(ray, rd, entities.map_batches(_name_rows, batch_format="pyarrow"), config, workers, gpu)
+    ids: list[str] = []
+    parts: list[np.ndarray] = []
+    for block in _blocks(ray, names):
+        if block.num_rows:
+            ids.extend(block.column("id").to_pylist())
+            parts.append(_vectors(block, None))
+    return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
+
+
+def _entity_records(ray, entities) -> tuple[list[Any], np.ndarray]:
+    """The entity table's ``linking.EntityRecord`` rows (id order) and lookup-able mask ([n] bool), on the driver."""
+    from harness_g.graph.text.linking import EntityRecord
+
+    columns = ["id", "name", "label", "surface", "lookupable"]
+    blocks = [ray.get(ref) for ref in entities.select_columns(columns).to_arrow_refs()]
+    table = pa.concat_tables(blocks) if blocks else art.SCHEMAS["entities"].empty_table().select(columns)
+    records = [EntityRecord(*r) for r in zip(*(table.column(c).to_pylist() for c in columns[:4]))]
+    return records, np.array(table.column("lookupable").to_pylist(), dtype=bool)
+
+
+def _name_vectors(ray, rd, entities, records: list[Any], lookupable: np.ndarray, config: BuildConfig, workers: int,
+                  gpu: bool, embedded) -> np.ndarray:
+    """float32 [n_entities, dim]: the lookup-able entities' name vectors from the embedding actors, zero rows for
+    the others (``embedded``: the sentence rows, read for the vector size only when no entity is lookup-able)."""
+    if not lookupable.any():
+        return np.zeros((len(records), _sentence_dim(ray, embedded) or _encoder_dim(config)), dtype=np.float32)
+    ids, vecs = _embed_names(ray, rd, entities, config, workers, gpu)
+    if ids != [r.id for r, ok in zip(records, lookupable) if ok]:
+        raise HarnessError("the link stage's name vectors came back in another order than the entity table")
+    name_vecs = np.zeros((len(records), vecs.shape[1]), dtype=np.float32)
+    name_vecs[lookupable] = vecs
+    return name_vecs
+
+
+def _embedding_links(ray, edges: dict, records: list[Any], name_vecs: np.ndarray, lookupable: np.ndarray,
+                     config: BuildConfig) -> int:
+    """Add the embedding links to ``edges`` (the rule edges): ``linking.embedding_candidates`` as one Ray task per
+    row range (:func:`link_ranges`) over the name matrix put once in the object store, merged on the driver in row
+    order as ``link_entities`` merges its blocks. Returns the number of tasks."""
+    from harness_g.graph.text import linking
+
+    ids, emb = linking.embedding_rows(records, name_vecs, lookupable)
+    if len(ids) < 2 or config.link_top_k <= 0:
+        return 0
+    excluded = linking.excluded_columns(ids, set(edges))
+    ranges = link_ranges(len(ids), 4 * _cluster_cpus(ray), linking.embedding_block_rows(len(ids)))
+    shared = ray.put(emb)
+    task = ray.remote(num_cpus=1)(_topk_task)
+    refs = [task.remote(shared, {r: excluded[r] for r in range(r0, r1) if r in excluded}, r0, r1,
+                        config.link_top_k, config.link_min_cosine) for r0, r1 in ranges]
+    for ref in refs:  # in row order: a pair's first candidate sets its score, as in link_entities
+        linking.add_embedding_candidates(edges, ids, *ray.get(ref))
+    return len(refs)
+
+
+def _link(ray, rd, entities, title_ids: set[str], config: BuildConfig, workers: int, gpu: bool,
+          embedded) -> tuple[pa.Table, np.ndarray, int]:
+    """The local build's link stage (``build._link_stage``) spread over the cluster: name vectors on the embedding
+    actors (:func:`_name_vectors`), the rule edges (``linking.rule_edges``) on the driver, the top-k candidates as
+    tasks (:func:`_embedding_links`). Returns (synonyms table, name vectors float32 [n_entities, dim], top-k
+    tasks)."""
+    from harness_g.graph.text.linking import rule_edges
+
+    records, lookupable = _entity_records(ray, entities)
+    name_vecs = _name_vectors(ray, rd, entities, records, lookupable, config, workers, gpu, embedded)
+    edges = rule_edges(records, title_ids=title_ids, alias_pairs=(), spelling_links=config.spelling_links)
+    tasks = _embedding_links(ray, edges, records, name_vecs, lookupable, config)
+    rows = [edges[k] for k in sorted(edges)]
+    synonyms = pa.table({"src": [e.src for e in rows], "dst": [e.dst for e in rows], "kind": [e.kind for e in rows],
+                         "score": [float(e.score) for e in rows]}, schema=art.SCHEMAS["synonyms"])
+    return synonyms, name_vecs, tasks
+
+
+def _encoder_dim(config: BuildConfig) -> int:
+    """The encoder's vector size, loaded on the driver (only for a corpus without sentences or lookup-able names)."""
     from harness_g.graph.embed import get_embedder
-    from harness_g.graph.text.linking import EntityRecord, link_entities
 
-    table = pa.concat_tables(entity_blocks).combine_chunks() if entity_blocks else art.SCHEMAS["entities"].empty_table()
-    records = [EntityRecord(r["id"], r["name"], r["label"], r["surface"]) for r in table.to_pylist()]
-    lookupable = np.array(table.column("lookupable").to_pylist(), dtype=bool)
-    embedder = get_embedder(config.embedding_model, config.device, config.embedding_backend)
-    names = [r.surface for r, ok in zip(records, lookupable) if ok]
-    name_vecs = np.zeros((len(records), embedder.dim), dtype=np.float32)
-    if names:
-        name_vecs[lookupable] = embedder.encode(names, batch_size=config.embed_batch_size,
-                                                lanes=local.encode_lanes(torch.get_num_threads()))
-    edges = link_entities(records, title_ids=title_ids, embeddings=name_vecs, lookupable=lookupable,
-                          top_k=config.link_top_k, min_cosine=config.link_min_cosine, alias_pairs=(),
-                          spelling_links=config.spelling_links)
-    synonyms = pa.table({"src": [e.src for e in edges], "dst": [e.dst for e in edges], "kind": [e.kind for e in edges],
-                         "score": [float(e.score) for e in edges]}, schema=art.SCHEMAS["synonyms"])
-    return synonyms, name_vecs
+    return int(get_embedder(config.embedding_model, config.device, config.embedding_backend).dim)
 
 
 # ------------------------------------------------------------------------------------------------ shards
@@ -398,26 +485,40 @@ def _persons_and_titles(ray, grouped) -> tuple[frozenset[str], set[str]]:
     return frozenset(known), titles
 
 
+def _sentence_dim(ray, embedded) -> int | None:
+    """The vector size of the first embedded sentence (None for a corpus without sentences)."""
+    for ref in embedded.to_arrow_refs():
+        block = ray.get(ref)
+        if block.num_rows:
+            return len(block.column("embedding")[0].as_py()) // 4
+    return None
+
+
 def _cluster_cpus(ray) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-def _annotate(ray, rd, sentences, config: BuildConfig, workers: int, gpu: bool):
-    """NER then embedding over the sentence rows, as two Ray actor pools (at most ``workers`` NER actors; one
-    embedding actor per GPU when ``gpu``); returns the materialized annotated rows."""
-    annotated = sentences.map_batches(
-        _NerActor, fn_constructor_kwargs={"spacy_model": config.spacy_model, "batch_size": config.ner_batch_size,
-                                          "labels": tuple(config.ner_labels)},
-        batch_format="pyarrow", batch_size=config.ner_batch_size, num_cpus=1,
-        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, workers)))
-    embedded = annotated.map_batches(
+def _embed(ray, rd, rows, config: BuildConfig, workers: int, gpu: bool):
+    """``embedding`` (float32 bytes) added to rows with a ``text`` column by a pool of :class:`_EmbedActor` (at most
+    ``workers`` CPU actors, or one per GPU when ``gpu``), order kept; returns the dataset (lazy)."""
+    return rows.map_batches(
         _EmbedActor, fn_constructor_kwargs={"model": config.embedding_model, "device": config.device,
                                             "backend": config.embedding_backend, "batch_size": config.embed_batch_size},
         batch_format="pyarrow", batch_size=config.embed_batch_size * local.EMBED_CHUNK_BATCHES,
         num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
         compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, int(ray.cluster_resources().get("GPU", 1)) if gpu
                                                                else workers)))
-    return embedded.materialize()
+
+
+def _annotate(ray, rd, sentences, config: BuildConfig, workers: int, gpu: bool):
+    """NER then embedding over the sentence rows, as two Ray actor pools (at most ``workers`` NER actors; the
+    embedding pool of :func:`_embed`); returns the materialized annotated rows."""
+    annotated = sentences.map_batches(
+        _NerActor, fn_constructor_kwargs={"spacy_model": config.spacy_model, "batch_size": config.ner_batch_size,
+                                          "labels": tuple(config.ner_labels)},
+        batch_format="pyarrow", batch_size=config.ner_batch_size, num_cpus=1,
+        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, workers)))
+    return _embed(ray, rd, annotated, config, workers, gpu).materialize()
 
 
 def _entities(ray, embedded, dataset, config: BuildConfig, partitions: int):
@@ -437,9 +538,9 @@ def _entities(ray, embedded, dataset, config: BuildConfig, partitions: int):
 
 def _write(ray, staging: Path, inputs, dataset, config: BuildConfig, chash: str, corpus_tokens: int, limit,
            seconds: dict[str, float], t: float, spacy_name: str, workers: int, paragraphs, embedded, mention_rows,
-           entities, synonyms, name_vecs, title_ids, shard_rows: int) -> dict[str, int]:
+           entities, synonyms, name_vecs, title_ids, shard_rows: int, link_tasks: int) -> dict[str, int]:
     """The shards, then the artifact's tables and manifest through the local writer (the ``engine: ray`` manifest
-    keys added), into ``staging``; returns the artifact's counts."""
+    keys added; ``link_tasks``: the link stage's top-k tasks), into ``staging``; returns the artifact's counts."""
     shards, tables, embeddings = _write_shards(staging / art.SHARDS, paragraphs, embedded, mention_rows, entities,
                                                synonyms, name_vecs, shard_rows)
     dim = int(name_vecs.shape[1])
@@ -453,7 +554,7 @@ def _write(ray, staging: Path, inputs, dataset, config: BuildConfig, chash: str,
     nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
     extra = {"engine": "ray", art.SHARDS: shards,
              "ray": {"version": ray.__version__, "nodes": len(nodes), "cpus": _cluster_cpus(ray),
-                     "ner_actors_max": workers}}
+                     "ner_actors_max": workers, "link_tasks": link_tasks}}
     counts, _ = local._write_artifact(staging, inputs, dataset, sent, ent, edges, embeddings, name_vecs, config,
                                       chash, limit, corpus_tokens, spacy_name, dim, seconds, t, workers=workers,
                                       extra=extra)
@@ -489,8 +590,7 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
 
     t = time.perf_counter()
     stage("link")
-    link = ray.remote(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0)(_link)
-    synonyms, name_vecs = ray.get(link.remote(title_ids, config, *entities.to_arrow_refs()))
+    synonyms, name_vecs, link_tasks = _link(ray, rd, entities, title_ids, config, workers, gpu, embedded)
     seconds["link"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -499,7 +599,7 @@ def _build(ray, inputs, graph_dir: Path, config: BuildConfig, options: RayOption
     try:
         counts = _write(ray, staging, inputs, dataset, config, chash, corpus_tokens, limit, seconds, t, spacy_name,
                         workers, paragraphs, embedded, mention_rows, entities, synonyms, name_vecs, title_ids,
-                        options.shard_rows or SHARD_ROWS)
+                        options.shard_rows or SHARD_ROWS, link_tasks)
         art.publish(staging, graph_dir)
     except BaseException as exc:
         reason = os_error_reason(exc, staging) if isinstance(exc, OSError) else ""
