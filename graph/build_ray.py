@@ -13,8 +13,13 @@ The rules are graph/build.py's functions, called per batch or per group, never c
             with the corpus-wide title index) gives every mention its canonical entity id
   entities  groupby(entity id): mention count and surfaces; then ``build.entity_row`` (invalid-target filter,
             display form) per entity, with the corpus's PERSON names broadcast
-  link      one Ray task over the entity table: display-name vectors + ``linking.link_entities`` (exact blockwise
-            top-k; the entity table is far smaller than the mention table)
+  link      the lookup-able entities' display names (id order) through an embedding actor pool (map_batches,
+            :class:`_EmbedActor`, as the sentences; a second pool: the first is done by then); the exact top-k cosine candidates (``linking.embedding_candidates``, the rule
+            the local build runs) as one Ray task per row range (:func:`link_ranges`) over the name matrix put in
+            the object store once. On the driver: the entity table's id/name/label/surface columns, the rule edges
+            (``linking.rule_edges``: title, canonical, abbreviation; O(entities) plus the pairs sharing a key) and
+            the merge of the tasks' candidates in row order (O(entities x link_top_k) dict inserts), so the synonyms
+            equal ``link_entities``'s. The tasks' work is O(m^2 x dim) for m lookup-able entities
   write     shards in corpus order: ``GRAPH_DIR/shards/<table>/part-NNNNN.parquet`` and
             ``shards/sentence_embeddings/part-NNNNN.npy`` (row i of a sentence shard <-> row i of its embedding
             shard), each with its rows, bytes and sha256 under the manifest's ``shards`` key (:func:`verify_shards`)
@@ -22,7 +27,8 @@ The rules are graph/build.py's functions, called per batch or per group, never c
             loader (``harness-g load``, GraphView, FalkorDB, Neo4j) reads a Ray-built GRAPH_DIR as it is
 
 GRAPH_DIR is written by the driver (a shared filesystem is not needed). Limits: ``person_alias_merge`` (document-local
-rules that read corpus-wide state) is refused on this engine; the compaction holds the tables in the driver's memory.
+rules that read corpus-wide state) is refused on this engine; the compaction holds the tables in the driver's memory,
+the link stage the name matrix (m x dim float32) and every rule edge.
 """
 from __future__ import annotations
 
