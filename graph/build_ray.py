@@ -292,10 +292,16 @@ def _link(ray, rd, entities, title_ids: set[str], config: BuildConfig, workers: 
     tasks)."""
     from harness_g.graph.text.linking import rule_edges
 
+    t = time.perf_counter()
     records, lookupable = _entity_records(ray, entities)
     name_vecs = _name_vectors(ray, rd, entities, records, lookupable, config, workers, gpu, embedded)
+    t_names = time.perf_counter()
     edges = rule_edges(records, title_ids=title_ids, alias_pairs=(), spelling_links=config.spelling_links)
+    t_rules = time.perf_counter()
     tasks = _embedding_links(ray, edges, records, name_vecs, lookupable, config)
+    log.info("link: %d name vectors on the embedding actors %.1f s, rule edges (driver) %.2f s, top-k in %d tasks "
+             "and the merge (driver) %.1f s", int(lookupable.sum()), t_names - t, t_rules - t_names, tasks,
+             time.perf_counter() - t_rules)
     rows = [edges[k] for k in sorted(edges)]
     synonyms = pa.table({"src": [e.src for e in rows], "dst": [e.dst for e in rows], "kind": [e.kind for e in rows],
                          "score": [float(e.score) for e in rows]}, schema=art.SCHEMAS["synonyms"])
