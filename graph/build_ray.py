@@ -13,8 +13,13 @@ The rules are graph/build.py's functions, called per batch or per group, never c
             with the corpus-wide title index) gives every mention its canonical entity id
   entities  groupby(entity id): mention count and surfaces; then ``build.entity_row`` (invalid-target filter,
             display form) per entity, with the corpus's PERSON names broadcast
-  link      one Ray task over the entity table: display-name vectors + ``linking.link_entities`` (exact blockwise
-            top-k; the entity table is far smaller than the mention table)
+  link      the lookup-able entities' display names (id order) through an embedding actor pool (map_batches,
+            :class:`_EmbedActor`, as the sentences; a second pool: the first is done by then); the exact top-k cosine candidates (``linking.embedding_candidates``, the rule
+            the local build runs) as one Ray task per row range (:func:`link_ranges`) over the name matrix put in
+            the object store once. On the driver: the entity table's id/name/label/surface columns, the rule edges
+            (``linking.rule_edges``: title, canonical, abbreviation; O(entities) plus the pairs sharing a key) and
+            the merge of the tasks' candidates in row order (O(entities x link_top_k) dict inserts), so the synonyms
+            equal ``link_entities``'s. The tasks' work is O(m^2 x dim) for m lookup-able entities
   write     shards in corpus order: ``GRAPH_DIR/shards/<table>/part-NNNNN.parquet`` and
             ``shards/sentence_embeddings/part-NNNNN.npy`` (row i of a sentence shard <-> row i of its embedding
             shard), each with its rows, bytes and sha256 under the manifest's ``shards`` key (:func:`verify_shards`)
@@ -22,7 +27,8 @@ The rules are graph/build.py's functions, called per batch or per group, never c
             loader (``harness-g load``, GraphView, FalkorDB, Neo4j) reads a Ray-built GRAPH_DIR as it is
 
 GRAPH_DIR is written by the driver (a shared filesystem is not needed). Limits: ``person_alias_merge`` (document-local
-rules that read corpus-wide state) is refused on this engine; the compaction holds the tables in the driver's memory.
+rules that read corpus-wide state) is refused on this engine; the compaction holds the tables in the driver's memory,
+the link stage the name matrix (m x dim float32) and every rule edge.
 """
 from __future__ import annotations
 
@@ -56,6 +62,8 @@ EMBEDDING_TOLERANCE = 1e-5
 _KIND_ORDER = {"ner": 0, "title": 1, "title_mention": 2}
 #: rows per shard at most (a Ray block larger than this is written as several shards)
 SHARD_ROWS = 100_000
+#: fewest name-matrix rows per top-k task of the link stage (smaller tasks cost more in scheduling than they save)
+LINK_MIN_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class _Stages:
     Ray Datasets of the paragraph rows, the annotated sentence rows (corpus order, raw float32 ``embedding`` bytes),
     the mention rows and the entity rows (sorted by id); the SYNONYM table; the entity-name vectors (float32
     ``[n_entities, dim]``, entity-id order); the title entities' ids; the spaCy pipeline's name and the NER actors'
-    maximum (recorded in the manifest)."""
+    maximum and the link stage's top-k tasks (recorded in the manifest)."""
 
     paragraphs: Any
     embedded: Any
@@ -100,6 +108,7 @@ class _Stages:
     title_ids: set[str]
     spacy_name: str
     workers: int
+    link_tasks: int
 
 
 def _ray():
@@ -222,30 +231,121 @@ def _entity_rows(batch: pa.Table, *, known_persons: frozenset[str]) -> pa.Table:
     return pa.table([pa.array([row[i] for row in rows], f.type) for i, f in enumerate(schema)], schema=schema)
 
 
-def _link(title_ids: set[str], config: BuildConfig, *entity_blocks: pa.Table) -> tuple[pa.Table, np.ndarray]:
-    """The local build's link stage over the entity table (``build._build_locked``, stage ``link``): display-name
-    vectors of the lookup-able entities in id order, then ``link_entities``. Returns (synonyms table, name vectors
-    float32 [n_entities, dim])."""
-    import torch
+def _name_rows(batch: pa.Table) -> pa.Table:
+    """Entity rows -> the lookup-able ones' ``id`` and display name as ``text`` (the input of :class:`_EmbedActor`)."""
+    kept = batch.filter(batch.column("lookupable"))
+    return pa.table({"id": kept.column("id"), "text": kept.column("surface")})
 
+
+def _topk_task(emb: np.ndarray, excluded: dict[int, list[int]], r0: int, r1: int, top_k: int,
+               min_cosine: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One Ray task of the link stage: ``linking.embedding_candidates`` over rows ``[r0, r1)`` of the name matrix
+    (``emb``: the object-store copy, read in place)."""
+    from harness_g.graph.text.linking import embedding_candidates
+
+    return embedding_candidates(emb, excluded, r0, r1, top_k, min_cosine)
+
+
+def link_ranges(m: int, tasks: int, block: int) -> list[tuple[int, int]]:
+    """Row ranges ``[r0, r1)`` covering ``[0, m)`` in order, about ``tasks`` of them (at least
+    :data:`LINK_MIN_ROWS` rows each): whole similarity blocks of ``block`` rows (``linking.embedding_block_rows``)
+    when the matrix has several, so every block multiplies the rows the local build's does; one block is cut."""
+    if m <= 0:
+        return []
+    per = max(LINK_MIN_ROWS, -(-m // max(1, tasks)))
+    if per > block:
+        per = -(-per // block) * block
+    return [(r0, min(m, r0 + per)) for r0 in range(0, m, per)]
+
+
+def _embed_names(ray, rd, entities, config: BuildConfig, workers: int, gpu: bool) -> tuple[list[str], np.ndarray]:
+    """The lookup-able entities' display names encoded on the embedding actors (:func:`_embed`), in id order:
+    (ids, float32 [m, dim])."""
+    names = _embed(ray, rd, entities.map_batches(_name_rows, batch_format="pyarrow"), config, workers, gpu)
+    ids: list[str] = []
+    parts: list[np.ndarray] = []
+    for block in _blocks(ray, names):
+        if block.num_rows:
+            ids.extend(block.column("id").to_pylist())
+            parts.append(_vectors(block, None))
+    return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
+
+
+def _entity_records(ray, entities) -> tuple[list[Any], np.ndarray]:
+    """The entity table's ``linking.EntityRecord`` rows (id order) and lookup-able mask ([n] bool), on the driver."""
+    from harness_g.graph.text.linking import EntityRecord
+
+    columns = ["id", "name", "label", "surface", "lookupable"]
+    blocks = [ray.get(ref) for ref in entities.select_columns(columns).to_arrow_refs()]
+    table = pa.concat_tables(blocks) if blocks else art.SCHEMAS["entities"].empty_table().select(columns)
+    records = [EntityRecord(*r) for r in zip(*(table.column(c).to_pylist() for c in columns[:4]))]
+    return records, np.array(table.column("lookupable").to_pylist(), dtype=bool)
+
+
+def _name_vectors(ray, rd, entities, records: list[Any], lookupable: np.ndarray, config: BuildConfig, workers: int,
+                  gpu: bool, embedded) -> np.ndarray:
+    """float32 [n_entities, dim]: the lookup-able entities' name vectors from the embedding actors, zero rows for
+    the others (``embedded``: the sentence rows, read for the vector size only when no entity is lookup-able)."""
+    if not lookupable.any():
+        return np.zeros((len(records), _sentence_dim(ray, embedded) or _encoder_dim(config)), dtype=np.float32)
+    ids, vecs = _embed_names(ray, rd, entities, config, workers, gpu)
+    if ids != [r.id for r, ok in zip(records, lookupable) if ok]:
+        raise HarnessError("the link stage's name vectors came back in another order than the entity table")
+    name_vecs = np.zeros((len(records), vecs.shape[1]), dtype=np.float32)
+    name_vecs[lookupable] = vecs
+    return name_vecs
+
+
+def _embedding_links(ray, edges: dict, records: list[Any], name_vecs: np.ndarray, lookupable: np.ndarray,
+                     config: BuildConfig) -> int:
+    """Add the embedding links to ``edges`` (the rule edges): ``linking.embedding_candidates`` as one Ray task per
+    row range (:func:`link_ranges`) over the name matrix put once in the object store, merged on the driver in row
+    order as ``link_entities`` merges its blocks. Returns the number of tasks."""
+    from harness_g.graph.text import linking
+
+    ids, emb = linking.embedding_rows(records, name_vecs, lookupable)
+    if len(ids) < 2 or config.link_top_k <= 0:
+        return 0
+    excluded = linking.excluded_columns(ids, set(edges))
+    ranges = link_ranges(len(ids), 4 * _cluster_cpus(ray), linking.embedding_block_rows(len(ids)))
+    shared = ray.put(emb)
+    task = ray.remote(num_cpus=1)(_topk_task)
+    refs = [task.remote(shared, {r: excluded[r] for r in range(r0, r1) if r in excluded}, r0, r1,
+                        config.link_top_k, config.link_min_cosine) for r0, r1 in ranges]
+    for ref in refs:  # in row order: a pair's first candidate sets its score, as in link_entities
+        linking.add_embedding_candidates(edges, ids, *ray.get(ref))
+    return len(refs)
+
+
+def _link(ray, rd, entities, title_ids: set[str], config: BuildConfig, workers: int, gpu: bool,
+          embedded) -> tuple[pa.Table, np.ndarray, int]:
+    """The local build's link stage (``build._link_stage``) spread over the cluster: name vectors on the embedding
+    actors (:func:`_name_vectors`), the rule edges (``linking.rule_edges``) on the driver, the top-k candidates as
+    tasks (:func:`_embedding_links`). Returns (synonyms table, name vectors float32 [n_entities, dim], top-k
+    tasks)."""
+    from harness_g.graph.text.linking import rule_edges
+
+    t = time.perf_counter()
+    records, lookupable = _entity_records(ray, entities)
+    name_vecs = _name_vectors(ray, rd, entities, records, lookupable, config, workers, gpu, embedded)
+    t_names = time.perf_counter()
+    edges = rule_edges(records, title_ids=title_ids, alias_pairs=(), spelling_links=config.spelling_links)
+    t_rules = time.perf_counter()
+    tasks = _embedding_links(ray, edges, records, name_vecs, lookupable, config)
+    log.info("link: %d name vectors on the embedding actors %.1f s, rule edges (driver) %.2f s, top-k in %d tasks "
+             "and the merge (driver) %.1f s", int(lookupable.sum()), t_names - t, t_rules - t_names, tasks,
+             time.perf_counter() - t_rules)
+    rows = [edges[k] for k in sorted(edges)]
+    synonyms = pa.table({"src": [e.src for e in rows], "dst": [e.dst for e in rows], "kind": [e.kind for e in rows],
+                         "score": [float(e.score) for e in rows]}, schema=art.SCHEMAS["synonyms"])
+    return synonyms, name_vecs, tasks
+
+
+def _encoder_dim(config: BuildConfig) -> int:
+    """The encoder's vector size, loaded on the driver (only for a corpus without sentences or lookup-able names)."""
     from harness_g.graph.embed import get_embedder
-    from harness_g.graph.text.linking import EntityRecord, link_entities
 
-    table = pa.concat_tables(entity_blocks).combine_chunks() if entity_blocks else art.SCHEMAS["entities"].empty_table()
-    records = [EntityRecord(r["id"], r["name"], r["label"], r["surface"]) for r in table.to_pylist()]
-    lookupable = np.array(table.column("lookupable").to_pylist(), dtype=bool)
-    embedder = get_embedder(config.embedding_model, config.device, config.embedding_backend)
-    names = [r.surface for r, ok in zip(records, lookupable) if ok]
-    name_vecs = np.zeros((len(records), embedder.dim), dtype=np.float32)
-    if names:
-        name_vecs[lookupable] = embedder.encode(names, batch_size=config.embed_batch_size,
-                                                lanes=local.encode_lanes(torch.get_num_threads()))
-    edges = link_entities(records, title_ids=title_ids, embeddings=name_vecs, lookupable=lookupable,
-                          top_k=config.link_top_k, min_cosine=config.link_min_cosine, alias_pairs=(),
-                          spelling_links=config.spelling_links)
-    synonyms = pa.table({"src": [e.src for e in edges], "dst": [e.dst for e in edges], "kind": [e.kind for e in edges],
-                         "score": [float(e.score) for e in edges]}, schema=art.SCHEMAS["synonyms"])
-    return synonyms, name_vecs
+    return int(get_embedder(config.embedding_model, config.device, config.embedding_backend).dim)
 
 
 # ------------------------------------------------------------------------------------------------ shards
@@ -430,26 +530,40 @@ def _persons_and_titles(ray, grouped) -> tuple[frozenset[str], set[str]]:
     return frozenset(known), titles
 
 
+def _sentence_dim(ray, embedded) -> int | None:
+    """The vector size of the first embedded sentence (None for a corpus without sentences)."""
+    for ref in embedded.to_arrow_refs():
+        block = ray.get(ref)
+        if block.num_rows:
+            return len(block.column("embedding")[0].as_py()) // 4
+    return None
+
+
 def _cluster_cpus(ray) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-def _annotate(ray, rd, sentences, config: BuildConfig, workers: int, gpu: bool):
-    """NER then embedding over the sentence rows, as two Ray actor pools (at most ``workers`` NER actors; one
-    embedding actor per GPU when ``gpu``); returns the materialized annotated rows."""
-    annotated = sentences.map_batches(
-        _NerActor, fn_constructor_kwargs={"spacy_model": config.spacy_model, "batch_size": config.ner_batch_size,
-                                          "labels": tuple(config.ner_labels)},
-        batch_format="pyarrow", batch_size=config.ner_batch_size, num_cpus=1,
-        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, workers)))
-    embedded = annotated.map_batches(
+def _embed(ray, rd, rows, config: BuildConfig, workers: int, gpu: bool):
+    """``embedding`` (float32 bytes) added to rows with a ``text`` column by a pool of :class:`_EmbedActor` (at most
+    ``workers`` CPU actors, or one per GPU when ``gpu``), order kept; returns the dataset (lazy)."""
+    return rows.map_batches(
         _EmbedActor, fn_constructor_kwargs={"model": config.embedding_model, "device": config.device,
                                             "backend": config.embedding_backend, "batch_size": config.embed_batch_size},
         batch_format="pyarrow", batch_size=config.embed_batch_size * local.EMBED_CHUNK_BATCHES,
         num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
         compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, int(ray.cluster_resources().get("GPU", 1)) if gpu
                                                                else workers)))
-    return embedded.materialize()
+
+
+def _annotate(ray, rd, sentences, config: BuildConfig, workers: int, gpu: bool):
+    """NER then embedding over the sentence rows, as two Ray actor pools (at most ``workers`` NER actors; the
+    embedding pool of :func:`_embed`); returns the materialized annotated rows."""
+    annotated = sentences.map_batches(
+        _NerActor, fn_constructor_kwargs={"spacy_model": config.spacy_model, "batch_size": config.ner_batch_size,
+                                          "labels": tuple(config.ner_labels)},
+        batch_format="pyarrow", batch_size=config.ner_batch_size, num_cpus=1,
+        compute=rd.ActorPoolStrategy(min_size=1, max_size=max(1, workers)))
+    return _embed(ray, rd, annotated, config, workers, gpu).materialize()
 
 
 def _entities(ray, embedded, dataset, config: BuildConfig, partitions: int):
@@ -484,7 +598,7 @@ def _write(ray, staging: Path, job: _Job, stages: _Stages, seconds: dict[str, fl
     nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
     extra = {"engine": "ray", art.SHARDS: shards,
              "ray": {"version": ray.__version__, "nodes": len(nodes), "cpus": _cluster_cpus(ray),
-                     "ner_actors_max": stages.workers}}
+                     "ner_actors_max": stages.workers, "link_tasks": stages.link_tasks}}
     counts, _ = local._write_artifact(staging, job.inputs, job.dataset, sent, ent, edges, embeddings, stages.name_vecs,
                                       job.config, job.chash, job.limit, job.corpus_tokens, stages.spacy_name, dim,
                                       seconds, t, workers=stages.workers, extra=extra)
@@ -520,13 +634,13 @@ def _build(ray, job: _Job, graph_dir: Path, options: RayOptions, seconds: dict[s
 
     t = time.perf_counter()
     stage("link")
-    link = ray.remote(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0)(_link)
-    synonyms, name_vecs = ray.get(link.remote(title_ids, config, *entities.to_arrow_refs()))
+    synonyms, name_vecs, link_tasks = _link(ray, rd, entities, title_ids, config, workers, gpu, embedded)
     seconds["link"] = time.perf_counter() - t
 
     t = time.perf_counter()
     stage("write")
-    stages = _Stages(paragraphs, embedded, mention_rows, entities, synonyms, name_vecs, title_ids, spacy_name, workers)
+    stages = _Stages(paragraphs, embedded, mention_rows, entities, synonyms, name_vecs, title_ids, spacy_name, workers,
+                     link_tasks)
     staging = art.staging_dir(graph_dir)
     try:
         counts = _write(ray, staging, job, stages, seconds, t, options.shard_rows or SHARD_ROWS)

@@ -23,8 +23,10 @@ import numpy as np
 from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.lexicon import INITIALS_STOPWORDS, NATIONALITIES
 
-__all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "initials", "name_alias_of", "person_aliases",
-           "spelling_key", "title_mention_index", "title_mentions", "title_name"]
+__all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "add_embedding_candidates",
+           "embedding_block_rows", "embedding_candidates", "embedding_rows", "excluded_columns", "initials",
+           "name_alias_of", "person_aliases", "rule_edges", "spelling_key", "title_mention_index", "title_mentions",
+           "title_name"]
 
 KINDS: tuple[str, ...] = ("title", "canonical", "alias", "abbreviation", "embedding")
 _PRIORITY = {k: i for i, k in enumerate(KINDS)}
@@ -158,36 +160,55 @@ def _abbreviation_edges(ents: Sequence[EntityRecord], edges: dict) -> None:
                 _add(edges, e.id, long.id, "abbreviation", 1.0)
 
 
-def _embedding_edges(
-    ids: list[str],
-    emb: np.ndarray,
-    linked: set[tuple[str, str]],
-    top_k: int,
-    min_cosine: float,
-    edges: dict,
-) -> None:
-    """Exact top-k cosine neighbours (>= min_cosine) of every row among all rows, blockwise.
+def embedding_block_rows(m: int) -> int:
+    """Rows per similarity block of an [m, d] name matrix: about 128 MiB of float32 similarities
+    (``_BLOCK_VALUES``), at most 4096 rows, at least 1."""
+    return max(1, min(4096, _BLOCK_VALUES // max(1, m)))
 
-    ``ids`` sorted ascending and ``emb`` [m, d] float32 in the same order; ties -> smaller id.
-    """
-    m = len(ids)
-    if m < 2 or top_k <= 0:
-        return
+
+def excluded_columns(ids: Sequence[str], linked: Collection[tuple[str, str]]) -> dict[int, list[int]]:
+    """``{row: [columns]}`` of the pairs in ``linked`` (rule edges, ``(src, dst)`` ids) between two of ``ids``, both
+    ways: the columns :func:`embedding_candidates` never proposes for a row. Indexes into the id-sorted ``ids``."""
     pos = {eid: i for i, eid in enumerate(ids)}
-    excluded: dict[int, list[int]] = defaultdict(list)  # row -> cols already linked by rules
+    excluded: dict[int, list[int]] = defaultdict(list)
     for a, b in linked:
         if a in pos and b in pos:
             excluded[pos[a]].append(pos[b])
             excluded[pos[b]].append(pos[a])
-    block = max(1, min(4096, _BLOCK_VALUES // m))
-    for r0 in range(0, m, block):
-        r1 = min(m, r0 + block)
-        sims = emb[r0:r1] @ emb.T  # [rows, m] cosine (inputs L2-normalised)
-        local = np.arange(r1 - r0)
-        sims[local, local + r0] = -np.inf  # self
-        for r in range(r0, r1):
+    return dict(excluded)
+
+
+def embedding_candidates(
+    emb: np.ndarray,
+    excluded: Mapping[int, Sequence[int]],
+    r0: int,
+    r1: int,
+    top_k: int,
+    min_cosine: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The embedding-link candidates of rows ``[r0, r1)``: each row's ``top_k`` most similar other rows of ``emb``
+    with cosine >= ``min_cosine``, columns in ``excluded[row]`` (rule-linked) left out; ties -> the smaller column.
+
+    ``emb``: [m, d] float32, L2-normalised, rows in id order (a column index is an id rank). Pure: any split of
+    ``[0, m)`` into ranges gives, concatenated in range order, the candidates of one call over ``[0, m)``; the
+    similarities are computed in blocks of :func:`embedding_block_rows` rows starting at ``r0``. Returns (rows, cols,
+    scores): int64 absolute row and column indexes and float32 cosines, sorted by row, then score descending, then
+    column.
+    """
+    m = emb.shape[0]
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    if m < 2 or top_k <= 0 or r1 <= r0:
+        return empty
+    block = embedding_block_rows(m)
+    found = []
+    for b0 in range(r0, r1, block):
+        b1 = min(r1, b0 + block)
+        sims = emb[b0:b1] @ emb.T  # [rows, m] cosine (inputs L2-normalised)
+        local = np.arange(b1 - b0)
+        sims[local, local + b0] = -np.inf  # self
+        for r in range(b0, b1):
             if r in excluded:
-                sims[r - r0, excluded[r]] = -np.inf
+                sims[r - b0, excluded[r]] = -np.inf
         rows, cols = np.nonzero(sims >= min_cosine)
         if rows.size == 0:
             continue
@@ -198,8 +219,80 @@ def _embedding_edges(
         starts = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
         rank = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
         keep = rank < top_k
-        for r, c, s in zip(rows[keep] + r0, cols[keep], scores[keep]):
-            _add(edges, ids[r], ids[c], "embedding", round(float(s), 6))
+        found.append((rows[keep].astype(np.int64) + b0, cols[keep].astype(np.int64), scores[keep]))
+    if not found:
+        return empty
+    return tuple(np.concatenate(parts) for parts in zip(*found))  # type: ignore[return-value]
+
+
+def add_embedding_candidates(edges: dict, ids: Sequence[str], rows: np.ndarray, cols: np.ndarray,
+                             scores: np.ndarray) -> None:
+    """Merge :func:`embedding_candidates` output into ``edges`` as 'embedding' edges (cosine rounded to 6 places),
+    in the given order: the first candidate of a pair sets its score, a rule edge already there is kept."""
+    for r, c, s in zip(rows.tolist(), cols.tolist(), scores.tolist()):
+        _add(edges, ids[r], ids[c], "embedding", round(float(s), 6))
+
+
+def _embedding_edges(
+    ids: list[str],
+    emb: np.ndarray,
+    linked: set[tuple[str, str]],
+    top_k: int,
+    min_cosine: float,
+    edges: dict,
+) -> None:
+    """Exact top-k cosine neighbours (>= min_cosine) of every row among all rows, blockwise
+    (:func:`embedding_candidates` over every row, merged in row order).
+
+    ``ids`` sorted ascending and ``emb`` [m, d] float32 in the same order; ties -> smaller id.
+    """
+    rows, cols, scores = embedding_candidates(emb, excluded_columns(ids, linked), 0, len(ids), top_k, min_cosine)
+    add_embedding_candidates(edges, ids, rows, cols, scores)
+
+
+def _id_sorted(entities: Sequence[EntityRecord]) -> list[int]:
+    """Indexes of ``entities`` in id order; ValueError when an id repeats."""
+    if len({e.id for e in entities}) != len(entities):
+        raise ValueError("link_entities: entity ids must be unique")
+    return sorted(range(len(entities)), key=lambda i: entities[i].id)
+
+
+def rule_edges(
+    entities: Sequence[EntityRecord],
+    *,
+    title_ids: Collection[str],
+    alias_pairs: Collection[tuple[str, str]] = (),
+    spelling_links: bool = False,
+) -> dict[tuple[str, str], SynonymEdge]:
+    """The rule SYNONYM edges (title, canonical, alias, abbreviation) among ``entities``, keyed by ``(src, dst)``:
+    :func:`link_entities` without embedding links, before its sort (add embedding candidates, then sort the keys).
+    Cost: linear in the entities plus the pairs of each shared canonical / initials key."""
+    order = _id_sorted(entities)
+    ents = [entities[i] for i in order]
+    edges: dict[tuple[str, str], SynonymEdge] = {}
+    _title_edges(ents, set(title_ids), edges, spelling_links)
+    _canonical_edges(ents, edges)
+    known = {e.id for e in ents}
+    for a, b in sorted(alias_pairs):
+        if a in known and b in known:
+            _add(edges, a, b, "alias", 1.0)
+    _abbreviation_edges(ents, edges)
+    return edges
+
+
+def embedding_rows(entities: Sequence[EntityRecord], embeddings: np.ndarray,
+                   lookupable: Sequence[bool] | np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
+    """The rows that get embedding links: the (lookup-able) entities' ids in id order and their vectors (float32
+    [m, d], contiguous, the input of :func:`embedding_candidates`). ValueError on a shape that does not match."""
+    n = len(entities)
+    emb = np.asarray(embeddings, dtype=np.float32)
+    if emb.ndim != 2 or emb.shape[0] != n:
+        raise ValueError(f"embeddings must be [n={n}, d], got {emb.shape}")
+    mask = np.ones(n, dtype=bool) if lookupable is None else np.asarray(lookupable, dtype=bool)
+    if mask.shape != (n,):
+        raise ValueError(f"lookupable must be [n={n}], got {mask.shape}")
+    sel = [i for i in _id_sorted(entities) if mask[i]]  # id-sorted subset
+    return [entities[i].id for i in sel], np.ascontiguousarray(emb[sel])
 
 
 def link_entities(
@@ -224,35 +317,14 @@ def link_entities(
     ``alias_pairs``: ``(alias id, full-name id)`` pairs from the build's person-alias merge -> ``alias`` edges
     (pairs naming an unknown id are ignored). ``spelling_links``: titles also link across spellings that differ
     only in accents, spaces or hyphens (``BuildConfig.spelling_links``; off: the paper's surface normalization).
+    The steps are public for the Ray build, which runs the embedding candidates' row ranges as tasks:
+    :func:`rule_edges`, :func:`embedding_rows`, :func:`excluded_columns`, :func:`embedding_candidates`,
+    :func:`add_embedding_candidates`.
     """
-    n = len(entities)
-    if len({e.id for e in entities}) != n:
-        raise ValueError("link_entities: entity ids must be unique")
-    # Sort by id so every tie-break and every float computation is input-order independent.
-    order = sorted(range(n), key=lambda i: entities[i].id)
-    ents = [entities[i] for i in order]
-    titles = set(title_ids)
-
-    edges: dict[tuple[str, str], SynonymEdge] = {}
-    _title_edges(ents, titles, edges, spelling_links)
-    _canonical_edges(ents, edges)
-    known = {e.id for e in ents}
-    for a, b in sorted(alias_pairs):
-        if a in known and b in known:
-            _add(edges, a, b, "alias", 1.0)
-    _abbreviation_edges(ents, edges)
-
-    if embeddings is not None and n:
-        emb = np.asarray(embeddings, dtype=np.float32)
-        if emb.ndim != 2 or emb.shape[0] != n:
-            raise ValueError(f"embeddings must be [n={n}, d], got {emb.shape}")
-        mask = np.ones(n, dtype=bool) if lookupable is None else np.asarray(lookupable, dtype=bool)
-        if mask.shape != (n,):
-            raise ValueError(f"lookupable must be [n={n}], got {mask.shape}")
-        sel = [i for i in order if mask[i]]  # id-sorted subset
-        sub = np.ascontiguousarray(emb[sel])
-        _embedding_edges([entities[i].id for i in sel], sub, set(edges), top_k, min_cosine, edges)
-
+    edges = rule_edges(entities, title_ids=title_ids, alias_pairs=alias_pairs, spelling_links=spelling_links)
+    if embeddings is not None and len(entities):
+        ids, emb = embedding_rows(entities, embeddings, lookupable)
+        _embedding_edges(ids, emb, set(edges), top_k, min_cosine, edges)
     return [edges[k] for k in sorted(edges)]
 
 

@@ -180,6 +180,14 @@ def test_the_ray_build_on_two_nodes_is_the_local_graph(graphs: dict[str, Path]) 
 
 
 @pytest.mark.slow
+def test_the_link_stage_ran_its_top_k_as_several_tasks(graphs: dict[str, Path]) -> None:
+    """The embedding links' exact top-k ran as row-range tasks over the shared name matrix (the equality test above:
+    merged, they are the local build's synonyms), not as one task."""
+    ray = Artifact.open(graphs["ray"]).manifest["ray"]
+    assert ray["link_tasks"] >= 2, ray
+
+
+@pytest.mark.slow
 def test_the_shards_carry_their_sha256_and_pair_sentences_with_vectors(graphs: dict[str, Path], tmp_path: Path) -> None:
     from harness_g.graph.build_ray import verify_shards
 

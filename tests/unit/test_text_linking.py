@@ -132,6 +132,66 @@ def test_blockwise_matches_bruteforce(monkeypatch) -> None:
     assert pairs(one_shot) == expected
 
 
+def _clustered_unit_vectors(n: int, d: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n // 10, d))
+    x = base[rng.integers(0, n // 10, n)] + 0.3 * rng.normal(size=(n, d))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("block_values", [None, 7 * 300])  # the default one block, and 7-row similarity blocks
+def test_embedding_candidates_over_any_split_of_rows_are_the_unsplit_ones(monkeypatch, block_values) -> None:
+    """The Ray build's top-k tasks (issue 35 item 2): ``embedding_candidates`` over the row ranges of any split of
+    [0, m), concatenated in range order, are exactly its candidates over [0, m) -- a range boundary (or a similarity
+    block boundary inside a range) neither drops nor duplicates one -- and merged in that order they are the edges of
+    ``link_entities``."""
+    import harness_g.graph.text.linking as linking
+    from harness_g.graph.build_ray import link_ranges
+
+    if block_values:
+        monkeypatch.setattr(linking, "_BLOCK_VALUES", block_values)
+    n = 300
+    x = _clustered_unit_vectors(n, 16, 0)
+    ents = [EntityRecord(f"e{i:04d}", f"name {i % 40}", "ORG", f"Name {i}") for i in range(n)]  # canonical rule edges
+    rules = linking.rule_edges(ents, title_ids=set())
+    ids, emb = linking.embedding_rows(ents, x)
+    excluded = linking.excluded_columns(ids, set(rules))
+    assert rules and excluded
+    whole = linking.embedding_candidates(emb, excluded, 0, n, 3, 0.8)
+    assert whole[0].size > n  # most rows have candidates: every boundary below cuts between candidate rows
+
+    rng = np.random.default_rng(1)
+    splits = [[0, n], list(range(n + 1)), [0, 1, 2, 150, 151, n - 1, n], [0, 0, 7, 7, 14, n, n]]  # empty ranges too
+    splits += [[0, *sorted(rng.choice(np.arange(1, n), size=k, replace=False).tolist()), n] for k in (3, 17, 60)]
+    splits.append([0, *[r1 for _, r1 in link_ranges(n, 8, linking.embedding_block_rows(n))]])
+    for cuts in splits:
+        parts = [linking.embedding_candidates(emb, excluded, r0, r1, 3, 0.8) for r0, r1 in zip(cuts, cuts[1:])]
+        joined = tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        assert np.array_equal(joined[0], whole[0]) and np.array_equal(joined[1], whole[1]), cuts[:8]
+        assert np.allclose(joined[2], whole[2], rtol=0, atol=1e-6), cuts[:8]  # float32 products: ulps
+        edges = dict(rules)
+        for part in parts:
+            linking.add_embedding_candidates(edges, ids, *part)
+        merged = [edges[k] for k in sorted(edges)]
+        expected = link_entities(ents, title_ids=set(), embeddings=x, top_k=3, min_cosine=0.8)
+        assert [(e.src, e.dst, e.kind) for e in merged] == [(e.src, e.dst, e.kind) for e in expected], cuts[:8]
+        # a product of other row counts may round the 6th decimal the other way (BLAS kernels per shape)
+        assert max(abs(a.score - b.score) for a, b in zip(merged, expected)) <= 2e-6, cuts[:8]
+
+
+def test_the_ray_link_ranges_cover_every_row_once_in_whole_blocks() -> None:
+    from harness_g.graph.build_ray import LINK_MIN_ROWS, link_ranges
+
+    for m, tasks, block in [(1, 8, 4096), (400, 8, 4096), (10_000, 8, 335), (10_000, 1, 335), (5, 64, 1)]:
+        ranges = link_ranges(m, tasks, block)
+        assert ranges[0][0] == 0 and ranges[-1][1] == m
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])) and all(r0 < r1 for r0, r1 in ranges)
+        assert len(ranges) <= max(tasks, 1) and all(r1 - r0 >= min(m, LINK_MIN_ROWS) for r0, r1 in ranges[:-1])
+        if m > block:  # several similarity blocks: each task starts on a block boundary
+            assert all(r0 % block == 0 for r0, _ in ranges)
+    assert len(link_ranges(400, 8, 4096)) >= 2 and link_ranges(0, 8, 4096) == []
+
+
 def test_bad_embedding_shape() -> None:
     a, b = ent("Paris", "GPE"), ent("Rome", "GPE")
     with pytest.raises(ValueError):
