@@ -56,6 +56,9 @@ def child_dataset(spec: dict[str, Any]) -> dict[str, Any]:
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph
 
+    from harness_g.agent.env import menu
+
+    menu.INDEX_MENTIONS_PER_M = spec["mentions_per_m"]
     graph_dir = Path(spec["graph_dir"])
     store, _ = load_graph(graph_dir, progress=False)
     artifact = Artifact.open(graph_dir)
@@ -113,7 +116,8 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         f"Paper-preset dev graphs ({o['root']}), embedded FalkorDB. Per dataset: the first {o['questions']} questions x "
         f"{o['seeds']} seeds of bench_env.py's seeded SELECT/LOOKUP walk, played under the paper preset and with "
-        f"`lookup_index_top_m={o['index_m']}` on one GraphView. `identical episodes`: every observation and every "
+        f"`lookup_index_top_m={o['index_m']}` on one GraphView, the index trying every entity with at least "
+        f"{o['mentions_per_m']} x M mentions (`menu.INDEX_MENTIONS_PER_M`; 0: every LOOKUP). `identical episodes`: every observation and every "
         "LOOKUP result of the menus equal; `decided` / `fell back`: the menus' LOOKUP results the vector index "
         "decided / left to the whole pool (the same LOOKUP counts again in each menu that offers it with another "
         "m_t). Step times: env.step wall, the index run second (its query encodings are cached by then: compare "
@@ -132,6 +136,10 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--index-m", type=int, default=1000)
+    ap.add_argument("--mentions-per-m", type=float, default=0.0,
+                    help="menu.INDEX_MENTIONS_PER_M for this run (default 0: the index tries every entity, so every "
+                         "LOOKUP of the dev graphs tests it; the environment's default, 1, tries only entities with at "
+                         "least M mentions, which these graphs do not have)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hg-lookup-index"))
     ap.add_argument("--out", type=Path, default=RESULTS / "lookup_index.json")
     ap.add_argument("--child-dataset", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
@@ -145,12 +153,14 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"benchmark": "lookup_index", "created": utc_stamp(), "machine": machine_info(),
                             "options": {"root": str(args.root), "questions": args.questions, "seeds": args.seeds,
-                                        "index_m": args.index_m}, "datasets": {}}
+                                        "index_m": args.index_m, "mentions_per_m": args.mentions_per_m},
+                            "datasets": {}}
     for name in [d for d in args.datasets.split(",") if d]:
         graph = copy_artifact(args.root / name, args.workdir / name)
         print(f"[bench_lookup_index] {name} (load avg {load_avg()}) ...", flush=True)
         res = common_run_child(__file__, "dataset", {"name": name, "graph_dir": str(graph), "questions": args.questions,
-                                                     "seeds": args.seeds, "index_m": args.index_m}, args.workdir)
+                                                     "seeds": args.seeds, "index_m": args.index_m,
+                                                     "mentions_per_m": args.mentions_per_m}, args.workdir)
         data["datasets"][name] = res
         print(f"[bench_lookup_index] {name}: {res['identical_episodes']}/{res['episodes']} identical, decided "
               f"{res['decided']}, fell back {res['fell_back']}", flush=True)

@@ -401,6 +401,17 @@ class GraphView:
             self._entity_names_cache = names
         return {e: names[e] for e in entity_ids if e in names}
 
+    def entity_mentions(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """How many mentions each entity has (the entity table's ``mentions``; read once from the artifact, no store
+        round trip): about the size of S(e), the first channel of its LOOKUP pool (two mentions in one sentence count
+        twice)."""
+        counts = getattr(self, "_entity_mentions_cache", None)
+        if counts is None:
+            table = self.artifact.table("entities", columns=["id", "mentions"])
+            counts = dict(zip(table.column("id").to_pylist(), table.column("mentions").to_pylist()))
+            self._entity_mentions_cache = counts
+        return {e: int(counts[e] or 0) for e in entity_ids if e in counts}
+
     def _id_order(self) -> np.ndarray:
         """int64 [n_sentences]: each row's position in ascending sentence-id order (the ranking tie-break)."""
         order = getattr(self, "_id_order_cache", None)

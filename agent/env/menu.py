@@ -132,6 +132,10 @@ def lookup_rules(cfg: "EnvConfig") -> tuple:
 # -- the bounded LOOKUP (EnvConfig.lookup_index_top_m): the paper's result without reading the pool ---------------
 #: cosine margin over the index's floor: the store's cosines and numpy's differ by float32 rounding (~1e-6)
 INDEX_MARGIN = 1e-4
+#: the index serves entities with at least this many mentions per M (``EnvConfig.lookup_index_top_m``): a smaller
+#: pool (about its mentions and their neighbours) costs about what the top M costs to read, and may hold fewer than
+#: K_s sentences, which the index can never decide
+INDEX_MENTIONS_PER_M = 1.0
 
 
 def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
@@ -148,7 +152,14 @@ def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.n
     first ones of the whole pool's ranking. The paper's U_{t+1} reads that ranking front to back (text
     de-duplication, top K_s, at most ``lookup_pool_cap``), so when the trusted sentences fill K_s, or number
     ``lookup_pool_cap``, it is the same read over the same prefix: the same result. Otherwise the entity is left out.
-    HNSW indexes (both stores') are approximate: a true top-M sentence the index misses can change a result."""
+    HNSW indexes (both stores') are approximate: a true top-M sentence the index misses can change a result.
+
+    Only entities with at least ``INDEX_MENTIONS_PER_M * M`` mentions are tried (the others' pools are read whole,
+    as cheaply); ``view.calls`` counts the tried ones as ``index_lookups`` (decided) or ``index_fallbacks``."""
+    counts = view.entity_mentions(entity_ids)
+    entity_ids = [e for e in entity_ids if counts.get(e, 0) >= INDEX_MENTIONS_PER_M * cfg.lookup_index_top_m]
+    if not entity_ids:
+        return {}
     top, floor = view.index_top(m_vec, cfg.lookup_index_top_m)
     members = view.pool_members(top, entity_ids)
     rankings = {e: _trusted_ranking(view, members.get(e, frozenset()), floor, m_vec, committed, cfg) for e in entity_ids}
