@@ -126,6 +126,7 @@ def markdown(data: dict[str, Any]) -> str:
         md_table(["dataset", "sentences", "episodes", "identical episodes", "decided", "fell back", "decided share",
                   "paper step p50 ms", "index step p50 ms", "paper p99 ms", "index p99 ms", "load avg"], rows),
         "",
+        *data.get("notes", []),
     ]) + "\n"
 
 

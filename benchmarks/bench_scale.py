@@ -284,7 +284,7 @@ def _index_lookups(view: Any, entity_id: str, pool: tuple[str, ...], m_texts: li
         fresh = _empty_caches(view)
         m_vec = fresh.encode([m_text])[0]
         t0 = time.perf_counter()
-        top, _ = fresh.index_top(m_vec, cfg.lookup_index_top_m)
+        top, _, _ = fresh.index_top(m_vec, cfg.lookup_index_top_m)
         t1 = time.perf_counter()
         fresh.pool_members(top, [entity_id])
         t2 = time.perf_counter()

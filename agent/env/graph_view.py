@@ -338,10 +338,9 @@ class GraphView:
         self._topk.put(key, tuple(res))
         return res
 
-    def index_top(self, vector: np.ndarray, m: int) -> tuple[tuple[str, ...], float | None]:
-        """The store vector index's ``m`` nearest sentences to ``vector`` (ids, best first) and the floor: the cosine
-        of the last one, which no sentence outside them exceeds when the index is exact; None when they are every
-        sentence of the graph (nothing lies outside). One store round trip per (vector, m), cached."""
+    def index_top(self, vector: np.ndarray, m: int) -> tuple[tuple[str, ...], tuple[float, ...], bool]:
+        """The store vector index's ``m`` nearest sentences to ``vector``: (ids, their cosines, best first; whether they
+        are every sentence of the graph, nothing lying outside). One store round trip per (vector, m), cached."""
         key = ("index", vector.tobytes(), m)
         hit = self._topk.get(key)
         if hit is None:
@@ -349,8 +348,8 @@ class GraphView:
             found = self.store.vector_top_k(vector.tolist(), m)
             self.timings["store_s"] += time.perf_counter() - t0
             self.calls["store"] += 1
-            floor = found[-1][1] if found and len(found) < len(self.sentence_ids) else None
-            hit = (tuple(sid for sid, _ in found), floor)
+            hit = (tuple(sid for sid, _ in found), tuple(sim for _, sim in found),
+                   len(found) >= len(self.sentence_ids))
             self._topk.put(key, hit)
         return hit
 
