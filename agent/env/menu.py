@@ -158,7 +158,9 @@ def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.n
     de-duplication, top K_s, at most ``lookup_pool_cap``), so when the trusted sentences fill K_s, or number
     ``lookup_pool_cap``, it is the same read over the same prefix: the same result. Otherwise the entity is left out.
     HNSW indexes (both stores') are approximate: a sentence above f that the index misses can change a result (hence
-    the margin of ``INDEX_TRUSTED_SHARE``: their misses lie mostly in the tail of the top M).
+    the margin of ``INDEX_TRUSTED_SHARE``: their misses lie mostly in the tail of the top M). Two sentences tied up to
+    float rounding (one text in two paragraphs) can swap: the whole pool's ranking may take a long pool's cosines from
+    one product over every sentence (:meth:`GraphView.rank_top`), this one from the trusted rows alone.
 
     Only entities with at least ``INDEX_MENTIONS_PER_M * M`` mentions are tried (the others' pools are read whole,
     as cheaply); ``view.calls`` counts the tried ones as ``index_lookups`` (decided) or ``index_fallbacks``."""
