@@ -1,7 +1,9 @@
 """Scale: NER over several processes, per-unit build rates, and the menu environment's step cost against corpus size.
 
-    python benchmarks/bench_scale.py [--workers 1,2] [--scales 1,10] [--questions 40] [--top-entities 10]
+    python benchmarks/bench_scale.py [--parts a,c] [--workers 1,2] [--scales 1,10] [--questions 40] [--top-entities 10]
+                                     [--index-m 1000] [--m-queries 10] [--base GRAPH_DIR] [--merge]
                                      [--workdir /tmp/hg-scale] [--out benchmarks/results/scale.json]
+    python benchmarks/bench_scale.py --parts c --scales 1,10,100 --base /tmp/hg-scale/hotpotqa-w1 --merge   # (c) only
 
 (a) build, ``--workers`` (issue 35 item 1): the HotpotQA dev subset built once per NER worker count, each in a fresh
     subprocess (no store load: the artifact is store-independent). Per stage: wall seconds and CPU seconds of the
@@ -12,9 +14,13 @@
 (c) step cost against corpus size (issue 35 item 5): the 1x graph of (a) replicated R times into a synthetic graph
     (see :func:`replicate_artifact`: every sentence R times with distinct text and a distinct vector, every entity
     shared, so every LOOKUP pool is R times larger -- the worst case of a growing corpus, where in a real one only
-    the hub entities' pools grow), loaded into the embedded FalkorDB; then, per scale, with the paper preset: env step
-    p50/p99 over ``--questions`` questions (bench_env.py's seeded SELECT/LOOKUP walk, fresh GraphView) and the LOOKUP
-    cost on the ``--top-entities`` entities with the largest pools (store pool query, ranking, the whole lookup).
+    the hub entities' pools grow), loaded into the embedded FalkorDB; then, per scale, with the paper preset and with
+    the bounded LOOKUP (``EnvConfig.lookup_index_top_m = --index-m``): env step p50/p99 over ``--questions`` questions
+    (bench_env.py's seeded SELECT/LOOKUP walk, fresh GraphView; how many LOOKUP results the index decided and how many
+    fell back to the whole pool) and the LOOKUP cost on the ``--top-entities`` entities with the largest pools (paper:
+    store pool query, ranking, the whole lookup; bounded: index top-M query, pool_members query, ranking, with its
+    fallback, and whether its results equal the paper's), plus where the paper's pool query spends its time
+    (FalkorDB's server run time against the client's round trip, for the pool query and cheaper variants of it).
 
 Each scale runs in its own subprocess. Writes ``benchmarks/results/scale.{json,md}``, including a wiki-18 cost
 extrapolation computed from (b) with every assumption named.
@@ -40,10 +46,6 @@ from common import run_child as common_run_child  # noqa: E402
 
 STAGES = ("read", "split", "ner", "embed", "ner_embed_wall", "entities", "link", "write")
 WALL_STAGES = ("read", "split", "ner_embed_wall", "entities", "link", "write")
-#: GraphView._ALL_SIMS_RATIO per variant of (c): before issue 35 every pool of >= 256 sentences took its cosines from
-#: one product over all sentences whatever the corpus size ("all_sims"); "bounded" (the default now) only while the
-#: graph has at most 16 sentences per pool sentence
-VARIANTS = {"all_sims": float("inf"), "bounded": 16}
 #: noise norm added to a replica's sentence vector before renormalising: cosine to the original 1/sqrt(1+0.25^2)=0.970
 REPLICA_NOISE = 0.25
 
@@ -158,13 +160,48 @@ def replicate_artifact(src: Path, factor: int, out: Path, seed: int = 0) -> dict
     return {"counts": counts, "corpus_tokens": manifest["corpus_tokens"]}
 
 
+#: where a large pool's store query spends its time (FalkorDB: server-side run time against the client's wall): the
+#: matching alone (a count), the ids of the three channels (no channel, no priority, no ORDER BY), and the mention
+#: channel alone; beside them the real query, lookup_candidates_multi
+_CHANNELS = """
+  MATCH (:Entity {id: eid})<-[:MENTIONS]-(s:Sentence) RETURN s.id AS id
+  UNION WITH eid MATCH (:Entity {id: eid})-[:SYNONYM]-(:Entity)<-[:MENTIONS]-(s:Sentence) RETURN s.id AS id
+  UNION WITH eid MATCH (:Entity {id: eid})<-[:MENTIONS]-(:Sentence)-[:NEXT]-(s:Sentence) RETURN s.id AS id"""
+POOL_QUERY_PARTS = {
+    "count (match only)": "UNWIND $entity_ids AS eid CALL { WITH eid " + _CHANNELS + " } RETURN count(*) AS n",
+    "ids only": "UNWIND $entity_ids AS eid CALL { WITH eid " + _CHANNELS + " } RETURN eid AS entity_id, id",
+    "mention ids": "MATCH (:Entity {id: $entity_ids[0]})<-[:MENTIONS]-(s:Sentence) RETURN s.id AS id",
+}
+
+
+def pool_query_parts(store: Any, entity_id: str, repeats: int) -> dict[str, dict[str, float]]:
+    """Best of ``repeats`` per query of :data:`POOL_QUERY_PARTS` and the real pool query (FalkorDB only): rows,
+    server ms (FalkorDB's own run time) and client ms (the round trip, reply parsing included)."""
+    from harness_g.graph.stores.queries import load_query
+
+    texts = {"lookup_candidates_multi": load_query("lookup_candidates_multi", store.dialect), **POOL_QUERY_PARTS}
+    params = {"entity_ids": [entity_id], "articles": False}
+    out = {}
+    for name, text in texts.items():
+        best = None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            res = store._execute(text, params, write=False, what=name)
+            dt = 1000 * (time.perf_counter() - t0)
+            if best is None or dt < best["client_ms"]:
+                best = {"rows": len(res.result_set), "server_ms": float(res.run_time_ms), "client_ms": dt}
+        out[name] = best
+    return out
+
+
 def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
-    """Load one replicated graph, then time env steps and the largest pools' LOOKUPs (c)."""
+    """Load one replicated graph, then per variant (the paper's LOOKUP; the bounded one, ``lookup_index_top_m``)
+    time env steps and the largest pools' LOOKUPs (c)."""
     from bench_env import run_single, summary_ms
 
     from harness_g.agent.env.config import EnvConfig
     from harness_g.agent.env.graph_view import GraphView
-    from harness_g.agent.env.menu import lookup_pools, lookup_result
+    from harness_g.agent.env.menu import index_lookup_results, lookup_pools, lookup_result
     from harness_g.agent.env.retrieval import lookup_query
     from harness_g.graph.artifact import Artifact
     from harness_g.graph.load import load_graph
@@ -177,46 +214,94 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"factor": spec["factor"], "counts": artifact.counts, "load_s": load_s,
                            "load_avg_before": load_avg()}
     with store:
-        cfg = EnvConfig()  # the paper preset
+        configs = {"paper": EnvConfig(), "index": EnvConfig(lookup_index_top_m=spec["index_m"])}
         items = artifact.questions()[: spec["questions"]]
         # the largest pools: the lookup-able entities with the most mentions
         ents = artifact.table("entities", columns=["id", "surface", "lookupable", "mentions"]).to_pylist()
         top = sorted((e for e in ents if e["lookupable"]), key=lambda e: (-e["mentions"], e["id"]))[: spec["top_entities"]]
-        m_text = lookup_query(items[0].question, [])
+        m_texts = [lookup_query(item.question, []) for item in items[: spec["m_queries"]]]
         view = GraphView(store, artifact)
         out["variants"] = {}
-        rankings: dict[str, list[list[str]]] = {}
-        for variant, ratio in VARIANTS.items():
-            GraphView._ALL_SIMS_RATIO = ratio
+        for variant, cfg in configs.items():
+            before = dict(view.calls)
             single = run_single(_empty_caches(view), items, seed=0, free=None, config=cfg)
             single.pop("_step_s")
-            rows, rankings[variant] = [], []
-            for e in top:
-                reps: dict[str, list[float]] = {"pool_ms": [], "rank_ms": [], "lookup_ms": []}
-                for _ in range(spec["repeats"]):
-                    fresh = _empty_caches(view)
-                    m_vec = fresh.encode([m_text])[0]
-                    t0 = time.perf_counter()
-                    pool = lookup_pools(fresh, [e["id"]], cfg)[e["id"]]
-                    t1 = time.perf_counter()
-                    ranked = fresh.rank_top(m_vec, pool, cfg.lookup_pool_cap, exclude=set())
-                    t2 = time.perf_counter()
-                    lookup_result(fresh, pool, m_vec, set(), set(), cfg, ranked=ranked)
-                    t3 = time.perf_counter()
-                    reps["pool_ms"].append(1000 * (t1 - t0))
-                    reps["rank_ms"].append(1000 * (t2 - t1))
-                    reps["lookup_ms"].append(1000 * (t3 - t0))
-                rankings[variant].append(ranked)
-                rows.append({"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
-                             **{k: float(np.median(v)) for k, v in reps.items()}})
-            out["variants"][variant] = {"env": single, "largest_pools": rows,
-                                        "lookup_ms": summary_ms([r["lookup_ms"] / 1000 for r in rows])}
-        GraphView._ALL_SIMS_RATIO = VARIANTS["bounded"]
-        first, *others = rankings.values()
-        out["same_rankings"] = all(r == first for r in others)  # every largest pool's top lookup_pool_cap, both ways
-        out.update(out["variants"]["bounded"])
+            single.update({k: view.calls[k] - before[k] for k in ("index_lookups", "index_fallbacks")})
+            out["variants"][variant] = {"env": single}
+        rows = []
+        for e in top:
+            reps: dict[str, list[float]] = {"pool_ms": [], "rank_ms": [], "lookup_ms": []}
+            for _ in range(spec["repeats"]):  # the paper's LOOKUP on m_t of the first question, from empty caches
+                fresh = _empty_caches(view)
+                m_vec = fresh.encode([m_texts[0]])[0]
+                t0 = time.perf_counter()
+                pool = lookup_pools(fresh, [e["id"]], configs["paper"])[e["id"]]
+                t1 = time.perf_counter()
+                ranked = fresh.rank_top(m_vec, pool, configs["paper"].lookup_pool_cap, exclude=set())
+                t2 = time.perf_counter()
+                lookup_result(fresh, pool, m_vec, set(), set(), configs["paper"], ranked=ranked)
+                t3 = time.perf_counter()
+                reps["pool_ms"].append(1000 * (t1 - t0))
+                reps["rank_ms"].append(1000 * (t2 - t1))
+                reps["lookup_ms"].append(1000 * (t3 - t0))
+            row = {"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
+                   **{k: float(np.median(v)) for k, v in reps.items()}}
+            row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
+            rows.append(row)
+        out["largest_pools"] = rows
+        for variant in configs:
+            out["variants"][variant]["lookup_ms"] = summary_ms([lookup_ms(r, variant) / 1000 for r in rows])
+        if store.dialect == "falkordb":
+            out["pool_query_parts"] = {"entity": top[0]["surface"],
+                                       **pool_query_parts(store, top[0]["id"], spec["repeats"])}
+    out["env"] = out["variants"]["paper"]["env"]
+    out["lookup_ms"] = out["variants"]["paper"]["lookup_ms"]
     out["load_avg_after"] = load_avg()
     return out
+
+
+def lookup_ms(row: dict[str, Any], variant: str) -> float:
+    """One largest-pool row's LOOKUP ms in ``variant``: an entity the index does not try costs the paper's lookup."""
+    return row["index_total_ms"] if variant == "index" and row.get("tried", True) else row["lookup_ms"]
+
+
+def _index_lookups(view: Any, entity_id: str, pool: tuple[str, ...], m_texts: list[str], configs: dict[str, Any],
+                   index_lookup_results: Any, lookup_result: Any) -> dict[str, Any]:
+    """The bounded LOOKUP of one entity for each m_t of ``m_texts``, each from empty caches: medians of the index's
+    top-M query, the pool_members query, the ranking, the whole attempt and the attempt plus its fallback (the
+    paper's lookup of the same m_t when the index leaves it undecided); how many it decided and how many of those
+    equal the paper's result."""
+    from harness_g.agent.env.menu import INDEX_MENTIONS_PER_M, lookup_pools
+
+    cfg, paper = configs["index"], configs["paper"]
+    tried = view.entity_mentions([entity_id]).get(entity_id, 0) >= INDEX_MENTIONS_PER_M * cfg.lookup_index_top_m
+    if not tried:  # the bounded environment reads this pool as the paper does: nothing of its own to time
+        return {"m_queries": len(m_texts), "decided": 0, "same": 0, "tried": False}
+    t: dict[str, list[float]] = {"index_top_ms": [], "members_ms": [], "index_result_ms": [], "index_ms": [],
+                                 "index_total_ms": []}
+    decided = same = 0
+    for m_text in m_texts:
+        fresh = _empty_caches(view)
+        m_vec = fresh.encode([m_text])[0]
+        t0 = time.perf_counter()
+        top, _, _ = fresh.index_top(m_vec, cfg.lookup_index_top_m)
+        t1 = time.perf_counter()
+        fresh.pool_members(top, [entity_id])
+        t2 = time.perf_counter()
+        got = index_lookup_results(fresh, [entity_id], m_vec, set(), set(), cfg)  # the two queries above are cached
+        t3 = time.perf_counter()
+        exact = lookup_result(fresh, lookup_pools(fresh, [entity_id], paper)[entity_id], m_vec, set(), set(), paper)
+        t4 = time.perf_counter()
+        t["index_top_ms"].append(1000 * (t1 - t0))
+        t["members_ms"].append(1000 * (t2 - t1))
+        t["index_result_ms"].append(1000 * (t3 - t2))
+        t["index_ms"].append(1000 * (t3 - t0))
+        t["index_total_ms"].append(1000 * ((t3 - t0) if entity_id in got else (t4 - t0)))
+        if entity_id in got:
+            decided += 1
+            same += got[entity_id] == exact
+    return {**{k: float(np.median(v)) for k, v in t.items()}, "m_queries": len(m_texts), "decided": decided,
+            "same": same, "tried": True}
 
 
 def _empty_caches(view: Any) -> Any:
@@ -243,6 +328,11 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=40, help="questions per scale for the env step times")
     ap.add_argument("--top-entities", type=int, default=10, help="largest-pool entities timed per scale")
     ap.add_argument("--repeats", type=int, default=3, help="cold runs per largest-pool LOOKUP (median)")
+    ap.add_argument("--parts", default="a,c", help="which parts to run: a (builds; b is computed from them), c (scales)")
+    ap.add_argument("--base", type=Path, help="the 1x graph (c) replicates (default: WORKDIR/hotpotqa-w<last worker "
+                                              "count>, built by (a))")
+    ap.add_argument("--index-m", type=int, default=1000, help="M of (c)'s bounded LOOKUP (EnvConfig.lookup_index_top_m)")
+    ap.add_argument("--m-queries", type=int, default=10, help="m_t per largest-pool entity for the bounded LOOKUP")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hg-scale"))
     ap.add_argument("--out", type=Path, default=RESULTS / "scale.json")
     ap.add_argument("--merge", action="store_true", help="keep the parts of --out's JSON this run does not redo")
@@ -263,9 +353,11 @@ def main() -> None:
     data: dict[str, Any] = json.loads(args.out.read_text(encoding="utf-8")) if args.merge and args.out.exists() else {}
     started = time.perf_counter()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    data.update(benchmark="scale", created=utc_stamp(), machine=machine_info())
+    parts = set(args.parts.split(","))
+    if "a" in parts or "created" not in data:  # a (c)-only run keeps the header of the builds it merges into
+        data.update(benchmark="scale", created=utc_stamp(), machine=machine_info())
     source = BY_NAME["hotpotqa"].path
-    workers = [int(w) for w in args.workers.split(",") if w]
+    workers = [int(w) for w in args.workers.split(",") if w] if "a" in parts else []
     if workers:
         builds = []
         for w in workers:
@@ -280,12 +372,13 @@ def main() -> None:
         data["builds"] = builds
         data["identical_artifacts"] = all(b["files"] == builds[0]["files"] for b in builds)
         data["source"] = str(source)
-    scales = [int(s) for s in args.scales.split(",") if s]
+    scales = [int(s) for s in args.scales.split(",") if s] if "c" in parts else []
     if scales:
-        base = args.workdir / f"hotpotqa-w{workers[-1] if workers else 1}"
+        base = args.base or args.workdir / f"hotpotqa-w{workers[-1] if workers else 1}"
         if not (base / "manifest.json").exists():
-            raise SystemExit(f"no 1x graph at {base}: run with --workers first")
+            raise SystemExit(f"no 1x graph at {base}: run with --workers first, or name one with --base")
         curve = []
+        scale_started, scale_load, t_scales = utc_stamp(), load_avg(), time.perf_counter()
         for f in scales:
             name = f"hotpotqa-x{f}"
             t = time.perf_counter()
@@ -295,16 +388,25 @@ def main() -> None:
                   f"loading + stepping (load avg {load_avg()}) ...", flush=True)
             res = run_child("scale", {"name": name, "factor": f, "graph_dir": str(args.workdir / name),
                                       "questions": args.questions, "top_entities": args.top_entities,
-                                      "repeats": args.repeats}, args.workdir)
-            res.update(name=name, replicate_s=replicate_s, corpus_tokens=rep["corpus_tokens"])
+                                      "repeats": args.repeats, "index_m": args.index_m,
+                                      "m_queries": args.m_queries}, args.workdir)
+            res.update(name=name, replicate_s=replicate_s, corpus_tokens=rep["corpus_tokens"], finished=utc_stamp())
             curve.append(res)
-            print(f"[bench_scale] {name}: step p50 {res['env']['step']['p50_ms']} ms p99 {res['env']['step']['p99_ms']} "
-                  f"ms; largest-pool lookup p50 {res['lookup_ms']['p50_ms']} ms", flush=True)
+            for variant, v in res["variants"].items():
+                print(f"[bench_scale] {name} {variant}: step p50 {v['env']['step']['p50_ms']} ms p99 "
+                      f"{v['env']['step']['p99_ms']} ms; largest-pool lookup p50 {v['lookup_ms']['p50_ms']} ms", flush=True)
+        if args.merge:  # keep the scales of --out's curve this run did not redo (the same variants and options)
+            curve = sorted([c for c in data.get("curve") or [] if c["factor"] not in scales and "variants" in c
+                            and "index" in c["variants"]] + curve, key=lambda c: c["factor"])
         data["curve"] = curve
+        data["scale_run"] = {"created": scale_started, "wall_s": time.perf_counter() - t_scales,
+                             "load_avg_start": scale_load, "load_avg_end": load_avg(), "machine": machine_info()}
         data["scale_options"] = {"questions": args.questions, "top_entities": args.top_entities, "repeats": args.repeats,
-                                 "replica_noise": REPLICA_NOISE}
-    data["machine"]["load_avg_end"] = load_avg()
-    data["bench_wall_s"] = time.perf_counter() - started
+                                 "replica_noise": REPLICA_NOISE, "index_m": args.index_m, "m_queries": args.m_queries,
+                                 "base": str(base)}
+    if "a" in parts:
+        data["machine"]["load_avg_end"] = load_avg()
+        data["bench_wall_s"] = time.perf_counter() - started
     for p in write_results(args.out, data, markdown(data)):
         print(f"wrote {p}")
 
@@ -361,6 +463,71 @@ def extrapolation(builds: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def scale_section(data: dict[str, Any]) -> list[str]:
+    """Section (c): the step and LOOKUP cost against corpus size, the paper's LOOKUP beside the bounded one."""
+    curve = data.get("curve") or []
+    if not curve:
+        return []
+    opt, run = data["scale_options"], data.get("scale_run", {})
+    m = opt.get("index_m")
+    lines = [
+        "## (c) Step cost against corpus size (embedded FalkorDB): the paper's LOOKUP and the bounded one",
+        "",
+        f"Last run {run.get('created', data['created'])} (`python benchmarks/bench_scale.py --parts c --scales "
+        f"{','.join(str(c['factor']) for c in curve)} --base {opt.get('base', 'WORKDIR/hotpotqa-w1')} --merge`, "
+        f"{fmt(run.get('wall_s'))} s; load average {run.get('load_avg_start')} -> {run.get('load_avg_end')}"
+        f"{'; ' + machine_line(run['machine']) if run.get('machine') else ''}). "
+        f"The 1x graph replicated R times (`replicate_artifact`: every sentence R times, distinct text and vector "
+        f"(noise norm {opt['replica_noise']}), entities shared, so every LOOKUP pool is R times larger). Two "
+        f"environments per scale: **paper** (every LOOKUP ranks its whole pool C(e)) and **index** "
+        f"(`lookup_index_top_m={m}`: the pool sentences among the vector index's top {m} by cosine to m_t, the whole "
+        f"pool only when they cannot fill K_s; tried for entities with at least {m} mentions, the others read their "
+        f"pool as the paper does). Env step: {opt['questions']} questions, seeded SELECT/LOOKUP walk "
+        f"(bench_env.py), fresh GraphView, one pass (cold caches); `decided / fell back`: the menus' LOOKUP results "
+        f"the index decided / left to the whole pool. Largest pools: the {opt['top_entities']} lookup-able entities "
+        f"with the most mentions, every LOOKUP from empty caches; paper: m_t of the first question, median of "
+        f"{opt['repeats']}; index: the m_t of the first {opt.get('m_queries')} questions, median, a fallback's paper "
+        f"lookup included (`index total`).",
+        "",
+        md_table(["scale", "sentences", "env", "steps", "step p50 ms", "step p99 ms", "store ms/step",
+                  "python ms/step", "decided / fell back", "largest pool", "largest-pool LOOKUP p50 ms", "max ms",
+                  "load s"],
+                 [[c["name"], f"{c['counts']['sentences']:,}", variant, v["env"]["step"]["n"],
+                   fmt(v["env"]["step"]["p50_ms"]), fmt(v["env"]["step"]["p99_ms"]),
+                   fmt(v["env"]["per_step_mean_split"]["store_ms"]), fmt(v["env"]["per_step_mean_split"]["python_ms"]),
+                   f"{v['env'].get('index_lookups', 0)} / {v['env'].get('index_fallbacks', 0)}" if variant == "index"
+                   else "", max(r["pool"] for r in c["largest_pools"]),
+                   fmt(float(np.median([lookup_ms(r, variant) for r in c["largest_pools"]]))),
+                   fmt(max(lookup_ms(r, variant) for r in c["largest_pools"])), fmt(c["load_s"])]
+                  for c in curve for variant, v in c["variants"].items()]),
+        "",
+    ]
+    for c in curve:
+        lines += [f"**{c['name']}** largest pools (run finished {c.get('finished', '?')}, load avg "
+                  f"{c['load_avg_before']} -> {c['load_avg_after']}):", "",
+                  md_table(["entity", "mentions", "pool", "paper: pool query ms", "rank ms", "LOOKUP ms",
+                            f"index: top-{m} ms", "pool_members ms", "result ms", "index total ms",
+                            "decided / same as paper"],
+                           [[r["entity"], r["mentions"], r["pool"], fmt(r["pool_ms"]), fmt(r["rank_ms"]),
+                             fmt(r["lookup_ms"])]
+                            + ([fmt(r["index_top_ms"]), fmt(r["members_ms"]), fmt(r["index_result_ms"]),
+                                fmt(r["index_total_ms"]), f"{r['decided']}/{r['m_queries']} / {r['same']}"]
+                               if r.get("tried", True) else ["", "", "", "= paper", "not tried (< M mentions)"])
+                            for r in c["largest_pools"]]), ""]
+    parts = [c for c in curve if c.get("pool_query_parts")]
+    if parts:
+        names = [k for k in parts[0]["pool_query_parts"] if k != "entity"]
+        lines += [f"Where the paper's pool query spends its time (FalkorDB, the largest pool, best of {opt['repeats']}; "
+                  "server = FalkorDB's own run time, client = the round trip with the reply parsed; `count` matches "
+                  "the three channels and returns one row, `ids only` returns their ids without channel, priority or "
+                  "order):", "",
+                  md_table(["scale", "entity"] + [f"{n}: rows / server ms / client ms" for n in names],
+                           [[c["name"], c["pool_query_parts"]["entity"]]
+                            + [f"{q['rows']:,} / {fmt(q['server_ms'])} / {fmt(q['client_ms'])}"
+                               for q in (c["pool_query_parts"][n] for n in names)] for c in parts]), ""]
+    return lines
+
+
 def markdown(data: dict[str, Any]) -> str:
     m = data["machine"]
     lines = [
@@ -405,31 +572,7 @@ def markdown(data: dict[str, Any]) -> str:
                              fmt(b["rates"]["embed_sentences_per_s"]), fmt(b["rates"]["embed_sentences_per_cpu_s"]),
                              fmt(b["rates"]["link_names_per_s"]), fmt(b["rates"]["build_s_per_1k_tokens"]),
                              fmt(b["rates"]["cpu_s_per_1k_tokens"])] for b in builds]), ""]
-    curve = data.get("curve") or []
-    if curve:
-        opt = data["scale_options"]
-        lines += [
-            "## (c) Step cost against corpus size (paper preset, embedded FalkorDB)",
-            "",
-            f"The 1x graph replicated R times (`replicate_artifact`: every sentence R times, distinct text and vector "
-            f"(noise norm {opt['replica_noise']}), entities shared, so every LOOKUP pool is R times larger). Env step: "
-            f"{opt['questions']} questions, seeded SELECT/LOOKUP walk (bench_env.py), fresh GraphView, one pass (cold "
-            f"caches). Largest pools: the {opt['top_entities']} lookup-able entities with the most mentions, each LOOKUP "
-            f"from empty caches (store pool query + ranking + the whole lookup_result), median of {opt['repeats']}.",
-            "",
-            md_table(["scale", "sentences", "steps", "step p50 ms", "step p99 ms", "store ms/step", "python ms/step",
-                      "largest pool", "largest-pool LOOKUP p50 ms", "max ms", "load s"],
-                     [[c["name"], f"{c['counts']['sentences']:,}", c["env"]["step"]["n"], fmt(c["env"]["step"]["p50_ms"]),
-                       fmt(c["env"]["step"]["p99_ms"]), fmt(c["env"]["per_step_mean_split"]["store_ms"]),
-                       fmt(c["env"]["per_step_mean_split"]["python_ms"]), max(r["pool"] for r in c["largest_pools"]),
-                       fmt(c["lookup_ms"]["p50_ms"]), fmt(c["lookup_ms"]["max_ms"]), fmt(c["load_s"])] for c in curve]),
-            "",
-        ]
-        for c in curve:
-            lines += [f"**{c['name']}** largest pools (load avg {c['load_avg_before']} -> {c['load_avg_after']}):", "",
-                      md_table(["entity", "mentions", "pool", "pool query ms", "rank ms", "LOOKUP ms"],
-                               [[r["entity"], r["mentions"], r["pool"], fmt(r["pool_ms"]), fmt(r["rank_ms"]),
-                                 fmt(r["lookup_ms"])] for r in c["largest_pools"]]), ""]
+    lines += scale_section(data)
     lines += extrapolation(builds)
     lines += ["", *data.get("notes", [])]
     return "\n".join(lines) + "\n"

@@ -73,7 +73,7 @@ class BatchedMenuEnv:
             self.view.sentences(ids)
             entities = self.view.entities_of(ids)
             lookupable = [e.id for found in entities.values() for e in found if e.lookupable]
-            if lookupable:
+            if lookupable and not self.config.lookup_index_top_m:  # the bounded LOOKUP reads pools only on fallback
                 lookup_pools(self.view, list(dict.fromkeys(lookupable)), self.config)
 
     def _next_state(self, env: MenuEnv, reply: str) -> MenuState | None:

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from harness_g.config_loader import FROM_PRESET, Config, config_field, preset_field
+from harness_g.errors import ConfigError
 
 #: the environment's extensions: fields whose paper and extended values differ (README "Presets and extensions")
 ENV_EXTENSIONS = ("article_pool", "anchor_slot", "question_lookups", "answer_with_max", "init_entity_reserve")
 _PAPER_ENV = {"max_turns": 6, "visible_cap": 6, "lookup_cap": 8, "query_max_words": 64, "answer_with": True,
               "answer_with_max": 1, "init_entity_reserve": 0, "article_pool": False, "anchor_slot": False,
-              "question_lookups": False}
+              "question_lookups": False, "lookup_index_top_m": 0}
 #: the environment presets (harness_g.config_loader.PRESETS): paper = Table "Hyperparameter settings" (T, K_s, K_e,
 #: ANSWER_WITH enabled), appendix "Deterministic query construction and validation" (64-word query) and section
 #: "The Menu Environment" (C(e), U_0, the menu); extended = the same caps with every menu extension on
@@ -77,6 +78,17 @@ class EnvConfig(Config):
         FROM_PRESET, "extension: the entities the question names stay LOOKUP targets until looked up, after those "
                      "of C_t and before those of U_t. false (paper): targets are the bridge (C_t) and frontier (U_t) "
                      "entities (appendix 'Observation format'), the question entering through m_t only")
+    lookup_index_top_m: int = config_field(
+        FROM_PRESET, "execution switch: a LOOKUP first ranks the pool sentences among the store vector index's top M "
+                     "by cosine to m_t, reading the whole pool C(e) only when they cannot fill K_s (the same result "
+                     "whenever the index's top M is exact). 0 (paper): every LOOKUP ranks its whole pool (Harness-G §3.3)", ge=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.lookup_index_top_m and (self.article_pool or self.anchor_slot):
+            on = " and ".join(n for n in ("article_pool", "anchor_slot") if getattr(self, n))
+            raise ConfigError(f"lookup_index_top_m={self.lookup_index_top_m} serves the paper's pool C(e) only, not "
+                              f"{on}: set lookup_index_top_m=0, or {on} false")
 
 
 def check_graph_preset(manifest: Mapping[str, Any], config: EnvConfig, graph: str = "graph") -> None:
@@ -84,7 +96,6 @@ def check_graph_preset(manifest: Mapping[str, Any], config: EnvConfig, graph: st
     build rules differ from those of ``config.preset`` (:func:`harness_g.graph.config.preset_mismatch`). The menu
     extensions need no build rule of their own (title anchors and synonyms are the paper's); the check keeps a run
     from silently mixing a graph of one preset with an environment of the other."""
-    from harness_g.errors import ConfigError
     from harness_g.graph.config import preset_mismatch
 
     why = preset_mismatch(manifest, config.preset)

@@ -70,7 +70,7 @@ from harness_g.agent.env.actions import ActionType
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.gold import Unit, gold_units
 from harness_g.agent.env.graph_view import EntityInfo, GraphView
-from harness_g.agent.env.menu import build_menu, candidate_pools, lookup_pools, lookup_result, text_key
+from harness_g.agent.env.menu import build_menu, lookup_pools, lookup_results_for, text_key
 from harness_g.agent.env.menu_env import committed_query, init_retrieve, question_targets
 from harness_g.agent.env.transition import MenuState, transition
 from harness_g.graph.types import QAItem, paragraph_of
@@ -501,10 +501,8 @@ class GoldSearch:
         result = self._shared.results.get(key)
         if result is None:
             m_vec, keys = self._query(committed)
-            pools, anchors = candidate_pools(self.view, [entity_id], self.cfg)
-            result = self._shared.results[key] = lookup_result(
-                self.view, pools.get(entity_id, ()), m_vec, set(committed), keys, self.cfg,
-                anchors=anchors.get(entity_id, frozenset()))
+            result = self._shared.results[key] = lookup_results_for(self.view, [entity_id], m_vec, set(committed),
+                                                                    keys, self.cfg)[entity_id]
         found = self._result_hits.get(key)
         if found is None:
             found = self._result_hits[key] = self.hits(result)

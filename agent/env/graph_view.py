@@ -153,9 +153,11 @@ class GraphView:
         self._lookup_results = _LRU(cache_size)  # (C_t key, entity id) -> a LOOKUP's U_{t+1}; see lookup_result_cache
         self._vectors = _LRU(50_000)
         self._topk = _LRU(50_000)
+        self._members = _LRU(50_000)  # (index top-M ids, entity id) -> the ids among them in C(e); see pool_members
         self._lock = threading.Lock()
         self.timings: dict[str, float] = {"store_s": 0.0, "encode_s": 0.0}
-        self.calls: dict[str, int] = {"store": 0, "encode": 0}
+        #: round trips; LOOKUPs the index decided / left to the whole pool (EnvConfig.lookup_index_top_m)
+        self.calls: dict[str, int] = {"store": 0, "encode": 0, "index_lookups": 0, "index_fallbacks": 0}
 
     # -- low level ------------------------------------------------------------------------
     def _query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -336,6 +338,42 @@ class GraphView:
         self._topk.put(key, tuple(res))
         return res
 
+    def index_top(self, vector: np.ndarray, m: int) -> tuple[tuple[str, ...], tuple[float, ...], bool]:
+        """The store vector index's ``m`` nearest sentences to ``vector``: (ids, their cosines, best first; whether they
+        are every sentence of the graph, nothing lying outside). One store round trip per (vector, m), cached."""
+        key = ("index", vector.tobytes(), m)
+        hit = self._topk.get(key)
+        if hit is None:
+            t0 = time.perf_counter()
+            found = self.store.vector_top_k(vector.tolist(), m)
+            self.timings["store_s"] += time.perf_counter() - t0
+            self.calls["store"] += 1
+            hit = (tuple(sid for sid, _ in found), tuple(sim for _, sim in found),
+                   len(found) >= len(self.sentence_ids))
+            self._topk.put(key, hit)
+        return hit
+
+    def pool_members(self, sentence_ids: tuple[str, ...], entity_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Per entity, which of ``sentence_ids`` lie in its paper pool C(e) (``lookup_pools(articles=False)``): one
+        ``pool_members`` round trip for the entities not cached with this tuple, a cost that follows
+        ``len(sentence_ids)``, not the pools' sizes."""
+        out: dict[str, frozenset[str]] = {}
+        missing = []
+        for e in dict.fromkeys(entity_ids):
+            hit = self._members.get((sentence_ids, e))
+            if hit is None:
+                missing.append(e)
+            else:
+                out[e] = hit
+        if missing:
+            found: dict[str, set[str]] = {e: set() for e in missing}
+            for r in self._query("pool_members", {"sentence_ids": list(sentence_ids), "entity_ids": missing}):
+                found[r["entity_id"]].add(r["sentence_id"])
+            for e, members in found.items():
+                out[e] = frozenset(members)
+                self._members.put((sentence_ids, e), out[e])
+        return out
+
     def rank(self, vector: np.ndarray, sentence_ids: Sequence[str]) -> list[tuple[str, float]]:
         """Sentences ranked by cosine to ``vector``; ties broken by id. Unknown ids are dropped."""
         ids = [s for s in sentence_ids if s in self.row_of]
@@ -361,6 +399,17 @@ class GraphView:
             names = dict(zip(table.column("id").to_pylist(), table.column("name").to_pylist()))
             self._entity_names_cache = names
         return {e: names[e] for e in entity_ids if e in names}
+
+    def entity_mentions(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """How many mentions each entity has (the entity table's ``mentions``; read once from the artifact, no store
+        round trip): about the size of S(e), the first channel of its LOOKUP pool (two mentions in one sentence count
+        twice)."""
+        counts = getattr(self, "_entity_mentions_cache", None)
+        if counts is None:
+            table = self.artifact.table("entities", columns=["id", "mentions"])
+            counts = dict(zip(table.column("id").to_pylist(), table.column("mentions").to_pylist()))
+            self._entity_mentions_cache = counts
+        return {e: int(counts[e] or 0) for e in entity_ids if e in counts}
 
     def _id_order(self) -> np.ndarray:
         """int64 [n_sentences]: each row's position in ascending sentence-id order (the ranking tie-break)."""

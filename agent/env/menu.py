@@ -13,6 +13,7 @@ entity of one article, is merged away), and duplicate sentence texts are merged.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -124,8 +125,89 @@ def lookup_pools(view: GraphView, entity_ids: Sequence[str], cfg: "EnvConfig") -
 
 def lookup_rules(cfg: "EnvConfig") -> tuple:
     """The settings a LOOKUP's U_{t+1} depends on besides m_t, C_t and e (K_s, the pool cap, the pool of
-    :func:`lookup_pools`, the anchor slot): with them, a key of the view's LOOKUP result cache."""
-    return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot)
+    :func:`lookup_pools`, the anchor slot, the index path of :func:`index_lookup_results`): with them, a key of the
+    view's LOOKUP result cache."""
+    return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot, cfg.lookup_index_top_m)
+
+
+# -- the bounded LOOKUP (EnvConfig.lookup_index_top_m): the paper's result without reading the pool ---------------
+#: cosine margin over the index's floor: the store's cosines and numpy's differ by float32 rounding (~1e-6)
+INDEX_MARGIN = 1e-4
+#: the share of the index's top M below whose last cosine nothing is trusted: HNSW misses true neighbours in the tail
+#: of its answer (on the HotpotQA dev graph at M = 400, recall 0.99-1.0, the first miss at rank 237 or later), so the
+#: floor is the cosine at rank M * INDEX_TRUSTED_SHARE, not at rank M
+INDEX_TRUSTED_SHARE = 0.5
+#: the index serves entities with at least this many mentions per M (``EnvConfig.lookup_index_top_m``): a smaller
+#: pool (about its mentions and their neighbours) costs about what the top M costs to read, and may hold fewer than
+#: K_s sentences, which the index can never decide
+INDEX_MENTIONS_PER_M = 1.0
+
+
+def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
+                         committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
+    """U_{t+1} of LOOKUP(e) for each of ``entity_ids`` that the vector index decides, read without C(e) itself;
+    the others are absent (the caller ranks their whole pool: :func:`lookup_result`). Two round trips for all of
+    them, whatever the pools' sizes: the index's top M = ``cfg.lookup_index_top_m`` sentences by cosine to m_t
+    (:meth:`GraphView.index_top`) and which of them lie in which pool (:meth:`GraphView.pool_members`).
+
+    Exactness: let f be the cosine of the index's (M * ``INDEX_TRUSTED_SHARE``)-th sentence. If the index's top M
+    holds every sentence above f (true when it is exact), no pool sentence the intersection misses has a cosine above f. Every pool sentence of the intersection
+    whose cosine exceeds f (by ``INDEX_MARGIN``, for rounding) therefore ranks above every pool sentence it misses:
+    these trusted sentences, ranked as :meth:`GraphView.rank_top` ranks (cosine, ties by id; C_t removed), are the
+    first ones of the whole pool's ranking. The paper's U_{t+1} reads that ranking front to back (text
+    de-duplication, top K_s, at most ``lookup_pool_cap``), so when the trusted sentences fill K_s, or number
+    ``lookup_pool_cap``, it is the same read over the same prefix: the same result. Otherwise the entity is left out.
+    HNSW indexes (both stores') are approximate: a sentence above f that the index misses can change a result (hence
+    the margin of ``INDEX_TRUSTED_SHARE``: their misses lie mostly in the tail of the top M). Two sentences tied up to
+    float rounding (one text in two paragraphs) can swap: the whole pool's ranking may take a long pool's cosines from
+    one product over every sentence (:meth:`GraphView.rank_top`), this one from the trusted rows alone.
+
+    Only entities with at least ``INDEX_MENTIONS_PER_M * M`` mentions are tried (the others' pools are read whole,
+    as cheaply); ``view.calls`` counts the tried ones as ``index_lookups`` (decided) or ``index_fallbacks``."""
+    counts = view.entity_mentions(entity_ids)
+    entity_ids = [e for e in entity_ids if counts.get(e, 0) >= INDEX_MENTIONS_PER_M * cfg.lookup_index_top_m]
+    if not entity_ids:
+        return {}
+    top, cosines, complete = view.index_top(m_vec, cfg.lookup_index_top_m)
+    floor = None if complete or not cosines else cosines[max(1, math.ceil(len(cosines) * INDEX_TRUSTED_SHARE)) - 1]
+    members = view.pool_members(top, entity_ids)
+    rankings = {e: _trusted_ranking(view, members.get(e, frozenset()), floor, m_vec, committed, cfg) for e in entity_ids}
+    chunk = max(2 * cfg.visible_cap, 8)  # the texts the de-duplication reads first, in one round trip for all
+    view.prefetch_sentences(s for ranked in rankings.values() for s in ranked[:chunk])
+    out: dict[str, tuple[str, ...]] = {}
+    for e, ranked in rankings.items():
+        result = lookup_result(view, (), m_vec, committed, committed_keys, cfg, ranked=ranked)
+        decided = len(result) == cfg.visible_cap or len(ranked) >= cfg.lookup_pool_cap
+        view.calls["index_lookups" if decided else "index_fallbacks"] += 1
+        if decided:
+            out[e] = result
+    return out
+
+
+def _trusted_ranking(view: GraphView, members: frozenset[str], floor: float | None, m_vec: np.ndarray,
+                     committed: set[str], cfg: "EnvConfig") -> list[str]:
+    """The pool sentences of the index's top M whose cosine to m_t exceeds ``floor + INDEX_MARGIN`` (all of them
+    when ``floor`` is None), ranked by :meth:`GraphView.rank_top` minus C_t, cut to ``lookup_pool_cap``."""
+    ids = sorted(members)
+    if floor is not None and ids:
+        sims = view.embeddings[np.fromiter(map(view.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))] @ m_vec
+        ids = [sid for sid, sim in zip(ids, sims) if sim > floor + INDEX_MARGIN]
+    return view.rank_top(m_vec, ids, cfg.lookup_pool_cap, exclude=committed)
+
+
+def lookup_results_for(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
+                       committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
+    """U_{t+1} of LOOKUP(e) for each entity: through the index where ``cfg.lookup_index_top_m`` decides it, the
+    whole pool otherwise (one ``candidate_pools`` round trip for those). What the reachability search reads."""
+    decided = index_lookup_results(view, entity_ids, m_vec, committed, committed_keys, cfg) \
+        if cfg.lookup_index_top_m else {}
+    rest = [e for e in entity_ids if e not in decided]
+    if rest:
+        pools, anchors = candidate_pools(view, rest, cfg)
+        for e in rest:
+            decided[e] = lookup_result(view, pools.get(e, ()), m_vec, committed, committed_keys, cfg,
+                                       anchors=anchors.get(e, frozenset()))
+    return decided
 
 
 def candidate_pools(view: GraphView, entity_ids: Sequence[str],
@@ -228,6 +310,12 @@ def _kept_lookups(view: GraphView, candidates: Sequence[EntityInfo], state: tupl
     seen_results = {current_set}
     known = _cached_results(view, state, candidates)
     todo = [e for e in candidates if e.id not in known]
+    if cfg.lookup_index_top_m and todo:  # decided by the index: no pool read (index_lookup_results)
+        decided = index_lookup_results(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
+        for eid, res in decided.items() if state is not None else ():
+            view.lookup_result_cache.put((state, eid), res)
+        known |= decided
+        todo = [e for e in todo if e.id not in known]
     pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
     ranked = _rank_likely_pools(view, candidates, known, taken_names, pools, title_anchors, m_vec, committed_set, cfg)
     for e in candidates:

@@ -19,11 +19,11 @@ def extended_env(**values: Any) -> EnvConfig:
 
 #: the menu rules of harness-g.tex: Table "Hyperparameter settings" (T, K_s, K_e, ANSWER_WITH enabled), appendix
 #: "Deterministic query construction and validation" (64 words), section "The Menu Environment" (C(e) alone, no
-#: reserved U_0 slots, no forced anchor, LOOKUP targets from C_t and U_t) and the single-sentence ANSWER_WITH of
-#: appendix "Observation format"
+#: reserved U_0 slots, no forced anchor, LOOKUP targets from C_t and U_t, every LOOKUP ranking its whole pool) and the
+#: single-sentence ANSWER_WITH of appendix "Observation format"
 PAPER_ENV = {"max_turns": 6, "visible_cap": 6, "lookup_cap": 8, "query_max_words": 64, "answer_with": True,
              "answer_with_max": 1, "init_entity_reserve": 0, "article_pool": False, "anchor_slot": False,
-             "question_lookups": False}
+             "question_lookups": False, "lookup_index_top_m": 0}
 #: the build rules of appendix "Graph construction" and "Splits and corpus preprocessing"
 PAPER_BUILD = {"ner_labels": ("PERSON", "ORG", "GPE", "LOC", "WORK_OF_ART", "EVENT", "DATE", "NORP", "FAC"),
                "chunk_tokens": 1200, "chunk_overlap": 100, "link_top_k": 5, "link_min_cosine": 0.80,
