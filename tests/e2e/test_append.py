@@ -167,10 +167,7 @@ def test_append_reuses_paragraphs_the_graph_holds_and_equals_the_union_build(sha
 
 def test_store_delta_with_reused_paragraphs_holds_the_union(shared: Shared, scratch_store: Any) -> None:
     store = scratch_store
-    store.load(Artifact.open(shared.a), progress=False)
-    appended = Artifact.open(shared.g, verify=True)
-    apply_delta(store, appended, shared.delta)
-    assert store.loaded_hash() == appended.content_hash
+    appended = _delta_applied(store, shared.a, shared.g, shared.delta)
     # every node, relationship and property (SYNONYM edges included), the vector index on every 10th sentence: the
     # per-entity menu queries are test_store_receives_only_the_delta_and_holds_the_union's (they cost minutes here)
     after_delta = _dump(store, appended, every=10, per_entity=False)
@@ -254,12 +251,19 @@ def _dump(store: Any, artifact: Artifact, *, every: int = 3, per_entity: bool = 
     return out
 
 
+def _delta_applied(store: Any, base_dir: Path, appended_dir: Path, delta: StoreDelta) -> Artifact:
+    """``store`` loaded with the graph of ``base_dir``, then sent only ``delta``; returns the appended artifact, whose
+    content hash the store now reports."""
+    store.load(Artifact.open(base_dir), progress=False)
+    appended = Artifact.open(appended_dir, verify=True)
+    apply_delta(store, appended, delta)
+    assert store.loaded_hash() == appended.content_hash
+    return appended
+
+
 def test_store_receives_only_the_delta_and_holds_the_union(built: Built, scratch_store: Any) -> None:
     store = scratch_store
-    store.load(Artifact.open(built.a), progress=False)
-    appended = Artifact.open(built.g, verify=True)
-    apply_delta(store, appended, built.delta)
-    assert store.loaded_hash() == appended.content_hash
+    appended = _delta_applied(store, built.a, built.g, built.delta)
     after_delta = _dump(store, appended)
     full = Artifact.open(built.u)
     store.load(full, progress=False)  # another content hash: cleared and loaded whole
