@@ -75,6 +75,8 @@ def _fit_to_answer(model, tok, env: MenuToolEnv, question: str, gold: str, steps
     for _ in range(steps):
         hidden = model.model(input_ids=ids).last_hidden_state[:, :-1][scored]
         loss = torch.nn.functional.cross_entropy(model.lm_head(hidden), labels[:, 1:][scored])
+        if loss.item() < 0.05:  # fitted: the reply is the gold or the wrong answer, nearly surely
+            break
         opt.zero_grad()
         loss.backward()
         opt.step()
