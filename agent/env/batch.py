@@ -13,7 +13,7 @@ from typing import Sequence
 from harness_g.agent.env.actions import ActionType, parse_action
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.graph_view import GraphView
-from harness_g.agent.env.menu import lookup_pools
+from harness_g.agent.env.menu import index_tried, lookup_pools
 from harness_g.agent.env.menu_env import MenuEnv, StepResult, committed_query
 from harness_g.agent.env.observation import Observation
 from harness_g.agent.env.trajectory import Trajectory
@@ -72,9 +72,11 @@ class BatchedMenuEnv:
             ids = list(dict.fromkeys(ids))
             self.view.sentences(ids)
             entities = self.view.entities_of(ids)
-            lookupable = [e.id for found in entities.values() for e in found if e.lookupable]
-            if lookupable and not self.config.lookup_index_top_m:  # the bounded LOOKUP reads pools only on fallback
-                lookup_pools(self.view, list(dict.fromkeys(lookupable)), self.config)
+            lookupable = list(dict.fromkeys(e.id for found in entities.values() for e in found if e.lookupable))
+            tried = set(index_tried(self.view, lookupable, self.config))  # their pools are read on fallback only
+            lookupable = [e for e in lookupable if e not in tried]
+            if lookupable:
+                lookup_pools(self.view, lookupable, self.config)
 
     def _next_state(self, env: MenuEnv, reply: str) -> MenuState | None:
         """The state ``reply`` leads ``env`` to (:func:`~harness_g.agent.env.transition.transition`, as ``env.step``

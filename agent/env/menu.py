@@ -143,6 +143,15 @@ INDEX_TRUSTED_SHARE = 0.5
 INDEX_MENTIONS_PER_M = 1.0
 
 
+def index_tried(view: GraphView, entity_ids: Sequence[str], cfg: "EnvConfig") -> list[str]:
+    """The entities of ``entity_ids`` whose LOOKUP the vector index tries (``cfg.lookup_index_top_m`` set and at least
+    ``INDEX_MENTIONS_PER_M * M`` mentions); the others' pools are read whole, as the paper's LOOKUP reads them."""
+    if not cfg.lookup_index_top_m:
+        return []
+    counts = view.entity_mentions(entity_ids)
+    return [e for e in entity_ids if counts.get(e, 0) >= INDEX_MENTIONS_PER_M * cfg.lookup_index_top_m]
+
+
 def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
                          committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
     """U_{t+1} of LOOKUP(e) for each of ``entity_ids`` that the vector index decides, read without C(e) itself;
@@ -151,8 +160,8 @@ def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.n
     (:meth:`GraphView.index_top`) and which of them lie in which pool (:meth:`GraphView.pool_members`).
 
     Exactness: let f be the cosine of the index's (M * ``INDEX_TRUSTED_SHARE``)-th sentence. If the index's top M
-    holds every sentence above f (true when it is exact), no pool sentence the intersection misses has a cosine above f. Every pool sentence of the intersection
-    whose cosine exceeds f (by ``INDEX_MARGIN``, for rounding) therefore ranks above every pool sentence it misses:
+    holds every sentence above f (true when it is exact), no pool sentence the intersection misses has a cosine above
+    f. Every pool sentence of the intersection whose cosine exceeds f (by ``INDEX_MARGIN``, for rounding) therefore ranks above every pool sentence it misses:
     these trusted sentences, ranked as :meth:`GraphView.rank_top` ranks (cosine, ties by id; C_t removed), are the
     first ones of the whole pool's ranking. The paper's U_{t+1} reads that ranking front to back (text
     de-duplication, top K_s, at most ``lookup_pool_cap``), so when the trusted sentences fill K_s, or number
@@ -164,8 +173,7 @@ def index_lookup_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.n
 
     Only entities with at least ``INDEX_MENTIONS_PER_M * M`` mentions are tried (the others' pools are read whole,
     as cheaply); ``view.calls`` counts the tried ones as ``index_lookups`` (decided) or ``index_fallbacks``."""
-    counts = view.entity_mentions(entity_ids)
-    entity_ids = [e for e in entity_ids if counts.get(e, 0) >= INDEX_MENTIONS_PER_M * cfg.lookup_index_top_m]
+    entity_ids = index_tried(view, entity_ids, cfg)
     if not entity_ids:
         return {}
     top, cosines, complete = view.index_top(m_vec, cfg.lookup_index_top_m)
@@ -312,8 +320,9 @@ def _kept_lookups(view: GraphView, candidates: Sequence[EntityInfo], state: tupl
     todo = [e for e in candidates if e.id not in known]
     if cfg.lookup_index_top_m and todo:  # decided by the index: no pool read (index_lookup_results)
         decided = index_lookup_results(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
-        for eid, res in decided.items() if state is not None else ():
-            view.lookup_result_cache.put((state, eid), res)
+        if state is not None:
+            for eid, res in decided.items():
+                view.lookup_result_cache.put((state, eid), res)
         known |= decided
         todo = [e for e in todo if e.id not in known]
     pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
