@@ -427,7 +427,7 @@ def summarize_case(result: dict[str, Any]) -> dict[str, Any]:
         return sum(vals) / len(vals) if vals else float("nan")
 
     s = {k: mean(k) for k in (*PHASES, "gen_tokens", "prompt_tokens", "update_tokens", "turns", "response_tokens",
-                              "optimizer_steps", "answerer_forwards", "reward_f1", "invalid_action_frac", "grad_norm",
+                              "generate_pad_ratio", "optimizer_steps", "answerer_forwards", "reward_f1", "invalid_action_frac", "grad_norm",
                               "zero_adv_frac", "snc_credit_nonzero_frac", "kl", "pad_ratio", "param_update_frac",
                               "time_update_old_s", "time_update_ref_s", "time_update_train_s", "time_update_optim_s")}
     s["rollout_other_s"] = s["time_rollout_s"] - s["time_generate_s"] - s["time_env_s"]

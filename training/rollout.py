@@ -162,6 +162,8 @@ class Generator:
         self.max_prompt_tokens = max_prompt_tokens
         self.seconds = 0.0
         self.tokens = 0
+        self.prompt_tokens = 0  # real prompt tokens prefilled, over all calls
+        self.padded_prompt_tokens = 0  # prompt positions computed (rows x each batch's longest prompt)
         self.continuations = TokenContinuations(tokenizer)
 
     def _stop_ids(self) -> set[int]:
@@ -184,22 +186,11 @@ class Generator:
         t0 = time.perf_counter()
         tok = self.tokenizer
         prompts = [self.continuations.prompt(conv) for conv in batch]  # token-in: continued from the last turn's ids
-        enc = left_pad([ids for ids, _ in prompts], tok.pad_token_id, next(self.model.parameters()).device)
         was_training = self.model.training
         self.model.eval()
-        sample = temperature > 0
-        kwargs: dict[str, Any] = {"do_sample": sample, "max_new_tokens": max_new_tokens, "pad_token_id": tok.pad_token_id}
-        if sample:
-            kwargs.update(temperature=temperature, top_p=top_p)
-        if allowed is not None:
-            from harness_g.agent.llm.constrained import allowed_tokens_fn
-
-            kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, enc["input_ids"].shape[1], tok.eos_token_id)
-        with self.autocast():
-            gen = self.model.generate(**enc, **kwargs)
+        sampled = self._generate_rows([ids for ids, _ in prompts], max_new_tokens, temperature, top_p, allowed)
         if was_training:
             self.model.train()
-        sampled = sampled_ids(gen[:, enc["input_ids"].shape[1]:].tolist(), self._stop_ids())
         seconds = time.perf_counter() - t0
         self.seconds += seconds
         out = []
@@ -211,6 +202,26 @@ class Generator:
                                   finish_reason="stop" if stopped else "length", prompt_ids=tuple(prompt_ids),
                                   token_ids=tuple(ids)))
         return out
+
+    def _generate_rows(self, rows: list[Sequence[int]], max_new_tokens: int, temperature: float, top_p: float,
+                       allowed: Sequence[Sequence[str]] | None) -> list[tuple[list[int], bool]]:
+        """One ``model.generate`` call over token-id prompts (left-padded): per row (sampled ids, stopped)."""
+        tok = self.tokenizer
+        enc = left_pad(rows, tok.pad_token_id, next(self.model.parameters()).device)
+        width = enc["input_ids"].shape[1]
+        self.prompt_tokens += sum(len(r) for r in rows)
+        self.padded_prompt_tokens += len(rows) * width
+        sample = temperature > 0
+        kwargs: dict[str, Any] = {"do_sample": sample, "max_new_tokens": max_new_tokens, "pad_token_id": tok.pad_token_id}
+        if sample:
+            kwargs.update(temperature=temperature, top_p=top_p)
+        if allowed is not None:
+            from harness_g.agent.llm.constrained import allowed_tokens_fn
+
+            kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, width, tok.eos_token_id)
+        with self.autocast():
+            gen = self.model.generate(**enc, **kwargs)
+        return sampled_ids(gen[:, width:].tolist(), self._stop_ids())
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
@@ -301,6 +312,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
         observations = list(benv.reset([it for it, _ in expanded]))
     env_s = time.perf_counter() - t_env
     gen_s0 = generator.seconds
+    pad0 = (getattr(generator, "prompt_tokens", 0), getattr(generator, "padded_prompt_tokens", 0))
     while not benv.all_done:
         budget.measure(observations)
         replies = policy.act_batch([None if o is None else e.observe() for o, e in zip(observations, envs)])
@@ -312,6 +324,9 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], finals)
     rollouts, dropped = _finish_rollouts(policy, expanded, envs, answers, finals)
     stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0, "dropped_turns_max": float(dropped)}
+    real = getattr(generator, "prompt_tokens", 0) - pad0[0]
+    if real > 0:  # prompt positions prefilled per real prompt token (1.0 = no padding); transformers generator only
+        stats["generate_pad_ratio"] = (getattr(generator, "padded_prompt_tokens", 0) - pad0[1]) / real
     if dropped:
         warnings.warn(f"older turns were dropped from a rollout's context to fit the prompt budget ({dropped} at most); "
                       "raise rollout.max_prompt_tokens to keep them", stacklevel=2)

@@ -121,6 +121,10 @@ def test_generator_reports_whether_each_reply_stopped(tokenizer):
     assert [g.text for g in cut] == ["A1", "A1"] and [g.finish_reason for g in cut] == ["length", "length"]
     full = gen.generate([_user("pick one"), _user("pick")], max_new_tokens=8, temperature=1.0, allowed=[["A12"], ["A0"]])
     assert [g.text for g in full] == ["A12", "A0"] and [g.finish_reason for g in full] == ["stop", "stop"]
+    # prefill accounting (the generate_pad_ratio metric): real prompt tokens vs rows x the call's longest prompt
+    widths = [[g.prompt_tokens for g in call] for call in (cut, full)]
+    assert gen.prompt_tokens == sum(map(sum, widths)) and widths[0][0] > widths[0][1]
+    assert gen.padded_prompt_tokens == sum(len(w) * max(w) for w in widths) > gen.prompt_tokens
 
 
 def test_rollout_path_masks_no_end_token_after_a_cut_reply(falkordb_hotpot_view, hotpot_questions, tokenizer):
@@ -138,6 +142,8 @@ def test_rollout_path_masks_no_end_token_after_a_cut_reply(falkordb_hotpot_view,
                                        max_action_tokens=1, max_answer_tokens=3, constrain_actions=True,
                                        max_observation_tokens=4096)
     assert stats["observation_tokens_max"] > 0 and stats["observations_over_budget"] == 0
+    assert stats["generate_pad_ratio"] == pytest.approx(gen.padded_prompt_tokens / gen.prompt_tokens) and \
+        stats["generate_pad_ratio"] >= 1.0
     for ro in rollouts:
         assert ro.turns and not any(t.stopped for t in ro.turns)
         *turn_seqs, answer = ro.sequences(tokenizer)

@@ -274,6 +274,8 @@ def test_step_metrics_from_hand_made_rollouts():
     assert sm.equivalence_metrics([r0, r1], 0.8, free_query=True) == {"d_ret": 1.0, "mean_n_eq": 2.0, "d_query": 1.0}
     times = sm.time_metrics(sm.StepTimes(rollout=2.0, snc=1.0, update=0.5, sync=0.0, total=4.0), {"generate_s": 1.5, "env_s": 0.5})
     assert times["snc_share"] == 0.25 and times["time_generate_s"] == 1.5 and "observation_tokens_max" not in times
+    assert sm.time_metrics(sm.StepTimes(2.0, 1.0, 0.5, 0.0, 4.0), {"generate_s": 1.5, "env_s": 0.5,
+                                                                     "generate_pad_ratio": 1.25})["generate_pad_ratio"] == 1.25
 
 
 # -- the graph is built before the trainer ------------------------------------------------------------------------
