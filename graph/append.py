@@ -79,7 +79,8 @@ from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
 from harness_g.graph.locks import exclusive_lock
 from harness_g.graph.text.canonical import canonicalize
-from harness_g.graph.text.linking import SynonymEdge, link_entities
+from harness_g.graph.text.linking import (SynonymEdge, add_embedding_candidates, embedding_candidates_of,
+                                          excluded_columns, link_entities)
 from harness_g.graph.types import Dataset, Mention, Paragraph, QAItem, entity_id
 
 #: ``GraphMeta.content_hash`` while a delta is being applied: never an artifact's hash, so an interrupted delta
@@ -304,36 +305,6 @@ def entity_vectors(ent: _EntityTables, base: art.Artifact, config: BuildConfig, 
 
 
 # ------------------------------------------------------------------------------------------------ links
-def _pair(a: str, b: str) -> tuple[str, str]:
-    return (a, b) if a < b else (b, a)
-
-
-def _topk_rows(ids: list[str], emb: np.ndarray, rows: Sequence[int], excluded: dict[int, list[int]], top_k: int,
-               min_cosine: float, block: int = 1024) -> dict[tuple[str, str], float]:
-    """Embedding edges from the top-``top_k`` lists of ``rows`` (indexes into the id-sorted ``ids``/``emb``), the
-    same ranking as ``linking._embedding_edges``: cosine >= ``min_cosine``, self and rule-linked columns excluded,
-    ties to the smaller id, score rounded to 6 places. ``{(src, dst): score}`` with src < dst."""
-    out: dict[tuple[str, str], float] = {}
-    rows = list(rows)
-    for r0 in range(0, len(rows), block):
-        chunk = rows[r0:r0 + block]
-        sims = emb[chunk] @ emb.T
-        for k, r in enumerate(chunk):
-            sims[k, r] = -np.inf
-            if r in excluded:
-                sims[k, excluded[r]] = -np.inf
-        for k, r in enumerate(chunk):
-            cols = np.flatnonzero(sims[k] >= min_cosine)
-            if cols.size == 0:
-                continue
-            scores = sims[k, cols]
-            order = np.lexsort((cols, -scores))[:top_k]
-            for c, s in zip(cols[order], scores[order]):
-                key = _pair(ids[r], ids[int(c)])
-                out.setdefault(key, round(float(s), 6))
-    return out
-
-
 def link_delta(ent: _EntityTables, name_vecs: np.ndarray, encoded: np.ndarray, base: art.Artifact,
                config: BuildConfig) -> tuple[list[SynonymEdge], int]:
     """The union's SYNONYM edges (what ``link_entities`` over all entities gives) and how many entities' embedding
@@ -381,17 +352,10 @@ def link_delta(ent: _EntityTables, name_vecs: np.ndarray, encoded: np.ndarray, b
     for (a, b), score in old_emb.items():  # both ends' lists unchanged: the edge stays
         if a not in affected and b not in affected and a in pos and b in pos and (a, b) not in edges:
             edges[(a, b)] = SynonymEdge(a, b, EMBEDDING_KIND, score)
-    if len(ids) > 1 and config.link_top_k > 0:
-        excluded: dict[int, list[int]] = {}
-        for a, b in rule_pairs:
-            if a in pos and b in pos:
-                excluded.setdefault(pos[a], []).append(pos[b])
-                excluded.setdefault(pos[b], []).append(pos[a])
-        fresh = _topk_rows(ids, emb, sorted(pos[e] for e in recompute), excluded, config.link_top_k,
-                           config.link_min_cosine)
-        for key, score in fresh.items():
-            if key not in edges:
-                edges[key] = SynonymEdge(key[0], key[1], EMBEDDING_KIND, score)
+    if len(ids) > 1 and config.link_top_k > 0:  # the full build's ranking (linking.embedding_candidates), these rows
+        fresh = embedding_candidates_of(emb, excluded_columns(ids, rule_pairs), sorted(pos[e] for e in recompute),
+                                        config.link_top_k, config.link_min_cosine)
+        add_embedding_candidates(edges, ids, *fresh)  # a pair's first candidate sets its score; rule edges stay
     return [edges[k] for k in sorted(edges)], len(recompute)
 
 

@@ -189,11 +189,13 @@ def _case_hint(params: dict[str, Any]) -> str | None:
 
 def local_neo4j_config(args: argparse.Namespace) -> Any:
     """The :class:`LocalNeo4jConfig` of ``harness-g neo4j ARGS``: ports, password (``--password``, else
-    ``$NEO4J_PASSWORD``, else None: generated) and ``--heap-mb``, the server's heap and the bulk importer's."""
-    from harness_g.graph.stores.local_neo4j import LocalNeo4jConfig
+    ``$NEO4J_PASSWORD``, else None: generated) and ``--heap-mb``, the server's heap and the bulk importer's (a value
+    that cannot work is a one-line ConfigError naming the flag, before any server or import starts)."""
+    from harness_g.graph.stores.local_neo4j import LocalNeo4jConfig, check_heap_mb
 
     chosen = args.password or os.environ.get("NEO4J_PASSWORD") or None
-    return LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=chosen, heap_mb=args.heap_mb)
+    return LocalNeo4jConfig(bolt_port=args.bolt_port, http_port=args.http_port, password=chosen,
+                            heap_mb=check_heap_mb(args.heap_mb, "--heap-mb"))
 
 
 def cmd_neo4j(args: argparse.Namespace) -> int:
@@ -363,7 +365,8 @@ def _add_neo4j(sub: Any) -> None:
     p.add_argument("--password", help="password of user neo4j (default: $NEO4J_PASSWORD, else a generated one, printed; "
                                       "authentication is always on)")
     p.add_argument("--heap-mb", type=int, default=1024, help="JVM heap in MiB, of the server and of the --bulk-load "
-                                                             "importer, which runs before it (default 1024)")
+                                                             "importer, which runs before it: 256 up to this machine's "
+                                                             "memory (physical or cgroup limit; default 1024)")
     p.add_argument("--bulk-load", metavar="GRAPH_DIR",
                    help="start with GRAPH_DIR's graph in the database, bulk-imported offline by neo4j-admin's importer "
                         "(CSV; much faster than the Bolt loader on large graphs), then constraints and vector index; "

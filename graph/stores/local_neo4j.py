@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import IO, Callable
 from urllib.parse import urlsplit
 
-from harness_g.errors import HarnessError
+from harness_g.errors import ConfigError, HarnessError
 from harness_g.graph.locks import exclusive_lock
 from harness_g.graph.stores.private import new_password, read_private, runtime_dir, write_private
 
@@ -58,6 +58,11 @@ USER = "neo4j"
 #: hosts a bolt URI may name for :func:`local_credentials` to answer (the server listens on 127.0.0.1 only)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DEFAULT_BOLT_PORT = 7687
+#: smallest JVM heap (MiB) the server and the bulk importer are started with (``--heap-mb``): below it Neo4j 5.26's
+#: in-process server and ``neo4j-admin``'s importer run out of heap before doing any work
+MIN_HEAP_MB = 256
+#: where the memory limit of this process's cgroup is read (v2, then v1); the JVM sizes itself by it too
+_CGROUP_MEMORY_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 
 class LocalNeo4jError(HarnessError):
@@ -72,7 +77,8 @@ class LocalNeo4jConfig:
         bolt_port: Bolt port on 127.0.0.1; 0 = any free port.
         http_port: HTTP port on 127.0.0.1 (Neo4j Browser at ``/browser``); 0 = any free port.
         password: password of user ``neo4j``; None = a generated one (authentication is always on).
-        heap_mb: JVM maximum heap in MiB.
+        heap_mb: JVM maximum heap in MiB, of the server and of a bulk import before it: :data:`MIN_HEAP_MB` up to
+            this machine's memory (:func:`check_heap_mb`, checked at construction).
         page_cache_mb: Neo4j page cache in MiB.
         start_timeout_s: how long to wait for the server to report ready (seconds).
     """
@@ -83,6 +89,42 @@ class LocalNeo4jConfig:
     heap_mb: int = 1024
     page_cache_mb: int = 256
     start_timeout_s: float = 180.0
+
+    def __post_init__(self) -> None:
+        check_heap_mb(self.heap_mb, "LocalNeo4jConfig.heap_mb")
+
+
+def machine_memory_mb() -> int | None:
+    """This machine's memory in MiB as a JVM started here sees it: the physical memory, or the cgroup's memory limit
+    when that is lower; None when neither can be read."""
+    found: list[int] = []
+    try:
+        found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20)
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in _CGROUP_MEMORY_LIMITS:
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():  # "max" (v2) means no limit; v1 writes a huge number instead
+            found.append(int(text) >> 20)
+        break
+    found = [mb for mb in found if mb > 0]
+    return min(found) if found else None
+
+
+def check_heap_mb(heap_mb: object, name: str = "--heap-mb") -> int:
+    """``heap_mb`` when a JVM heap of that many MiB can work here: an int from :data:`MIN_HEAP_MB` to
+    :func:`machine_memory_mb` (no upper bound when the memory cannot be read). Else ConfigError, one line naming
+    ``name`` (the flag or field), the allowed range and the value."""
+    memory = machine_memory_mb()
+    allowed = f"{MIN_HEAP_MB} to {memory} MiB (this machine's memory)" if memory else f"at least {MIN_HEAP_MB} MiB"
+    if isinstance(heap_mb, bool) or not isinstance(heap_mb, int):
+        raise ConfigError(f"{name} must be a whole number of MiB, {allowed}; got {heap_mb!r}")
+    if heap_mb < MIN_HEAP_MB or (memory is not None and heap_mb > memory):
+        raise ConfigError(f"{name} must be {allowed}; got {heap_mb}")
+    return heap_mb
 
 
 def cache_root() -> Path:

@@ -24,9 +24,9 @@ from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.lexicon import INITIALS_STOPWORDS, NATIONALITIES
 
 __all__ = ["EntityRecord", "SynonymEdge", "link_entities", "abbreviation_key", "add_embedding_candidates",
-           "embedding_block_rows", "embedding_candidates", "embedding_rows", "excluded_columns", "initials",
-           "name_alias_of", "person_aliases", "rule_edges", "spelling_key", "title_mention_index", "title_mentions",
-           "title_name"]
+           "embedding_block_rows", "embedding_candidates", "embedding_candidates_of", "embedding_rows",
+           "excluded_columns", "initials", "name_alias_of", "person_aliases", "rule_edges", "spelling_key",
+           "title_mention_index", "title_mentions", "title_name"]
 
 KINDS: tuple[str, ...] = ("title", "canonical", "alias", "abbreviation", "embedding")
 _PRIORITY = {k: i for i, k in enumerate(KINDS)}
@@ -193,36 +193,71 @@ def embedding_candidates(
     ``[0, m)`` into ranges gives, concatenated in range order, the candidates of one call over ``[0, m)``; the
     similarities are computed in blocks of :func:`embedding_block_rows` rows starting at ``r0``. Returns (rows, cols,
     scores): int64 absolute row and column indexes and float32 cosines, sorted by row, then score descending, then
-    column.
+    column. :func:`embedding_candidates_of` over ``range(r0, r1)``.
+    """
+    return embedding_candidates_of(emb, excluded, np.arange(r0, max(r0, r1), dtype=np.int64), top_k, min_cosine)
+
+
+def embedding_candidates_of(
+    emb: np.ndarray,
+    excluded: Mapping[int, Sequence[int]],
+    rows: Sequence[int] | np.ndarray,
+    top_k: int,
+    min_cosine: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`embedding_candidates` of the given ``rows`` only (strictly increasing indexes into ``emb``; any subset of
+    ``[0, m)``): each one's top-``top_k`` columns among *all* rows of ``emb``, by the same rule. ``graph/append.py``
+    re-ranks the entities an append affects with it. A row's candidates do not depend on which other rows are asked
+    for, up to the float32 product's ulps (the similarities are computed in blocks of :func:`embedding_block_rows`
+    of the given rows). Returns (rows, cols, scores) as :func:`embedding_candidates`; ValueError on an index out of
+    range or rows not strictly increasing.
     """
     m = emb.shape[0]
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
-    if m < 2 or top_k <= 0 or r1 <= r0:
+    if rows.size and (rows[0] < 0 or rows[-1] >= m or np.any(np.diff(rows) <= 0)):
+        raise ValueError(f"embedding_candidates_of: rows must be strictly increasing indexes in [0, {m})")
+    if m < 2 or top_k <= 0 or rows.size == 0:
         return empty
     block = embedding_block_rows(m)
     found = []
-    for b0 in range(r0, r1, block):
-        b1 = min(r1, b0 + block)
-        sims = emb[b0:b1] @ emb.T  # [rows, m] cosine (inputs L2-normalised)
-        local = np.arange(b1 - b0)
-        sims[local, local + b0] = -np.inf  # self
-        for r in range(b0, b1):
-            if r in excluded:
-                sims[r - b0, excluded[r]] = -np.inf
-        rows, cols = np.nonzero(sims >= min_cosine)
-        if rows.size == 0:
-            continue
-        scores = sims[rows, cols]
-        # Sort by row, then score desc, then column (= id order) asc; keep the first top_k per row.
-        order = np.lexsort((cols, -scores, rows))
-        rows, cols, scores = rows[order], cols[order], scores[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
-        rank = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
-        keep = rank < top_k
-        found.append((rows[keep].astype(np.int64) + b0, cols[keep].astype(np.int64), scores[keep]))
+    for i0 in range(0, rows.size, block):
+        chunk = rows[i0 : i0 + block]
+        found.extend(_block_candidates(emb, excluded, chunk, top_k, min_cosine))
     if not found:
         return empty
     return tuple(np.concatenate(parts) for parts in zip(*found))  # type: ignore[return-value]
+
+
+def _block_candidates(
+    emb: np.ndarray,
+    excluded: Mapping[int, Sequence[int]],
+    chunk: np.ndarray,
+    top_k: int,
+    min_cosine: float,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The candidates of one similarity block: the increasing row indexes ``chunk`` against every row of ``emb``.
+    ``[]`` when none passes ``min_cosine``, else one (rows, cols, scores) triple in the order of
+    :func:`embedding_candidates`."""
+    b0, n = int(chunk[0]), chunk.size
+    contiguous = int(chunk[-1]) - b0 + 1 == n
+    sims = (emb[b0 : b0 + n] if contiguous else emb[chunk]) @ emb.T  # [rows, m] cosine (inputs L2-normalised)
+    local = np.arange(n)
+    sims[local, chunk] = -np.inf  # self
+    for k, r in enumerate(chunk.tolist()):
+        if r in excluded:
+            sims[k, excluded[r]] = -np.inf
+    rows, cols = np.nonzero(sims >= min_cosine)
+    if rows.size == 0:
+        return []
+    scores = sims[rows, cols]
+    # Sort by row, then score desc, then column (= id order) asc; keep the first top_k per row.
+    order = np.lexsort((cols, -scores, rows))
+    rows, cols, scores = rows[order], cols[order], scores[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
+    rank = np.arange(rows.size) - np.repeat(starts, np.diff(np.r_[starts, rows.size]))
+    keep = rank < top_k
+    return [(chunk[rows[keep]], cols[keep].astype(np.int64), scores[keep])]
 
 
 def add_embedding_candidates(edges: dict, ids: Sequence[str], rows: np.ndarray, cols: np.ndarray,
@@ -319,7 +354,7 @@ def link_entities(
     only in accents, spaces or hyphens (``BuildConfig.spelling_links``; off: the paper's surface normalization).
     The steps are public for the Ray build, which runs the embedding candidates' row ranges as tasks:
     :func:`rule_edges`, :func:`embedding_rows`, :func:`excluded_columns`, :func:`embedding_candidates`,
-    :func:`add_embedding_candidates`.
+    :func:`add_embedding_candidates` (``graph/append.py`` re-ranks a subset of rows: :func:`embedding_candidates_of`).
     """
     edges = rule_edges(entities, title_ids=title_ids, alias_pairs=alias_pairs, spelling_links=spelling_links)
     if embeddings is not None and len(entities):

@@ -179,6 +179,41 @@ def test_embedding_candidates_over_any_split_of_rows_are_the_unsplit_ones(monkey
         assert max(abs(a.score - b.score) for a, b in zip(merged, expected)) <= 2e-6, cuts[:8]
 
 
+@pytest.mark.parametrize("block_values", [None, 7 * 300])  # the default one block, and 7-row similarity blocks
+def test_embedding_candidates_of_a_row_subset_are_those_rows_of_the_whole_ranking(monkeypatch, block_values) -> None:
+    """The append's re-ranking (graph/append.py, issue 35 item 4): ``embedding_candidates_of`` over any increasing
+    subset of rows gives exactly those rows' candidates of the whole ranking (columns still range over every row;
+    rule-linked and self columns left out); over ``range(r0, r1)`` it is ``embedding_candidates``. Bad rows refused."""
+    import harness_g.graph.text.linking as linking
+
+    if block_values:
+        monkeypatch.setattr(linking, "_BLOCK_VALUES", block_values)
+    n = 300
+    x = _clustered_unit_vectors(n, 16, 2)
+    ents = [EntityRecord(f"e{i:04d}", f"name {i % 40}", "ORG", f"Name {i}") for i in range(n)]
+    ids, emb = linking.embedding_rows(ents, x)
+    excluded = linking.excluded_columns(ids, set(linking.rule_edges(ents, title_ids=set())))
+    whole = linking.embedding_candidates(emb, excluded, 0, n, 3, 0.8)
+    assert whole[0].size > n and excluded
+    rng = np.random.default_rng(3)
+    subsets = [[0], [n - 1], [5, 6, 7, 8], [0, 150, n - 1], list(range(n))]
+    subsets += [sorted(rng.choice(n, size=k, replace=False).tolist()) for k in (2, 13, 40, 170)]
+    for rows in subsets:
+        got = linking.embedding_candidates_of(emb, excluded, rows, 3, 0.8)
+        mask = np.isin(whole[0], rows)
+        assert np.array_equal(got[0], whole[0][mask]) and np.array_equal(got[1], whole[1][mask]), rows[:8]
+        assert np.allclose(got[2], whole[2][mask], rtol=0, atol=1e-6), rows[:8]  # float32 products: ulps
+        assert not any(int(c) in excluded.get(int(r), ()) or r == c for r, c in zip(got[0], got[1]))
+    for r0, r1 in [(0, n), (7, 19), (150, 151), (20, 20)]:
+        ranged = linking.embedding_candidates(emb, excluded, r0, r1, 3, 0.8)
+        of = linking.embedding_candidates_of(emb, excluded, range(r0, r1), 3, 0.8)
+        assert all(np.array_equal(a, b) for a, b in zip(ranged, of)), (r0, r1)
+    assert all(p.size == 0 for p in linking.embedding_candidates_of(emb, excluded, [], 3, 0.8))
+    for bad in ([3, 3], [4, 2], [-1, 2], [0, n]):
+        with pytest.raises(ValueError, match="strictly increasing indexes"):
+            linking.embedding_candidates_of(emb, excluded, bad, 3, 0.8)
+
+
 def test_the_ray_link_ranges_cover_every_row_once_in_whole_blocks() -> None:
     from harness_g.graph.build_ray import LINK_MIN_ROWS, link_ranges
 
