@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness_g.agent.eval.report.plots import _frame, _legend, _text, color, nice_ticks, tick_label
+from harness_g.agent.eval.report.plots import color, nice_ticks, svg_frame, svg_legend, svg_text, tick_label
 
 PANELS: list[tuple[str, list[str]]] = [
     ("Outcome reward (token F1) and EM", ["reward_f1", "em"]),
@@ -34,7 +34,7 @@ def line_chart(title: str, steps: Sequence[int], series: dict[str, Sequence[floa
     ticks = nice_ticks(min(0.0, min(values)) if values else 0.0, max(0.0, max(values)) if values else 1.0)
     labels = [tick_label(t) for t in ticks]
     left = max(40, 12 + int(6.2 * max(len(t) for t in labels)))
-    legend, lh = _legend([(name, color(i)) for i, name in enumerate(series)], left, 38, width - left - 8)
+    legend, lh = svg_legend([(name, color(i)) for i, name in enumerate(series)], left, 38, width - left - 8)
     top, right, bottom = 38 + lh + 4, 12, 34
     lo, hi = ticks[0], ticks[-1]
     x0, x1 = (min(steps), max(steps)) if steps else (0, 1)
@@ -51,11 +51,11 @@ def line_chart(title: str, steps: Sequence[int], series: dict[str, Sequence[floa
             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#999"/>']
     for v, label in zip(ticks, labels):
         body.append(f'<line x1="{left}" y1="{py(v):.1f}" x2="{left + pw}" y2="{py(v):.1f}" stroke="{"#bbb" if v == 0 else "#eee"}"/>')
-        body.append(_text(left - 4, py(v) + 4, label, anchor="end", size=10))
+        body.append(svg_text(left - 4, py(v) + 4, label, anchor="end", size=10))
     x_ticks = [int(t) for t in nice_ticks(x0, x1) if x0 <= t <= x1 and float(t).is_integer()] if x1 > x0 else [x0]
     for s in x_ticks:
-        body.append(_text(px(s), top + ph + 14, f"{s:,}", size=10))
-    body.append(_text(left + pw / 2, height - 4, "step", size=10))
+        body.append(svg_text(px(s), top + ph + 14, f"{s:,}", size=10))
+    body.append(svg_text(left + pw / 2, height - 4, "step", size=10))
     for i, (name, vs) in enumerate(series.items()):
         pts = [(px(s), py(v)) for s, v in zip(steps, vs) if v is not None]
         if len(pts) > 1:
@@ -63,7 +63,7 @@ def line_chart(title: str, steps: Sequence[int], series: dict[str, Sequence[floa
             body.append(f'<polyline fill="none" stroke="{color(i)}" stroke-width="2" points="{d}"/>')
         for (x, y), (s, v) in zip(pts, [(s, v) for s, v in zip(steps, vs) if v is not None]):
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{color(i)}"><title>{escape(name)} step {s}: {v:.4g}</title></circle>')
-    return _frame(width, height, "".join(body), title)
+    return svg_frame(width, height, "".join(body), title)
 
 
 def is_training_run(run_dir: str | Path) -> bool:

@@ -53,22 +53,24 @@ def tick_label(v: float) -> str:
     return text.replace("-", "\u2212")
 
 
-def _text(x: float, y: float, s: str, *, size: int = 11, anchor: str = "middle", fill: str = "#333", weight: str = "normal",
-          rotate: float | None = None) -> str:
+def svg_text(x: float, y: float, s: str, *, size: int = 11, anchor: str = "middle", fill: str = "#333",
+             weight: str = "normal", rotate: float | None = None) -> str:
+    """One ``<text>`` element at (``x``, ``y``) in the drawing's units (px), ``size`` in px, ``rotate`` in degrees
+    about (x, y); ``s`` is escaped."""
     tr = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}" '
             f'font-weight="{weight}"{tr}>{escape(s)}</text>')
 
 
-def _legend(items: Sequence[tuple[str, str]], x: float, y: float, width: float) -> tuple[str, float]:
-    """Legend rows wrapped to ``width``; returns (svg, height used)."""
+def svg_legend(items: Sequence[tuple[str, str]], x: float, y: float, width: float) -> tuple[str, float]:
+    """Legend rows (label, colour) from (``x``, ``y``) wrapped to ``width`` px; returns (svg, height used in px)."""
     parts, cx, cy = [], x, y
     for label, col in items:
         w = 18 + 6.5 * len(label) + 14
         if cx + w > x + width and cx > x:
             cx, cy = x, cy + 16
         parts.append(f'<rect x="{cx:.1f}" y="{cy - 9:.1f}" width="11" height="11" rx="2" fill="{col}"/>')
-        parts.append(_text(cx + 16, cy, label, anchor="start"))
+        parts.append(svg_text(cx + 16, cy, label, anchor="start"))
         cx += w
     return "".join(parts), cy - y + 16
 
@@ -76,13 +78,13 @@ def _legend(items: Sequence[tuple[str, str]], x: float, y: float, width: float) 
 TITLE_CHAR_EM = 0.58  # average glyph width of the sans-serif title font, in ems (to fit a title to the chart)
 
 
-def _frame(width: int, height: int, body: str, title: str, *, cls: str = "") -> str:
+def svg_frame(width: int, height: int, body: str, title: str, *, cls: str = "") -> str:
     """The ``<svg>`` element: scales with its container (viewBox; ``width`` x ``height`` is the drawing's own size), with
     the title's font shrunk (13 px down to 9 px) so a long title fits the width instead of being cut at the edges."""
     size = max(9, min(13, int((width - 16) / (TITLE_CHAR_EM * max(1, len(title))))))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {escape(cls)}" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" style="{FONT}">'
-            f'<title>{escape(title)}</title>{_text(width / 2, 18, title, size=size, weight="600")}{body}</svg>')
+            f'<title>{escape(title)}</title>{svg_text(width / 2, 18, title, size=size, weight="600")}{body}</svg>')
 
 
 def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str], values: Mapping[tuple[str, str], float | None], *,
@@ -90,7 +92,7 @@ def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str], value
                  integer: bool = False) -> str:
     """Vertical bars: one cluster per group, one bar per series; ``None`` values are left out (marked n/a).
     ``integer``: counts, so the axis uses whole-number ticks."""
-    legend, lh = _legend([(s, color(i)) for i, s in enumerate(series)], 50, 38, width - 60)
+    legend, lh = svg_legend([(s, color(i)) for i, s in enumerate(series)], 50, 38, width - 60)
     top = 38 + lh + 4
     left, right, bottom = 50, 12, 46
     plot_h = height - top - bottom
@@ -104,9 +106,9 @@ def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str], value
         yv = ymax * k / 4
         y = top + plot_h - plot_h * k / 4
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" stroke="#e4e4e4"/>')
-        parts.append(_text(left - 6, y + 4, _fmt(yv), size=10, anchor="end", fill="#666"))
+        parts.append(svg_text(left - 6, y + 4, _fmt(yv), size=10, anchor="end", fill="#666"))
     if y_label:
-        parts.append(_text(14, top + plot_h / 2, y_label, size=11, rotate=-90, fill="#555"))
+        parts.append(svg_text(14, top + plot_h / 2, y_label, size=11, rotate=-90, fill="#555"))
     n_g = max(1, len(groups))
     gw = plot_w / n_g
     bw = min(42.0, gw * 0.8 / max(1, len(series)))
@@ -117,7 +119,7 @@ def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str], value
             v = values.get((g, s))
             x = x0 + si * bw
             if v is None:
-                parts.append(_text(x + bw / 2, top + plot_h - 4, "n/a", size=9, fill="#999"))
+                parts.append(svg_text(x + bw / 2, top + plot_h - 4, "n/a", size=9, fill="#999"))
                 continue
             h = 0 if ymax <= 0 else plot_h * min(v, ymax) / ymax
             y = top + plot_h - h
@@ -125,17 +127,17 @@ def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str], value
                          f'fill="{color(si)}" data-group="{escape(g)}" data-series="{escape(s)}" data-value="{v}">'
                          f'<title>{escape(g)} · {escape(s)}: {_fmt(v)}</title></rect>')
             if bw >= 16:
-                parts.append(_text(x + bw / 2, y - 3, _fmt(v), size=9, fill="#333"))
-        parts.append(_text(cx, top + plot_h + 16, g, size=11))
+                parts.append(svg_text(x + bw / 2, y - 3, _fmt(v), size=9, fill="#333"))
+        parts.append(svg_text(cx, top + plot_h + 16, g, size=11))
     parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{width - right}" y2="{top + plot_h}" stroke="#888"/>')
-    return _frame(width, height, "".join(parts), title, cls=cls)
+    return svg_frame(width, height, "".join(parts), title, cls=cls)
 
 
 def stacked_shares(title: str, bars: Sequence[str], categories: Sequence[str], counts: Mapping[tuple[str, str], float], *,
                    colors: Mapping[str, str] | None = None, width: int = 560, row_h: int = 26, cls: str = "") -> str:
     """Horizontal 100% stacked bars (one per entry of ``bars``), segments labelled with their share."""
     cols = {c: (colors or {}).get(c, color(i)) for i, c in enumerate(categories)}
-    legend, lh = _legend([(c, cols[c]) for c in categories], 12, 38, width - 24)
+    legend, lh = svg_legend([(c, cols[c]) for c in categories], 12, 38, width - 24)
     top = 38 + lh + 4
     label_w = min(220, max(60, 6.6 * max((len(b) for b in bars), default=4)))
     left, right = 12 + label_w, 14
@@ -145,9 +147,9 @@ def stacked_shares(title: str, bars: Sequence[str], categories: Sequence[str], c
     for bi, b in enumerate(bars):
         y = top + bi * row_h
         total = sum(counts.get((b, c), 0) for c in categories)
-        parts.append(_text(left - 6, y + row_h / 2 + 4, b, anchor="end"))
+        parts.append(svg_text(left - 6, y + row_h / 2 + 4, b, anchor="end"))
         if total <= 0:
-            parts.append(_text(left + 4, y + row_h / 2 + 4, "no steps", anchor="start", fill="#999"))
+            parts.append(svg_text(left + 4, y + row_h / 2 + 4, "no steps", anchor="start", fill="#999"))
             continue
         x = float(left)
         for c in categories:
@@ -159,9 +161,9 @@ def stacked_shares(title: str, bars: Sequence[str], categories: Sequence[str], c
                          f'data-bar="{escape(b)}" data-category="{escape(c)}" data-count="{n}">'
                          f'<title>{escape(b)} · {escape(c)}: {_fmt(n)} ({100 * n / total:.0f}%)</title></rect>')
             if w > 30:
-                parts.append(_text(x + w / 2, y + row_h / 2 + 4, f"{100 * n / total:.0f}%", size=10, fill="#fff"))
+                parts.append(svg_text(x + w / 2, y + row_h / 2 + 4, f"{100 * n / total:.0f}%", size=10, fill="#fff"))
             x += w
-    return _frame(width, height, "".join(parts), title, cls=cls)
+    return svg_frame(width, height, "".join(parts), title, cls=cls)
 
 
 def count_grid(title: str, rows: Sequence[str], cols: Sequence[str], counts: Mapping[tuple[str, str], int], *,
@@ -174,12 +176,12 @@ def count_grid(title: str, rows: Sequence[str], cols: Sequence[str], counts: Map
     peak = max(counts.values(), default=0) or 1
     parts = []
     if col_title:
-        parts.append(_text(left + cell_w * len(cols) / 2, 34, col_title, size=10, fill="#666"))
+        parts.append(svg_text(left + cell_w * len(cols) / 2, 34, col_title, size=10, fill="#666"))
     for ci, c in enumerate(cols):
-        parts.append(_text(left + cell_w * ci + cell_w / 2, top - 4, c, size=11))
+        parts.append(svg_text(left + cell_w * ci + cell_w / 2, top - 4, c, size=11))
     for ri, r in enumerate(rows):
         y = top + ri * cell_h
-        parts.append(_text(left - 6, y + cell_h / 2 + 4, r, anchor="end"))
+        parts.append(svg_text(left - 6, y + cell_h / 2 + 4, r, anchor="end"))
         for ci, c in enumerate(cols):
             n = counts.get((r, c), 0)
             shade = 0.08 + 0.72 * n / peak if n else 0.03
@@ -187,11 +189,11 @@ def count_grid(title: str, rows: Sequence[str], cols: Sequence[str], counts: Map
             parts.append(f'<rect class="cell" x="{x + 1:.1f}" y="{y + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
                          f'fill="#3b6fb6" fill-opacity="{shade:.2f}" data-row="{escape(r)}" data-col="{escape(c)}" data-count="{n}">'
                          f'<title>{escape(r)} × {escape(c)}: {n}</title></rect>')
-            parts.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, str(n), size=12, fill="#fff" if n / peak > 0.55 else "#222",
+            parts.append(svg_text(x + cell_w / 2, y + cell_h / 2 + 4, str(n), size=12, fill="#fff" if n / peak > 0.55 else "#222",
                                weight="600"))
     if row_title:
-        parts.append(_text(12, top - 4, row_title, size=10, anchor="start", fill="#666"))
-    return _frame(width, height, "".join(parts), title, cls=cls)
+        parts.append(svg_text(12, top - 4, row_title, size=10, anchor="start", fill="#666"))
+    return svg_frame(width, height, "".join(parts), title, cls=cls)
 
 
 def _g3(v: float | None) -> str:
@@ -218,16 +220,16 @@ def interval_chart(title: str, rows: Sequence[tuple[str, Mapping[str, float | No
     parts = []
     for t in ticks:
         parts.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{height - 24}" stroke="#e4e4e4"/>')
-        parts.append(_text(x(t), height - 10, tick_label(t), size=10, fill="#666"))
+        parts.append(svg_text(x(t), height - 10, tick_label(t), size=10, fill="#666"))
     if ref is not None:
         parts.append(f'<line x1="{x(ref):.1f}" y1="{top}" x2="{x(ref):.1f}" y2="{height - 24}" stroke="#999" '
                      'stroke-dasharray="4 3"/>')
     for i, (label, d) in enumerate(rows):
         y = top + row_h * i + row_h / 2
-        parts.append(_text(left - 8, y + 4, label, size=11, anchor="end"))
+        parts.append(svg_text(left - 8, y + 4, label, size=11, anchor="end"))
         v = d.get(key) if d else None
         if d is None or v is None:
-            parts.append(_text(left + 20, y + 4, "n/a", size=10, fill="#999"))
+            parts.append(svg_text(left + 20, y + 4, "n/a", size=10, fill="#999"))
             continue
         low, high = d.get("lo"), d.get("hi")
         if low is not None and high is not None:
@@ -235,4 +237,4 @@ def interval_chart(title: str, rows: Sequence[tuple[str, Mapping[str, float | No
                          'stroke-width="2"/>')
         parts.append(f'<circle cx="{x(v):.1f}" cy="{y:.1f}" r="4.5" fill="#3b6fb6"><title>{escape(label)}: {v:.3g} '
                      f'[{_g3(low)}, {_g3(high)}]</title></circle>')
-    return _frame(width, height, "".join(parts), title)
+    return svg_frame(width, height, "".join(parts), title)
