@@ -79,9 +79,9 @@ class EnvConfig(Config):
                      "of C_t and before those of U_t. false (paper): targets are the bridge (C_t) and frontier (U_t) "
                      "entities (appendix 'Observation format'), the question entering through m_t only")
     lookup_index_top_m: int = config_field(
-        FROM_PRESET, "execution switch: a LOOKUP first ranks the pool sentences among the store vector index's top M "
-                     "by cosine to m_t, reading the whole pool C(e) only when they cannot fill K_s (the same result "
-                     "whenever the index's top M is exact). 0 (paper): every LOOKUP ranks its whole pool (Harness-G §3.3)", ge=0)
+        FROM_PRESET, "execution switch: LOOKUP and InitRetrieve's entity channel rank the pool sentences among the "
+                     "vector index's top M, reading whole pools C(e) only when those cannot decide (same result when "
+                     "the top M is exact). 0 (paper): every pool is read whole (Harness-G §3.3)", ge=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()

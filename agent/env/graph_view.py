@@ -157,7 +157,8 @@ class GraphView:
         self._lock = threading.Lock()
         self.timings: dict[str, float] = {"store_s": 0.0, "encode_s": 0.0}
         #: round trips; LOOKUPs the index decided / left to the whole pool (EnvConfig.lookup_index_top_m)
-        self.calls: dict[str, int] = {"store": 0, "encode": 0, "index_lookups": 0, "index_fallbacks": 0}
+        self.calls: dict[str, int] = {"store": 0, "encode": 0, "index_lookups": 0, "index_fallbacks": 0,
+                                      "index_channels": 0, "index_channel_fallbacks": 0}
 
     # -- low level ------------------------------------------------------------------------
     def _query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -203,6 +203,34 @@ def _trusted_ranking(view: GraphView, members: frozenset[str], floor: float | No
     return view.rank_top(m_vec, ids, cfg.lookup_pool_cap, exclude=committed)
 
 
+def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: np.ndarray, k: int,
+                            cfg: "EnvConfig") -> list[str]:
+    """InitRetrieve's question-entity channel (Harness-G §3.3): the sentences of the question entities' pools C(e),
+    one entry per (entity, sentence), ranked by cosine to q (:meth:`GraphView.rank`: ties by id), the first ``k``.
+
+    With ``cfg.lookup_index_top_m`` the entities :func:`index_tried` tries contribute only their pool sentences
+    among the index's top M by cosine to q (:meth:`GraphView.pool_members`, a cost that follows M, not the pools);
+    the other entities' pools are read whole. Let f be the M * ``INDEX_TRUSTED_SHARE``-th cosine of the index's top
+    M: a pool sentence left out lies at or below f when the top M is exact, so when the k-th entry of this ranking
+    lies above f + ``INDEX_MARGIN`` the first k entries are the paper's. Otherwise the tried pools are read whole. ``view.calls`` counts ``index_channels`` (decided) and ``index_channel_fallbacks``."""
+    ids = list(dict.fromkeys(entity_ids))
+    tried = index_tried(view, ids, cfg)
+    if tried:
+        top, cosines, complete = view.index_top(q_vec, cfg.lookup_index_top_m)
+        floor = None if complete or not cosines else cosines[max(1, math.ceil(len(cosines) * INDEX_TRUSTED_SHARE)) - 1]
+        members = view.pool_members(top, tried)
+        rest = [e for e in ids if e not in members]
+        pools = view.lookup_pools(rest, articles=False) if rest else {}
+        entries = [sid for e in ids for sid in (sorted(members[e]) if e in members else pools.get(e, ()))]
+        ranked = view.rank(q_vec, entries)
+        if floor is None or (len(ranked) >= k and ranked[k - 1][1] > floor + INDEX_MARGIN):
+            view.calls["index_channels"] += 1
+            return [sid for sid, _ in ranked[:k]]
+        view.calls["index_channel_fallbacks"] += 1
+    pools = view.lookup_pools(ids, articles=False) if ids else {}
+    return [sid for sid, _ in view.rank(q_vec, [sid for e in ids for sid in pools.get(e, ())])][:k]
+
+
 def lookup_results_for(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
                        committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
     """U_{t+1} of LOOKUP(e) for each entity: through the index where ``cfg.lookup_index_top_m`` decides it, the

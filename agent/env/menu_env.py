@@ -16,7 +16,7 @@ import numpy as np
 from harness_g.agent.env.actions import Action, ActionType, parse_action
 from harness_g.agent.env.config import EnvConfig, check_graph_preset
 from harness_g.agent.env.graph_view import EntityInfo, GraphView, question_words
-from harness_g.agent.env.menu import Menu, build_menu, dedup_by_text
+from harness_g.agent.env.menu import Menu, build_menu, dedup_by_text, question_entity_channel
 from harness_g.agent.env.observation import (CommittedSentence, GraphTools, MenuAction, MenuEntity, Observation,
                                              VisibleSentence, next_episode_id)
 from harness_g.agent.env.render import render_observation
@@ -110,13 +110,12 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
         q_entities = view.question_entities(question, cfg.question_ngram_max)
     # the paper's C(e) even with EnvConfig.article_pool: ranking the question entities' whole articles here lost
     # 2Wiki questions (190 -> 188 reachable, benchmarks/results/quality.md)
-    mention_pool = view.lookup_pools([e.id for e in q_entities], articles=False) if q_entities else {}
-    mention_ids = [sid for e in q_entities for sid in mention_pool.get(e.id, ())]
-    entity_channel = [sid for sid, _ in view.rank(q_vec, mention_ids)][: cfg.init_entity_k]
+    entity_channel = question_entity_channel(view, [e.id for e in q_entities], q_vec, cfg.init_entity_k, cfg)
     fused = [sid for sid, _ in rrf([global_hits, local, entity_channel], cfg.rrf_k)]
     head = fused[: cfg.visible_cap * 3]
     visible = dedup_by_text(head, view.sentences(head), set())[: cfg.visible_cap]
-    if cfg.init_entity_reserve and q_entities:
+    if cfg.init_entity_reserve and q_entities:  # an extension (not the paper's): it reads the whole pools
+        mention_pool = view.lookup_pools([e.id for e in q_entities], articles=False)
         visible = _reserve_entity_slots(view, visible, q_entities, mention_pool, q_vec, cfg, question)
     return visible
 

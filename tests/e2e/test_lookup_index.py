@@ -90,6 +90,25 @@ def test_each_index_decided_lookup_equals_the_whole_pools_ranking(hotpot_view: G
     assert sum(decided_counts) > 0 and max(decided_counts) < len(entity_ids), decided_counts
 
 
+def test_the_bounded_question_entity_channel_is_the_papers(hotpot_view: GraphView, hotpot_questions,
+                                                           every_entity: None) -> None:
+    """InitRetrieve's question-entity channel under the switch: every question's channel (k = 20 as the paper, and
+    k = 3, which the index decides more often) equals the whole pools' ranking, and both branches run."""
+    view = hotpot_view
+    before = dict(view.calls)
+    for item in hotpot_questions:
+        q_vec = view.encode([item.question])[0]
+        entity_ids = [e.id for e in view.question_entities(item.question, PAPER.question_ngram_max)]
+        pools = view.lookup_pools(entity_ids, articles=False)
+        for k in (PAPER.init_entity_k, 3):
+            paper = [s for s, _ in view.rank(q_vec, [s for e in entity_ids for s in pools.get(e, ())])][:k]
+            assert menu.question_entity_channel(view, entity_ids, q_vec, k, BOUNDED) == paper, (item.id, k)
+            assert menu.question_entity_channel(view, entity_ids, q_vec, k, PAPER) == paper, (item.id, k)
+    decided = view.calls["index_channels"] - before["index_channels"]
+    fell_back = view.calls["index_channel_fallbacks"] - before["index_channel_fallbacks"]
+    assert decided > 0 and fell_back > 0, (decided, fell_back)
+
+
 def test_an_entity_with_fewer_than_m_mentions_reads_its_pool_without_the_index(hotpot_view: GraphView) -> None:
     view = hotpot_view
     counts = view.entity_mentions(sorted({e.id for es in view.entities_of(view.sentence_ids).values() for e in es}))
