@@ -213,7 +213,7 @@ def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: n
     the other entities' pools are read whole. Let f be the M * ``INDEX_TRUSTED_SHARE``-th cosine of the index's top
     M: a pool sentence left out lies at or below f when the top M is exact, so when the k-th entry of this ranking
     lies above f + ``INDEX_MARGIN`` the first k entries are the paper's. Otherwise the tried pools are read whole. ``view.calls`` counts ``index_channels`` (decided) and ``index_channel_fallbacks``."""
-    ids = list(dict.fromkeys(entity_ids))
+    ids = list(entity_ids)  # as the caller lists them: an entity named twice counts its pool twice, as before
     tried = index_tried(view, ids, cfg)
     if tried:
         top, cosines, complete = view.index_top(q_vec, cfg.lookup_index_top_m)
