@@ -247,6 +247,7 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
             row = {"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
                    **{k: float(np.median(v)) for k, v in reps.items()}}
             row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
+            row.update(_entity_channel(view, e["id"], [item.question for item in items[: spec["m_queries"]]], configs))
             rows.append(row)
         out["largest_pools"] = rows
         for variant in configs:
@@ -302,6 +303,30 @@ def _index_lookups(view: Any, entity_id: str, pool: tuple[str, ...], m_texts: li
             same += got[entity_id] == exact
     return {**{k: float(np.median(v)) for k, v in t.items()}, "m_queries": len(m_texts), "decided": decided,
             "same": same, "tried": True}
+
+
+def _entity_channel(view: Any, entity_id: str, q_texts: list[str], configs: dict[str, Any]) -> dict[str, Any]:
+    """InitRetrieve's question-entity channel with ``entity_id`` as the question's only entity, for each question
+    text of ``q_texts``, each from empty caches: medians of the paper's channel (the whole pool read and ranked) and
+    the bounded one (``lookup_index_top_m``: :func:`menu.question_entity_channel`, its fallback included), how many
+    the index decided and how many bounded channels equal the paper's."""
+    from harness_g.agent.env.menu import question_entity_channel
+
+    t: dict[str, list[float]] = {"channel_paper_ms": [], "channel_index_ms": []}
+    decided = same = 0
+    for q_text in q_texts:
+        outs = {}
+        for variant, key in (("paper", "channel_paper_ms"), ("index", "channel_index_ms")):
+            fresh = _empty_caches(view)
+            q_vec = fresh.encode([q_text])[0]
+            before = fresh.calls["index_channels"]
+            t0 = time.perf_counter()
+            outs[variant] = question_entity_channel(fresh, [entity_id], q_vec, configs[variant].init_entity_k,
+                                                    configs[variant])
+            t[key].append(1000 * (time.perf_counter() - t0))
+            decided += fresh.calls["index_channels"] - before
+        same += outs["index"] == outs["paper"]
+    return {**{k: float(np.median(v)) for k, v in t.items()}, "channel_decided": decided, "channel_same": same}
 
 
 def _empty_caches(view: Any) -> Any:
@@ -514,6 +539,15 @@ def scale_section(data: dict[str, Any]) -> list[str]:
                                 fmt(r["index_total_ms"]), f"{r['decided']}/{r['m_queries']} / {r['same']}"]
                                if r.get("tried", True) else ["", "", "", "= paper", "not tried (< M mentions)"])
                             for r in c["largest_pools"]]), ""]
+    with_channel = [c for c in curve if any("channel_paper_ms" in r for r in c["largest_pools"])]
+    if with_channel:
+        lines += ["InitRetrieve's question-entity channel with each largest-pool entity as the question's only entity "
+                  "(k = 20; the first questions' texts as q, each from empty caches, medians; index = "
+                  "`lookup_index_top_m`, its fallback to the whole pool included):", "",
+                  md_table(["scale", "entity", "pool", "paper channel ms", "index channel ms", "decided / same as paper"],
+                           [[c["name"], r["entity"], r["pool"], fmt(r["channel_paper_ms"]), fmt(r["channel_index_ms"]),
+                             f"{r['channel_decided']}/{r['m_queries']} / {r['channel_same']}"]
+                            for c in with_channel for r in c["largest_pools"] if "channel_paper_ms" in r]), ""]
     parts = [c for c in curve if c.get("pool_query_parts")]
     if parts:
         names = [k for k in parts[0]["pool_query_parts"] if k != "entity"]
