@@ -247,7 +247,8 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
             row = {"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
                    **{k: float(np.median(v)) for k, v in reps.items()}}
             row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
-            row.update(_entity_channel(view, e["id"], [item.question for item in items[: spec["m_queries"]]], configs))
+            row.update(_entity_channel(view, e["id"], _naming(view, artifact.questions(), e["id"], spec["m_queries"]),
+                                       configs))
             rows.append(row)
         out["largest_pools"] = rows
         for variant in configs:
@@ -303,6 +304,16 @@ def _index_lookups(view: Any, entity_id: str, pool: tuple[str, ...], m_texts: li
             same += got[entity_id] == exact
     return {**{k: float(np.median(v)) for k, v in t.items()}, "m_queries": len(m_texts), "decided": decided,
             "same": same, "tried": True}
+
+
+def _naming(view: Any, items: list[Any], entity_id: str, n: int) -> list[str]:
+    """Up to ``n`` question texts whose question entities (:meth:`GraphView.question_entities`) include
+    ``entity_id``, in the graph's question order; the first questions' texts fill the rest."""
+    from harness_g.agent.env.config import EnvConfig
+
+    ngram = EnvConfig().question_ngram_max
+    naming = [it.question for it in items if entity_id in {e.id for e in view.question_entities(it.question, ngram)}]
+    return (naming + [it.question for it in items if it.question not in naming])[:n]
 
 
 def _entity_channel(view: Any, entity_id: str, q_texts: list[str], configs: dict[str, Any]) -> dict[str, Any]:
@@ -542,7 +553,8 @@ def scale_section(data: dict[str, Any]) -> list[str]:
     with_channel = [c for c in curve if any("channel_paper_ms" in r for r in c["largest_pools"])]
     if with_channel:
         lines += ["InitRetrieve's question-entity channel with each largest-pool entity as the question's only entity "
-                  "(k = 20; the first questions' texts as q, each from empty caches, medians; index = "
+                  "(k = 20; as q the texts of questions that name the entity, the first questions' where fewer do; "
+                  "each from empty caches, medians; index = "
                   "`lookup_index_top_m`, its fallback to the whole pool included):", "",
                   md_table(["scale", "entity", "pool", "paper channel ms", "index channel ms", "decided / same as paper"],
                            [[c["name"], r["entity"], r["pool"], fmt(r["channel_paper_ms"]), fmt(r["channel_index_ms"]),
