@@ -5,22 +5,14 @@ carried graph held 8 questions and a 16 x 8 step draws 16; the preflight finds t
 A real graph (the packaged 2Wiki slice, 8 questions, paper preset) and the benchmark's real case table."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
-from helpers.paths import REPO_ROOT
+from helpers.paths import REPO_ROOT, load_script
 
 SLICE = REPO_ROOT / "harness_g" / "examples" / "2wiki-dev-slice" / "dev.subset.json"
 
 
 def _bench():
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bench_train_gpu", REPO_ROOT / "benchmarks" / "bench_train_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_train_gpu"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_script("benchmarks/bench_train_gpu.py")
 
 
 @pytest.fixture(scope="module")

@@ -5,24 +5,17 @@ settings is refused, and ``page`` renders every claim with its interval and basi
 cases: tests/unit/test_repro_small_math.py."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
-from helpers.paths import REPO_ROOT
+from helpers.paths import REPO_ROOT, load_script
 
 SLICE = REPO_ROOT / "harness_g" / "examples" / "2wiki-dev-slice" / "dev.subset.json"
 N_Q, N_G = 2, 3
 
 
 def _script():
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("repro_small", REPO_ROOT / "benchmarks" / "repro_small.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["repro_small"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_script("benchmarks/repro_small.py")
 
 
 

@@ -1,7 +1,7 @@
 """The README's Python examples, as the tests run them: the ```python block that holds a marker line."""
 from __future__ import annotations
 
-from helpers.paths import REPO_ROOT
+from helpers.paths import REPO_ROOT, load_script
 
 
 def python_block(marker: str, readme: str = "README.md") -> str:
@@ -23,11 +23,4 @@ def python_block(marker: str, readme: str = "README.md") -> str:
 
 def load_readme_walk():
     """``scripts/readme_walk.py`` (not a package module) imported as ``readme_walk``."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("readme_walk", REPO_ROOT / "scripts" / "readme_walk.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_walk"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_script("scripts/readme_walk.py")

@@ -2,21 +2,15 @@
 one-line usage error naming it, before any graph is opened or model loaded; a good one gives the EnvConfig."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 
 import pytest
-from helpers.paths import REPO_ROOT
+from helpers.paths import load_script
 
 from harness_g.agent.env.config import EnvConfig
 
 
 def _script(name: str):
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # the scripts import their sibling common.py
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_script(f"benchmarks/{name}.py")
 
 
 @pytest.mark.parametrize("argv, message", [

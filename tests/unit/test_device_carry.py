@@ -2,22 +2,16 @@
 byte-identical, one folder per call, each call's folder gone before the next (as the device tool removes it)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
-import sys
 
 import pytest
-from helpers.paths import REPO_ROOT
+from helpers.paths import load_script
 
 
 def _carry():
-    spec = importlib.util.spec_from_file_location("carry", REPO_ROOT / "benchmarks" / "device" / "carry.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["carry"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_script("benchmarks/device/carry.py")
 
 
 @pytest.fixture()

@@ -2,25 +2,18 @@
 N_eq / D_ret / D_query of a hand-built group, the verdict sentences, and the refusal of a resume with other settings."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 from helpers.hand_rollouts import step
-from helpers.paths import REPO_ROOT
+from helpers.paths import load_script
 
 from harness_g.agent.env.trajectory import Trajectory
 from harness_g.errors import ConfigError
 
 
 def _script():
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # the script imports its sibling common.py
-    spec = importlib.util.spec_from_file_location("repro_small", REPO_ROOT / "benchmarks" / "repro_small.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["repro_small"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_script("benchmarks/repro_small.py")
 
 
 rs = _script()
