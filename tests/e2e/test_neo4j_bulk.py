@@ -13,16 +13,15 @@ skip it; the importer is told to fail instead), and ``harness-g neo4j --bulk-loa
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
-from helpers.menu_record import build_slice, record_episode
+from helpers.menu_record import record_episode
 from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.agent.config import EnvConfig
@@ -54,10 +53,9 @@ AWKWARD_SOURCES = {0: None, 1: "", 2: "docs/nobel.txt"}
 
 
 @pytest.fixture(scope="module")
-def slice_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    kept = os.environ.get("HARNESS_G_TEST_SLICE_GRAPHS")
-    root = Path(kept) if kept else tmp_path_factory.mktemp("bulk-slice")
-    return build_slice(root / "paper", "paper")
+def slice_dir(slice_graph: Callable[[str], Path]) -> Path:
+    """The slice built under the paper preset (the session's build, shared with test_menu_identity.py)."""
+    return slice_graph("paper")
 
 
 @pytest.fixture(scope="module")
