@@ -23,8 +23,8 @@ LIMIT = 20
 
 
 def _build(capsys, out: Path, *extra: str) -> str:
-    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", SLICE, "--limit", str(LIMIT), "--out", out,
-                          "--no-load", "-q", *extra)
+    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", SLICE, "--limit", str(LIMIT),
+                          "--out", out, "--no-load", "-q", *extra)
     assert rc == 0, err
     return stdout
 
