@@ -184,4 +184,5 @@ from graph_fixtures import (  # noqa: E402,F401
     hotpot_view,
     neo4j_hotpot_dir,
     neo4j_hotpot_view,
+    slice_graph,
 )

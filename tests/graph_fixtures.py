@@ -15,6 +15,9 @@ read-only. Set ``HARNESS_G_TEST_GRAPH=DIR`` to keep the graph between sessions w
 - ``hotpot_questions``  the graph's QA items (6 questions with gold sentence ids).
 - ``artifact_copy``     a function copying the artifact (not its store) to a fresh dir, for tests
                         that need a server of their own (killing it, taking its port).
+- ``slice_graph``       a function: the packaged HotpotQA dev slice built under a build preset, once per
+                        session for every module that asks (``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the
+                        builds between sessions); read-only.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from helpers.menu_record import build_slice
 from helpers.paths import TEST_DATA
 
 from harness_g.agent.env.graph_view import GraphView
@@ -103,3 +107,19 @@ def _copy_artifact(src: Path, dst: Path) -> Path:
 @pytest.fixture
 def artifact_copy(hotpot_graph_dir: Path, tmp_path: Path) -> Callable[[str], Path]:
     return lambda name="graph": _copy_artifact(hotpot_graph_dir, tmp_path / name)
+
+
+@pytest.fixture(scope="session")
+def slice_graph(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``slice_graph(preset)``: GRAPH_DIR of the packaged slice built under the build preset ``preset``
+    (:func:`helpers.menu_record.build_slice`), built on the first call per preset and shared by the session."""
+    kept = os.environ.get("HARNESS_G_TEST_SLICE_GRAPHS")
+    root = Path(kept) if kept else tmp_path_factory.mktemp("slice")
+    built: dict[str, Path] = {}
+
+    def get(preset: str) -> Path:
+        if preset not in built:
+            built[preset] = build_slice(root / preset, preset)
+        return built[preset]
+
+    return get

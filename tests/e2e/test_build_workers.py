@@ -1,8 +1,9 @@
 """NER over several processes (issue 35 item 1): ``harness-g build --workers N`` / ``BuildConfig.workers``.
 
-Real spaCy, real all-MiniLM-L6-v2, the real build pipeline on the packaged HotpotQA dev slice (30 questions, ~1,200
-sentences). The workers change how the build runs, never the graph: every artifact file is byte-identical and the
-content hash is the same, so a rebuild with another worker count is a cache hit.
+Real spaCy, real all-MiniLM-L6-v2, the real build pipeline on the packaged HotpotQA dev slice's first 20 questions
+(818 sentences: four NER batches of the default 256, so each of two workers gets more than one). The workers change
+how the build runs, never the graph: every artifact file is byte-identical and the content hash is the same, so a
+rebuild with another worker count is a cache hit.
 """
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ import pytest
 from helpers.cli_checks import assert_one_line_error, run
 
 from harness_g.graph.artifact import Artifact
+from harness_g.graph.config import BuildConfig
 from harness_g.graph.text.ner import EntityRecognizer
 
 SLICE = Path(__file__).resolve().parents[2] / "harness_g" / "examples" / "hotpotqa-dev-slice" / "hotpot_dev_distractor_v1.slice.json"
+#: questions of the slice the builds read: enough sentences for more than one NER batch per worker (of two)
+LIMIT = 20
 
 
 def _build(capsys, out: Path, *extra: str) -> str:
-    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", SLICE, "--out", out, "--no-load", "-q", *extra)
+    rc, stdout, err = run(capsys, "build", "--format", "hotpotqa", "--input", SLICE, "--limit", str(LIMIT),
+                          "--out", out, "--no-load", "-q", *extra)
     assert rc == 0, err
     return stdout
 
@@ -41,6 +46,7 @@ def test_one_and_two_workers_write_byte_identical_artifacts(tmp_path: Path, caps
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
     assert m1["content_hash"] == m2["content_hash"]  # workers stays out of the content hash
     assert m1["counts"] == m2["counts"] and m1["counts"]["mentions"] > 1000, m1["counts"]
+    assert m1["counts"]["sentences"] > 3 * BuildConfig().ner_batch_size, m1["counts"]  # > 1 NER batch per worker
     Artifact.open(two, verify=True)
     # the default (every core) is the same graph: a rebuild without --workers is a cache hit
     assert _build(capsys, two).startswith("cache hit")

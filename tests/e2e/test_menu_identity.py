@@ -5,17 +5,17 @@ under both env presets, equal the fixture recorded before the transition rules m
 
 Each preset runs on the slice built under the same build preset, on both stores; the batched environment (whose
 prefetch predicts the next states with the same transition) replays the episodes too. The slice is built once per
-session (~1 min for both presets on 2 cores); ``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the builds between sessions.
+session (~1 min for both presets on 2 cores; ``slice_graph`` in tests/graph_fixtures.py, shared with
+test_neo4j_bulk.py); ``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the builds between sessions.
 """
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
-from helpers.menu_record import PRESETS, build_slice, close_turn, fixture_path, record_menus, turn_record
+from helpers.menu_record import PRESETS, close_turn, fixture_path, record_menus, turn_record
 
 from harness_g.agent.env.batch import BatchedMenuEnv
 from harness_g.agent.env.config import EnvConfig
@@ -26,10 +26,8 @@ from harness_g.graph.load import load_graph
 
 
 @pytest.fixture(scope="session")
-def slice_graphs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    kept = os.environ.get("HARNESS_G_TEST_SLICE_GRAPHS")
-    root = Path(kept) if kept else tmp_path_factory.mktemp("slice")
-    return {preset: build_slice(root / preset, preset) for preset in PRESETS}
+def slice_graphs(slice_graph: Callable[[str], Path]) -> dict[str, Path]:
+    return {preset: slice_graph(preset) for preset in PRESETS}
 
 
 @pytest.fixture(scope="session")

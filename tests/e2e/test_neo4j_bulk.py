@@ -1,9 +1,10 @@
 """Bulk loading into Neo4j (``neo4j-admin database import full``, graph/stores/neo4j_bulk.py) gives the graph the
 Bolt loader gives: on the packaged HotpotQA dev slice, the same nodes and relationships with the same properties
 (every one, embeddings included), the same vector search and the same menus (U_0 and every LOOKUP result along the
-lookahead policy's episodes); on a hand-made graph of awkward strings (quotes, a backslash, line breaks, commas,
-semicolons, an empty string, a missing value), the same values. Each bulk load runs the real importer and starts a
-real local Neo4j 5.26 on what it wrote; the Bolt side is the session's Neo4j (``neo4j_store``).
+lookahead policy's episodes); and awkward strings (quotes, a backslash, line breaks, commas, semicolons, an empty
+string, a missing value) written into three of the slice's paragraphs keep their values. One bulk load serves every
+test that compares graphs (the slice's copy with the awkward paragraphs): it runs the real importer and starts a real
+local Neo4j 5.26 on what it wrote; the Bolt side is the session's Neo4j (``neo4j_store``).
 
 Refusals, one line each, losing nothing: a database that already exists (the importer never overwrites one), a
 missing import directory or Neo4j home, a relationship to a node the artifact lacks (the Bolt loader's MATCH would
@@ -11,15 +12,16 @@ skip it; the importer is told to fail instead), and ``harness-g neo4j --bulk-loa
 """
 from __future__ import annotations
 
-import os
+import json
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
-from helpers.menu_record import build_slice, record_episode
+from helpers.menu_record import record_episode
 from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.agent.config import EnvConfig
@@ -27,7 +29,8 @@ from harness_g.agent.env import MenuEnv
 from harness_g.agent.env.graph_view import GraphView
 from harness_g.agent.policies.lookahead import LookaheadPolicy
 from harness_g.errors import InputError, StoreError
-from harness_g.graph.artifact import Artifact, write_table
+from harness_g.graph.artifact import (ARTIFACT_FILES, MANIFEST, Artifact, file_digests, write_manifest,
+                                      write_table)
 from harness_g.graph.stores.loader import STAGES, stage_size, table_counts
 from harness_g.graph.stores.local_neo4j import build_launcher
 from harness_g.graph.stores.neo4j_bulk import (admin_tool_command, bulk_load_local, csv_field, database_dir,
@@ -39,22 +42,31 @@ pytestmark = pytest.mark.neo4j
 #: questions of the slice whose lookahead episodes are compared (every LOOKUP result of every menu on the way)
 EPISODES = 6
 
-AWKWARD = {
-    "p_curie": 'He said "non", then: a, b; c.\nA second line\\ with a backslash\r\nand a CRLF.',
-    "p_paris": "",
+#: paragraph texts of the bulk-loaded copy of the slice, by row of its paragraphs table: quotes, separators, a
+#: backslash, line breaks (LF, CRLF); an empty string
+AWKWARD_TEXTS = {
+    0: 'He said "non", then: a, b; c.\nA second line\\ with a backslash\r\nand a CRLF.',
+    1: "",
 }
+#: paragraph sources of that copy, by row: missing (None: no property) beside an empty string and a plain value
+AWKWARD_SOURCES = {0: None, 1: "", 2: "docs/nobel.txt"}
 
 
 @pytest.fixture(scope="module")
-def slice_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    kept = os.environ.get("HARNESS_G_TEST_SLICE_GRAPHS")
-    root = Path(kept) if kept else tmp_path_factory.mktemp("bulk-slice")
-    return build_slice(root / "paper", "paper")
+def slice_dir(slice_graph: Callable[[str], Path]) -> Path:
+    """The slice built under the paper preset (the session's build, shared with test_menu_identity.py)."""
+    return slice_graph("paper")
 
 
 @pytest.fixture(scope="module")
-def bulk_slice(slice_dir: Path) -> Iterator[tuple[Neo4jStore, Any]]:
-    server, store, report = bulk_load_local(slice_dir)
+def bulk_dir(slice_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The slice's copy with awkward paragraph texts and sources (:func:`_awkward_copy`): the graph bulk-loaded."""
+    return _awkward_copy(slice_dir, tmp_path_factory.mktemp("bulk-awkward") / "graph")
+
+
+@pytest.fixture(scope="module")
+def bulk_slice(bulk_dir: Path) -> Iterator[tuple[Neo4jStore, Any]]:
+    server, store, report = bulk_load_local(bulk_dir)
     try:
         yield store, report
     finally:
@@ -62,15 +74,25 @@ def bulk_slice(slice_dir: Path) -> Iterator[tuple[Neo4jStore, Any]]:
         server.stop()
 
 
-def _awkward_artifact(root: Path) -> Path:
-    """The tiny artifact with paragraph texts holding quotes, separators, line breaks and an empty string, and a
-    paragraph without a source (None: no property) beside one whose source is an empty string."""
-    graph_dir = build_tiny_artifact(root / "awkward", content_hash="tiny-awkward")
-    table = Artifact.open(graph_dir).table("paragraphs").to_pydict()
-    table["text"] = [AWKWARD.get(pid, text) for pid, text in zip(table["id"], table["text"])]
-    table["source"] = [None, "", table["source"][2]]
-    write_table(graph_dir, "paragraphs", table)
-    return graph_dir
+def _awkward_copy(graph_dir: Path, out: Path) -> Path:
+    """A copy of the artifact in ``graph_dir`` at ``out`` whose first paragraphs hold :data:`AWKWARD_TEXTS` and
+    :data:`AWKWARD_SOURCES`; its manifest lists the new file digests and another content hash (so a store holding
+    the original graph reloads it)."""
+    out.mkdir(parents=True)
+    for name in (*ARTIFACT_FILES, MANIFEST):
+        if (graph_dir / name).exists():
+            shutil.copy2(graph_dir / name, out / name)
+    table = Artifact.open(out).table("paragraphs").to_pydict()
+    for row, text in AWKWARD_TEXTS.items():
+        table["text"][row] = text
+    for row, source in AWKWARD_SOURCES.items():
+        table["source"][row] = source
+    write_table(out, "paragraphs", table)
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    manifest["files"] = file_digests(out)
+    manifest["content_hash"] = f"{manifest['content_hash']}-awkward"
+    write_manifest(out, manifest)
+    return out
 
 
 def graph_dump(store: Neo4jStore) -> dict[str, Any]:
@@ -101,9 +123,9 @@ def _assert_same_graph(bulk: Neo4jStore, bolt: Neo4jStore, artifact: Artifact) -
 
 
 def test_bulk_loaded_slice_is_the_bolt_loaded_graph(bulk_slice: tuple[Neo4jStore, Any], neo4j_store: Neo4jStore,
-                                                    slice_dir: Path) -> None:
+                                                    bulk_dir: Path) -> None:
     bulk, report = bulk_slice
-    artifact = Artifact.open(slice_dir)
+    artifact = Artifact.open(bulk_dir)
     neo4j_store.load(artifact, progress=False)
     _assert_same_graph(bulk, neo4j_store, artifact)
     assert report.rows == {stage.name: stage_size(artifact, stage) for stage in STAGES}  # what the Bolt loader sends
@@ -111,8 +133,8 @@ def test_bulk_loaded_slice_is_the_bolt_loaded_graph(bulk_slice: tuple[Neo4jStore
 
 
 def test_bulk_loaded_slice_serves_the_same_search_and_menus(bulk_slice: tuple[Neo4jStore, Any],
-                                                           neo4j_store: Neo4jStore, slice_dir: Path) -> None:
-    artifact = Artifact.open(slice_dir)
+                                                           neo4j_store: Neo4jStore, bulk_dir: Path) -> None:
+    artifact = Artifact.open(bulk_dir)
     neo4j_store.load(artifact, progress=False)
     bolt_view = GraphView(neo4j_store, artifact)
     bulk_view = GraphView(bulk_slice[0], artifact, embedder=bolt_view.embedder)
@@ -130,20 +152,17 @@ def test_bulk_loaded_slice_serves_the_same_search_and_menus(bulk_slice: tuple[Ne
     assert episodes["bulk"] == episodes["bolt"]
 
 
-def test_awkward_strings_survive_the_csv_files(tmp_path: Path, neo4j_store: Neo4jStore) -> None:
-    graph_dir = _awkward_artifact(tmp_path)
-    artifact = Artifact.open(graph_dir)
+def test_awkward_strings_survive_the_csv_files(bulk_slice: tuple[Neo4jStore, Any], neo4j_store: Neo4jStore,
+                                               bulk_dir: Path) -> None:
+    artifact = Artifact.open(bulk_dir)
+    rows = artifact.table("paragraphs", ["id"]).column("id").to_pylist()
     neo4j_store.load(artifact, progress=False)
-    server, bulk, _ = bulk_load_local(graph_dir)
-    try:
-        _assert_same_graph(bulk, neo4j_store, artifact)
-        texts = dict(bulk.run_cypher("MATCH (p:Paragraph) RETURN p.id, p.text").rows)
-        assert texts["p_curie"] == AWKWARD["p_curie"] and texts["p_paris"] == ""
-        sources = dict(bulk.run_cypher("MATCH (p:Paragraph) RETURN p.id, p.source").rows)
-        assert sources["p_curie"] is None and sources["p_paris"] == "" and sources["p_nobel"] == "docs/nobel.txt"
-    finally:
-        bulk.close()
-        server.stop()
+    bulk = bulk_slice[0]
+    _assert_same_graph(bulk, neo4j_store, artifact)
+    texts = dict(bulk.run_cypher("MATCH (p:Paragraph) RETURN p.id, p.text").rows)
+    assert texts[rows[0]] == AWKWARD_TEXTS[0] and texts[rows[1]] == ""
+    sources = dict(bulk.run_cypher("MATCH (p:Paragraph) RETURN p.id, p.source").rows)
+    assert sources[rows[0]] is None and sources[rows[1]] == "" and sources[rows[2]] == "docs/nobel.txt"
 
 
 def test_csv_fields_in_the_importer_dialect() -> None:
