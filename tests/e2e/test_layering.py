@@ -9,6 +9,8 @@ files, the browse assets, the training configs).
 from __future__ import annotations
 
 import ast
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -113,9 +115,26 @@ def test_every_subpackage_folder_is_packaged() -> None:
     assert not missing, f"packages missing from pyproject.toml's [tool.setuptools] packages/package-dir: {missing}"
 
 
+def _clean_copy(dst: Path) -> Path:
+    """The checkout's files as a fresh clone holds them (tracked and untracked-not-ignored, no ``build/``: setuptools
+    reuses a stale ``build/lib`` and would ship files the tree no longer has)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z"], check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
+        elif src.is_symlink():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dst / rel).symlink_to(os.readlink(src))
+    return dst
+
+
 def test_the_wheel_carries_the_package_data(tmp_path: Path) -> None:
+    src = _clean_copy(tmp_path / "src")
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                           str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+                           str(tmp_path), str(src)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = tmp_path.glob("harness_g-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
