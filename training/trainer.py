@@ -29,8 +29,8 @@ from harness_g.training import step_metrics as sm
 from harness_g.training.advantages import compute_advantages, zero_advantage_stats
 from harness_g.training.batch import build_batch, kept_rollouts, micro_batch, rows_index, zero_advantage_groups
 from harness_g.training.chat import tail_logprobs
-from harness_g.training.checkpoint import (DataOrder, RunState, export_policy, finish_checkpoint, policy_settings,
-                                           read_answerer_cache, write_answerer_cache)
+from harness_g.training.checkpoint import (DataOrder, RunState, export_policy, finish_checkpoint, keep_adapters_only,
+                                           policy_settings, read_answerer_cache, write_answerer_cache)
 from harness_g.training.collectives import concat_over_ranks, max_over_ranks, mean_over_ranks, sum_over_ranks
 from harness_g.training.config import TrainConfig
 from harness_g.training.context_budget import longest_reply, prompt_budget
@@ -120,6 +120,8 @@ class Trainer:
         warm = max(config.optim.warmup_steps, 0)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
         self.model, self.optimizer, self.scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        if config.model.lora:  # resume state = the adapters, not the frozen base (training/checkpoint.py)
+            keep_adapters_only(self.accelerator)
         if self.reference.model is not None:  # the frozen copy (KL reference, SNC answerer) lives beside the policy
             self.reference.model.to(self.accelerator.device)
         self.probe = UpdateProbe(self.accelerator.unwrap_model(self.model).parameters())

@@ -125,3 +125,44 @@ def test_a_damaged_checkpoint_is_refused_naming_the_file(saved_run, tmp_path, ca
     assert code == 2, err
     assert len(err.splitlines()) == 1 and str(file) in err and ("truncated" in err or "missing" in err), err
     assert not (tmp_path / "resumed" / "metrics.jsonl").exists()  # refused before a step was taken
+
+
+@pytest.mark.slow
+def test_a_lora_run_keeps_only_its_adapters_and_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """A LoRA run's resume state holds the adapters (``adapter_state.safetensors``: LoRA tensors only), not the frozen
+    base (Accelerate's ``model.safetensors`` held the whole model: ~270 MB for SmolLM2, over what a lent GPU machine
+    returns per file); resumed from step 1, step 2's adapters are the uninterrupted run's, byte for byte. A
+    checkpoint written before (a whole ``model.safetensors``, no adapter file) still resumes."""
+    from safetensors import safe_open
+
+    from harness_g.training import trainer as trainer_module
+    from harness_g.training.checkpoint import ADAPTER_STATE
+    from harness_g.training.data import build_training_graph
+    from harness_g.training.trainer import Trainer
+
+    config = _config(tmp_path / "graph", **{"model.lora": True, "optim.steps": 2, "log.save_every": 1,
+                                            "data.eval_questions": 0})
+    build_training_graph(config)
+    run = tmp_path / "run"
+    Trainer(config, run, progress=False).train()
+    step1, final = run / "checkpoints" / "step-000001", run / "checkpoints" / "final"
+    assert not (step1 / "model.safetensors").exists()
+    with safe_open(str(step1 / ADAPTER_STATE), "pt") as f:
+        keys = list(f.keys())
+    assert keys and all("lora_" in k for k in keys), keys[:3]
+
+    resumed = tmp_path / "resumed"
+    shutil.copytree(run, resumed)
+    shutil.rmtree(resumed / "checkpoints" / "final")
+    Trainer(config, resumed, resume=resumed / "checkpoints" / "step-000001", progress=False).train()
+    assert _sha256(resumed / "checkpoints" / "final" / ADAPTER_STATE) == _sha256(final / ADAPTER_STATE)
+
+    # the format before: Accelerate's whole model.safetensors, no adapter file -- still loads
+    old = tmp_path / "old"
+    monkeypatch.setattr(trainer_module, "keep_adapters_only", lambda accelerator: None)
+    Trainer(config, old, progress=False).train()
+    assert (old / "checkpoints" / "step-000001" / "model.safetensors").exists()
+    monkeypatch.undo()
+    shutil.rmtree(old / "checkpoints" / "final")
+    Trainer(config, old, resume=old / "checkpoints" / "step-000001", progress=False).train()
+    assert _sha256(old / "checkpoints" / "final" / ADAPTER_STATE) == _sha256(final / ADAPTER_STATE)
