@@ -115,13 +115,14 @@ def plan_parts(files: list[tuple[str, Path]], budget: int) -> list[CarriedFile]:
 
 def pack(specs: list[str], out: Path, budget: int) -> int:
     """Write folders ``out/1 .. out/K`` (``out`` emptied first) and their manifest; returns K."""
-    plan = plan_parts(sources(specs), budget)
+    files = sources(specs)
+    plan = plan_parts(files, budget)
     if out.exists():
         shutil.rmtree(out)
     folders = max((p.folder for f in plan for p in f.parts), default=1)
     for k in range(1, folders + 1):
         (out / str(k)).mkdir(parents=True)
-    srcs = dict(sources(specs))
+    srcs = dict(files)
     for f in plan:
         with open(srcs[f.path], "rb") as fh:
             for p in f.parts:
