@@ -1,7 +1,8 @@
-"""Issue 31, items 1, 2 and 4: retrieval-equivalence and credit quality with real models, and the page that reports them.
+"""Issue 31: retrieval-equivalence, credit quality and (repro_learning.py) learning with real models, and the page.
 
     python benchmarks/repro_small.py equivalence --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
     python benchmarks/repro_small.py credit      --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
+    python benchmarks/repro_small.py learn       --graph GRAPH_DIR --out DIR [--steps N --round-steps R ...]  (repro_learning.py)
     python benchmarks/repro_small.py page --out DIR
 
 ``equivalence``: N_g rollouts (``--group-size``, 8) per question of the same untrained policy (``--model``, SmolLM2-135M
@@ -722,6 +723,32 @@ PAGE_CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em a
             ".holds{border-color:#4a9d5b}.does-not-hold{border-color:#c4484e}.charts svg{max-width:100%;margin-right:1em}")
 
 
+def learning_results(root: Path) -> list[Path]:
+    """Every ``learning.json`` under ``root`` (the CPU run at the top, a GPU session's in a sub-folder)."""
+    return sorted(root.glob("learning.json")) + sorted(root.glob("*/learning.json"))
+
+
+def learning_sections(root: Path, plots: Path) -> str:
+    """Claim (c), one section per learning result (benchmarks/repro_learning.py), or the line saying it is not run."""
+    from html import escape
+
+    from repro_learning import learning_section
+
+    found = learning_results(root)
+    if not found:
+        return ("<h2>Claim (c): menu + SNC training improves the policy more than outcome-only and the free-query arm"
+                "</h2><p class='verdict'><b>Not measured here.</b> Run <code>python benchmarks/repro_small.py learn</code>"
+                " (the three arms: <code>learning/outcome</code>, <code>learning/snc</code>, <code>learning/free-query"
+                "</code>, same seeds, data order and budget).</p>")
+    parts = []
+    for path in found:
+        where = "" if path.parent == root else f" ({escape(path.parent.name)})"
+        section = learning_section(json.loads(path.read_text(encoding="utf-8")), plots,
+                                   stem="learning" if path.parent == root else f"learning_{path.parent.name}")
+        parts.append(section.replace("</h2>", f"{where}</h2>", 1))
+    return "".join(parts)
+
+
 def cmd_page(root: Path) -> Path:
     """Render ``ROOT/index.html`` (and ``ROOT/plots/*.svg``) from every result set under ``root``."""
     from html import escape
@@ -729,8 +756,8 @@ def cmd_page(root: Path) -> Path:
     if not root.is_dir():
         raise ConfigError(f"--out {root}: no such folder (run `equivalence` / `credit` first)")
     sets = result_sets(root)
-    if not sets:
-        raise ConfigError(f"--out {root}: no equivalence.json or credit.json there or in its sub-folders")
+    if not sets and not learning_results(root):
+        raise ConfigError(f"--out {root}: no equivalence.json, credit.json or learning.json there or in its sub-folders")
     plots = root / "plots"
     plots.mkdir(exist_ok=True)
     sections = []
@@ -742,11 +769,7 @@ def cmd_page(root: Path) -> Path:
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
         parts.append(credit_section(cr, plots, stem) if cr else "<p>Claim (b): not run for this set.</p>")
         sections.append("".join(parts))
-    learning = ("<h2>Claim (c): menu + SNC training improves the policy more than outcome-only and the free-query arm</h2>"
-                "<p class='verdict'><b>Not measured here.</b> Learning curves need a GPU (issue 31 item 3); nothing on "
-                "this page speaks to claim (c). The three arms are packaged training configs with the same seed, data "
-                "order and budget: <code>harness-g train --config learning/outcome</code>, <code>learning/snc</code>, "
-                "<code>learning/free-query</code>.</p>")
+    learning = learning_sections(root, plots)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>harness-g: issue 31 small-scale reproduction</title>"
             f"<style>{PAGE_CSS}</style></head><body><h1>Do the mechanisms work at small scale?</h1>"
             "<p>Each claim of the paper with the number measured here, its 95% interval and what it rests on. A claim "
@@ -782,9 +805,39 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--threads", type=int, help="torch CPU threads")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="a TrainConfig field for both arms, e.g. rollout.max_turns=4 (repeatable)")
+    p = sub.add_parser("learn", help="issue 31 item 3: the three training arms, in resumable rounds (repro_learning.py)")
+    p.add_argument("--graph", required=True, type=Path, help="GRAPH_DIR (built with harness-g build; its own questions)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"result folder (default {DEFAULT_OUT})")
+    p.add_argument("--arms", default="outcome,snc,free-query", help="comma-separated: outcome, snc, free-query")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    p.add_argument("--steps", type=int, default=60, help="optimiser steps per arm and seed (default 60, the configs')")
+    p.add_argument("--round-steps", type=int, default=10, help="steps per piece: arms advance together (default 10)")
+    p.add_argument("--eval-questions", type=int, default=50, help="the graph's last N questions, held out (default 50)")
+    p.add_argument("--free-action-tokens", type=int, default=32, help="max tokens of a free-query reply (default 32)")
+    p.add_argument("--budget-s", type=float, help="start no training piece after this many seconds")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a TrainConfig field for every arm, e.g. rollout.group_size=4 (repeatable)")
     p = sub.add_parser("page")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return ap
+
+
+def learn_of(args: argparse.Namespace) -> Any:
+    from repro_learning import Learn, check_sets, parse_arms
+
+    for flag in ("steps", "round_steps", "eval_questions", "free_action_tokens"):
+        if getattr(args, flag) < 1:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
+    try:
+        seeds = tuple(dict.fromkeys(int(s) for s in args.seeds.split(",") if s.strip()))
+    except ValueError:
+        raise ConfigError(f"--seeds {args.seeds!r}: expected comma-separated integers") from None
+    if not seeds:
+        raise ConfigError("--seeds: give at least one seed")
+    check_sets(args.set)
+    return Learn(graph=args.graph, out=args.out, arms=parse_arms(args.arms), seeds=seeds, steps=args.steps,
+                 round_steps=args.round_steps, eval_questions=args.eval_questions,
+                 free_action_tokens=args.free_action_tokens, sets=tuple(args.set), budget_s=args.budget_s)
 
 
 def run_of(args: argparse.Namespace) -> Run:
@@ -808,6 +861,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "page":
             print(cmd_page(args.out))
+            return 0
+        if args.command == "learn":
+            from repro_learning import cmd_learn
+
+            cmd_learn(learn_of(args), log)
+            print(args.out / "learning.json")
             return 0
         run = run_of(args)
         data = cmd_equivalence(run, log) if args.command == "equivalence" else cmd_credit(run, log)

@@ -148,13 +148,16 @@ class TrainingRun:
 
 
 def _answer_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """eval.jsonl's ``answers`` entries (``[question, answer, gold answers, question id]``) as rows."""
+    """eval.jsonl's ``answers`` entries (``[question, answer, gold answers, question id]``) as rows, with the
+    question's ``f1``, ``em`` and ``evidence_recall`` from the row's ``scores`` (None in rows written before it)."""
     out = []
-    for entry in row.get("answers") or ():
+    scores = row.get("scores") or []
+    for i, entry in enumerate(row.get("answers") or ()):
         question, answer, gold = entry[0], entry[1], entry[2]
+        f1, em, recall = scores[i] if i < len(scores) else (None, None, None)
         out.append({"tag": row.get("tag"), "step": row.get("step"), "split": row.get("split"),
                     "question_id": entry[3] if len(entry) > 3 else None, "question": question, "answer": answer,
-                    "gold": gold})
+                    "gold": gold, "f1": f1, "em": em, "evidence_recall": recall})
     return out
 
 
@@ -172,10 +175,11 @@ def load_training(run_dir: str | Path) -> TrainingRun:
         raise InputError(f"corrupt YAML ({' '.join(str(exc).split())[:200]})", str(path / "config.yaml")) from exc
     evals = _read_jsonl(path / "eval.jsonl")
     metrics = _frame(_read_jsonl(path / "metrics.jsonl"), ("step",))
-    return TrainingRun(path, metrics, _frame(({k: v for k, v in r.items() if k != "answers"} for r in evals),
+    return TrainingRun(path, metrics, _frame(({k: v for k, v in r.items() if k not in ("answers", "scores")} for r in evals),
                                              ("tag", "step", "split", "questions", "f1", "em")),
                        _frame((a for r in evals for a in _answer_rows(r)),
-                              ("tag", "step", "split", "question_id", "question", "answer", "gold")),
+                              ("tag", "step", "split", "question_id", "question", "answer", "gold", "f1", "em",
+                               "evidence_recall")),
                        config or {})
 
 

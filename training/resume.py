@@ -71,17 +71,19 @@ def check_resume(checkpoint: Path, config: Any, *, processes: int) -> RunState:
     return state
 
 
-def _keep(row: Any, step: int) -> bool:
-    """Whether a log row belongs to the run up to ``step``: rows of later steps do not, nor ``after`` evaluation rows
-    at ``step`` or later (the resumed run writes its own when it ends)."""
+def _keep(row: Any, step: int, until: int | None = None) -> bool:
+    """Whether a log row belongs to the run up to ``step``: rows of later steps do not, nor an ``after`` evaluation
+    row at ``step`` when the resumed run ends there again (``until`` None or ``<= step``: it writes its own). When the
+    resumed run goes on past ``step`` (training continued in pieces), that evaluation of the step-``step`` weights
+    stays: it is a point of the held-out curve no later row replaces."""
     if not isinstance(row, dict) or not isinstance(row.get("step"), int):
         return True  # not a step row: not ours to judge
-    if row.get("tag") == "after":
-        return row["step"] < step
+    if row.get("tag") == "after" and row["step"] == step:
+        return until is not None and until > step
     return row["step"] <= step
 
 
-def truncate_log(path: Path, step: int) -> int:
+def truncate_log(path: Path, step: int, until: int | None = None) -> int:
     """Rewrite the JSONL file ``path`` (atomically) without the rows :func:`_keep` rejects and without a last line
     cut off mid-write by a kill; returns how many lines were removed (0: the file is left untouched)."""
     if not path.is_file():
@@ -95,7 +97,7 @@ def truncate_log(path: Path, step: int) -> int:
             if i == len(lines) - 1:  # a partial last line: the killed run's, after any checkpoint
                 continue
             row = None
-        if _keep(row, step):
+        if _keep(row, step, until):
             kept.append(line if line.endswith("\n") else line + "\n")
     removed = len(lines) - len(kept)
     if removed:
@@ -105,8 +107,8 @@ def truncate_log(path: Path, step: int) -> int:
     return removed
 
 
-def truncate_logs(out: Path, step: int) -> dict[str, int]:
-    """Cut :data:`STEP_LOGS` in run directory ``out`` back to ``step`` (the resumed checkpoint's): ``{file: lines
-    removed}`` for the files that changed."""
-    removed = {name: truncate_log(out / name, step) for name in STEP_LOGS}
+def truncate_logs(out: Path, step: int, until: int | None = None) -> dict[str, int]:
+    """Cut :data:`STEP_LOGS` in run directory ``out`` back to ``step`` (the resumed checkpoint's; ``until``: the step
+    the resumed run trains to, see :func:`_keep`): ``{file: lines removed}`` for the files that changed."""
+    removed = {name: truncate_log(out / name, step, until) for name in STEP_LOGS}
     return {k: v for k, v in removed.items() if v}

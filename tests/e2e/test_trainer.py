@@ -154,12 +154,17 @@ def test_two_process_ddp_run_shards_questions(tmp_path):
     assert [(e["tag"], e["split"], e["questions"]) for e in evals] == [
         ("before", "heldout", 2), ("before", "train", 3), ("after", "heldout", 2), ("after", "train", 3)]
     assert [e["process_questions"] for e in evals] == [[1, 1], [2, 1]] * 2  # each question played on one rank only
+    for e in evals:  # per-question scores in the answers' order; evidence recall of C_T against the gold units
+        assert len(e["scores"]) == e["questions"] == len(e["answers"])
+        assert e["f1"] == pytest.approx(sum(f1 for f1, _, _ in e["scores"]) / e["questions"])
+        assert e["evidence_questions"] == e["questions"]  # every 2Wiki slice question has supporting facts
+        assert 0.0 <= e["evidence_recall"] <= 1.0
     from harness_g.training.trainer import Trainer
 
     Trainer(_config(tmp_path, steps=1, **{**extra, "rollout.questions_per_step": 1, "log.save_every": 0}), tmp_path / "single",
             progress=False).train()
     single = [json.loads(line) for line in (tmp_path / "single" / "eval.jsonl").read_text().splitlines()]
-    keys = ("split", "questions", "f1", "em", "turns", "invalid_action_frac", "answers")
+    keys = ("split", "questions", "f1", "em", "turns", "invalid_action_frac", "evidence_recall", "answers", "scores")
     assert [{k: e[k] for k in keys} for e in evals[:2]] == [{k: e[k] for k in keys} for e in single[:2]]
 
     # vLLM rollouts are single-process: a multi-process launch is refused before any engine starts

@@ -228,3 +228,10 @@ def test_logs_are_cut_back_to_the_checkpoint_step(tmp_path: Path) -> None:
     assert _steps(tmp_path / "eval.jsonl") == [(0, "before")]
     before = (tmp_path / "metrics.jsonl").read_bytes()
     assert truncate_logs(tmp_path, 4) == {} and (tmp_path / "metrics.jsonl").read_bytes() == before
+    # training continued in pieces: resumed from step 4 to train on to step 8, the evaluation at step 4 is a point of
+    # the held-out curve and stays; a later one (a killed run's) still goes
+    _write_jsonl(tmp_path / "eval.jsonl", [{"tag": "before", "step": 0}, {"tag": "after", "step": 4},
+                                           {"tag": "after", "step": 5}])
+    assert truncate_logs(tmp_path, 4, 8) == {"eval.jsonl": 1}
+    assert _steps(tmp_path / "eval.jsonl") == [(0, "before"), (4, "after")]
+    assert truncate_logs(tmp_path, 4, 4) == {"eval.jsonl": 1}  # ends at step 4 again: it writes its own

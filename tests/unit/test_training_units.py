@@ -290,3 +290,26 @@ def test_require_graph_says_who_builds_it(tmp_path):
         require_graph(to_build)
     with pytest.raises(ConfigError, match="holds no graph .no manifest.json.: build it with `harness-g build`"):
         require_graph(SimpleNamespace(data=SimpleNamespace(graph_dir=str(tmp_path / "g"), build_format=None)))
+
+
+def test_training_evaluation_scores_evidence_recall_per_question():
+    """The trainer's before/after evaluation reports evidence recall of C_T (harness-g eval's definition: sentence
+    units, or paragraph units when only paragraphs are annotated) beside F1/EM, per question and averaged over the
+    questions with gold evidence."""
+    from harness_g.training.evaluation import play, summary
+
+    items = [QAItem("a", "qa?", ("Paris",), "t", gold_sentence_ids=("p1:0", "p2:1")),
+             QAItem("b", "qb?", ("Rome",), "t", gold_paragraph_ids=("p3",)),
+             QAItem("c", "qc?", ("Oslo",), "t")]  # no gold evidence: not in the recall mean
+    played = {"a": (["p1:0", "p9:0"], "Paris"), "b": (["p3:4"], "Milan"), "c": ([], "Oslo")}
+
+    class Replay:  # a fixed trajectory per question: this test is about the scoring, not the policy
+        def run(self, item):
+            committed, answer = played[item.id]
+            return Trajectory(item.id, item.question, list(item.answers), "v", {}, [], committed=committed, answer=answer)
+
+    row = summary("heldout", [play(Replay(), items)])
+    assert [s[2] for s in row["scores"]] == [0.5, 1.0, None]
+    assert [s[:2] for s in row["scores"]] == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    assert row["evidence_recall"] == pytest.approx(0.75) and row["evidence_questions"] == 2
+    assert row["f1"] == pytest.approx(2 / 3) and [a[3] for a in row["answers"]] == ["a", "b", "c"]
