@@ -1,8 +1,8 @@
 """``benchmarks/repro_small.py learn`` end to end (issue 31 item 3) with the tiny random test model on the packaged
-slice, embedded FalkorDB: a first call trains the arm to ``--steps`` in one piece and writes learning.json with the
-held-out evaluation (F1, EM, evidence recall per question) at steps 0 and 1; a second call with more steps resumes
-the run from its checkpoint (one more piece, one metrics row per step); a call with other settings is refused in one
-line and loses nothing; ``page`` renders claim (c). One arm keeps it short: every arm is the same ``harness-g train``
+slice, embedded FalkorDB: a call trains the arm to ``--steps`` 2 in two pieces (the second a fresh ``harness-g train``
+resuming the first's checkpoint: one metrics row per step) and writes learning.json with the held-out evaluation (F1,
+EM, evidence recall per question) at steps 0, 1 and 2; a later call with other settings is refused in one line and
+loses nothing; ``page`` renders claim (c). One arm keeps it short: every arm is the same ``harness-g train``
 path with its packaged config (tests/e2e/test_trainer.py trains the menu and free-query arms), and the arithmetic of
 the comparisons between arms is checked on hand-computed runs in tests/unit/test_repro_learning_math.py."""
 from __future__ import annotations
@@ -30,35 +30,32 @@ def _learn(graph, out, *extra):
 def test_learn_trains_in_resumable_pieces_and_reports_claim_c(slice_graph, tmp_path):
     graph = _copy_artifact(slice_graph("paper"), tmp_path / "graph")
     out = tmp_path / "out"
-    first = _learn(graph, out, "--steps", "1")
+    first = _learn(graph, out, "--steps", "2", "--round-steps", "1")  # two pieces: the second resumes the first
     assert first.returncode == 0, first.stderr[-3000:]
-    data = json.loads((out / "learning.json").read_text())
-    arm = data["arms"]["free-query"]
-    assert data["compared_at_step"] == 1 and arm["steps"] == {"0": 1}
-    evals = arm["heldout"]["0"]
-    assert set(evals) == {"0", "1"} and all(e["questions"] == 2 for e in evals.values())
-    assert all(0.0 <= e["evidence_recall"] <= 1.0 for e in evals.values())  # the slice's questions have gold facts
-    assert arm["gain"]["f1"]["n"] == 2 and data["comparisons"] == {}  # one arm: nothing to compare it with
+    pieces = [json.loads(line) for line in (out / "learning" / "pieces.jsonl").read_text().splitlines()]
+    assert [(p["from"], p["to"], p["device"], p["rc"]) for p in pieces] == [(0, 1, "CPU", 0), (1, 2, "CPU", 0)]
     run = out / "learning" / "free-query-seed0"
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    assert len(list((run / "checkpoints").iterdir())) == 1  # only the latest resume checkpoint is kept
     config = (run / "config.yaml").read_text()
     assert "max_action_tokens: 6" in config and "interface: free-query" in config and "eval_questions: 2" in config
     split = json.loads((run / "split.json").read_text())
     assert len(split["heldout"]) == 2 and not set(split["heldout"]) & set(split["train"])  # never trained on
 
-    second = _learn(graph, out, "--steps", "2")
-    assert second.returncode == 0, second.stderr[-3000:]
-    pieces = [json.loads(line) for line in (out / "learning" / "pieces.jsonl").read_text().splitlines()]
-    assert [(p["from"], p["to"], p["device"], p["rc"]) for p in pieces] == [(0, 1, "CPU", 0), (1, 2, "CPU", 0)]
-    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]
-    assert len(list((run / "checkpoints").iterdir())) == 1  # only the latest resume checkpoint is kept
     data = json.loads((out / "learning.json").read_text())
-    assert data["compared_at_step"] == 2 and set(data["arms"]["free-query"]["heldout"]["0"]) == {"0", "1", "2"}
+    arm = data["arms"]["free-query"]
+    assert data["compared_at_step"] == 2 and arm["steps"] == {"0": 2}
+    evals = arm["heldout"]["0"]  # step 0, and after each piece: the resumed piece kept the step-1 evaluation
+    assert set(evals) == {"0", "1", "2"} and all(e["questions"] == 2 for e in evals.values())
+    assert all(0.0 <= e["evidence_recall"] <= 1.0 for e in evals.values())  # the slice's questions have gold facts
+    assert arm["gain"]["f1"]["n"] == 2 and data["comparisons"] == {}  # one arm: nothing to compare it with
 
     before = (out / "learning.json").read_text()
-    refused = _learn(graph, out, "--steps", "3", "--set", "optim.lr=1e-3")
+    refused = _learn(graph, out, "--steps", "3", "--round-steps", "1", "--set", "optim.lr=1e-3")
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
     assert "sets=" in refused.stderr and "choose another --out" in refused.stderr
-    assert (out / "learning.json").read_text() == before and len(pieces) == 2
+    assert (out / "learning.json").read_text() == before
+    assert len((out / "learning" / "pieces.jsonl").read_text().splitlines()) == 2
 
     page = subprocess.run([sys.executable, str(SCRIPT), "page", "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert page.returncode == 0, page.stderr
