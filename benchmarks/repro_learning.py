@@ -24,6 +24,7 @@ over held-out questions with a bootstrap 95% interval (questions resampled; seed
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -156,8 +157,37 @@ def device_name() -> str:
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
 
 
+class Stopped(Exception):
+    """SIGTERM reached this process while a piece trained (``timeout`` at the end of a device call)."""
+
+
+def run_piece(cmd: list[str]) -> int:
+    """Run one ``harness-g train`` piece; a SIGTERM to this process is passed on to it (the trainer stops cleanly at
+    the end of its step, its last checkpoint kept; killed after 120 s) and raises :class:`Stopped`."""
+    proc = subprocess.Popen(cmd)
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def forward(signum: int, frame: Any) -> None:
+        proc.send_signal(signal.SIGTERM)
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, forward)
+    try:
+        return proc.wait()
+    except Stopped:
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def cmd_learn(run: Learn, log: Callable[[str], None]) -> dict[str, Any]:
-    """Advance every arm and seed to ``run.steps`` in rounds (see the module docstring), then aggregate."""
+    """Advance every arm and seed to ``run.steps`` in rounds (see the module docstring). ``learning.json`` is rewritten
+    after every piece, so a run stopped by its budget, a SIGTERM or a failed piece still reports what it reached."""
     check_settings(run)
     t0, device = time.monotonic(), device_name()
     target = 0
@@ -172,15 +202,19 @@ def cmd_learn(run: Learn, log: Callable[[str], None]) -> dict[str, Any]:
                     log(f"budget of {run.budget_s:.0f} s spent: stopping before {arm} seed {seed} step {at} -> {target}")
                     return aggregate(run.out)
                 log(f"{arm} seed {seed}: steps {at} -> {target} on {device}")
-                start = time.monotonic()
-                proc = subprocess.run(train_command(run, arm, seed, target, resume), text=True)
-                seconds = time.monotonic() - start
-                with open(run.root / PIECES, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"arm": arm, "seed": seed, "from": at, "to": target, "device": device,
-                                         "seconds": round(seconds, 1), "rc": proc.returncode}) + "\n")
-                prune_checkpoints(run.run_dir(arm, seed))
-                if proc.returncode != 0:
-                    raise HarnessError(f"harness-g train for {arm} seed {seed} failed (rc {proc.returncode}); its run "
+                start, rc = time.monotonic(), None
+                try:
+                    rc = run_piece(train_command(run, arm, seed, target, resume))
+                finally:  # also when stopped: the piece's finished steps count
+                    reached = latest_checkpoint(run.run_dir(arm, seed))[1]
+                    with open(run.root / PIECES, "a", encoding="utf-8") as fh:
+                        fh.write(json.dumps({"arm": arm, "seed": seed, "from": at, "to": reached, "target": target,
+                                             "device": device, "seconds": round(time.monotonic() - start, 1),
+                                             "rc": rc}) + "\n")
+                    prune_checkpoints(run.run_dir(arm, seed))
+                    aggregate(run.out)
+                if rc != 0:
+                    raise HarnessError(f"harness-g train for {arm} seed {seed} failed (rc {rc}); its run "
                                        f"directory {run.run_dir(arm, seed)} keeps every finished step")
     return aggregate(run.out)
 

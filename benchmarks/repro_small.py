@@ -865,7 +865,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "learn":
             from repro_learning import cmd_learn
 
-            cmd_learn(learn_of(args), log)
+            from repro_learning import Stopped
+
+            try:
+                cmd_learn(learn_of(args), log)
+            except Stopped:
+                print(f"error: stopped by SIGTERM; {args.out / 'learning.json'} has what the runs reached", file=sys.stderr)
+                return 143
             print(args.out / "learning.json")
             return 0
         run = run_of(args)
