@@ -316,9 +316,10 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
     basis = (f"{n} held-out questions (never trained on), seeds {', '.join(map(str, r['seeds']))}, "
              f"{r['model']}{' + LoRA' if r['lora'] else ''}, {r['preset']} preset, N_g = {r['group_size']}, "
              f"{r['questions_per_step']} question(s) per step, T = {r['max_turns']} ({r['context']} context), lr {r['lr']}; "
-             f"{r['pieces']} training pieces on {', '.join(r['devices']) or 'no device yet'}")
+             f"{r['pieces']} training pieces on {', '.join(r['devices']) or 'no device yet'}"
+             + (f"; changed from the arm configs: {', '.join(data['settings']['sets'])}" if data["settings"].get("sets") else ""))
     head = ("<h2>Claim (c): menu + SNC training improves the policy more than outcome-only and the free-query arm</h2>"
-            f"<p class='basis'>Rests on: {escape(basis)}.</p>")
+            f"<p class='basis'>Rests on: {escape(basis)}. GRPO from the untrained model: no SFT warm start.</p>")
     if at is None:
         return head + "<p class='verdict'><b>Not measured yet.</b> No step after 0 has a held-out evaluation in every arm.</p>"
     rows = []
