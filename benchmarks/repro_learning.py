@@ -327,14 +327,9 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
         seeds = list(a["heldout"])
         before = [a["heldout"][s].get("0") for s in seeds]
         after = [a["heldout"][s].get(str(at)) for s in seeds]
-
-        def mean_of(evals: list[dict[str, Any] | None], m: str) -> str:
-            vs = [e[m] for e in evals if e and e.get(m) is not None]
-            return _f(sum(vs) / len(vs)) if vs else "n/a"
-
         g = a["gain"] or {}
         rows.append(f"<tr><td>{escape(a['label'])}</td><td>{', '.join(map(str, a['steps'].values()))}</td>"
-                    + "".join(f"<td>{mean_of(before, m)} &rarr; {mean_of(after, m)}</td>"
+                    + "".join(f"<td>{_seed_mean(before, m)} &rarr; {_seed_mean(after, m)}</td>"
                               f"<td>{_f(g[m]['mean'])} [{_f(g[m]['lo'])}, {_f(g[m]['hi'])}]</td>" for m in METRICS)
                     + f"<td>{a['train_seconds']:.0f}</td></tr>")
     verdicts = []
@@ -368,25 +363,33 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
             + f"</table><ul>{''.join(verdicts)}</ul><div class='charts'>{''.join(charts)}</div>")
 
 
-def _curves(data: dict[str, Any], key: str) -> tuple[list[int], dict[str, list[float | None]]]:
+def _seed_mean(evals: list[dict[str, Any] | None], metric: str) -> str:
+    """The mean of ``metric`` over the seeds' evaluations that have it, formatted; "n/a" when none has."""
+    vs = [e[metric] for e in evals if e and e.get(metric) is not None]
+    return _f(sum(vs) / len(vs)) if vs else "n/a"
+
+
+def _series(points: dict[str, list[tuple[int, float]]]) -> tuple[list[int], dict[str, list[float | None]]]:
+    """Per arm ``(step, value)`` points (several seeds may share a step) -> the union of steps and, per arm, the
+    seed mean at each step (None where the arm has no point)."""
     by_arm: dict[str, dict[int, list[float]]] = {}
-    for arm, a in data["arms"].items():
-        for rows in a["curve"].values():
-            for row in rows:
-                if row.get(key) is not None:
-                    by_arm.setdefault(arm, {}).setdefault(row["step"], []).append(row[key])
+    for arm, pts in points.items():
+        for step, value in pts:
+            by_arm.setdefault(arm, {}).setdefault(step, []).append(value)
     steps = sorted({s for per in by_arm.values() for s in per})
     return steps, {arm: [sum(per[s]) / len(per[s]) if s in per else None for s in steps] for arm, per in by_arm.items()}
+
+
+def _curves(data: dict[str, Any], key: str) -> tuple[list[int], dict[str, list[float | None]]]:
+    """The training curve of ``key`` (metrics.jsonl) per arm, seed mean per step."""
+    return _series({arm: [(row["step"], row[key]) for rows in a["curve"].values() for row in rows
+                          if row.get(key) is not None] for arm, a in data["arms"].items()})
 
 
 def _heldout_curves(data: dict[str, Any]) -> tuple[list[int], dict[str, list[float | None]]]:
-    by_arm: dict[str, dict[int, list[float]]] = {}
-    for arm, a in data["arms"].items():
-        for evals in a["heldout"].values():
-            for step, e in evals.items():
-                by_arm.setdefault(arm, {}).setdefault(int(step), []).append(e["f1"])
-    steps = sorted({s for per in by_arm.values() for s in per})
-    return steps, {arm: [sum(per[s]) / len(per[s]) if s in per else None for s in steps] for arm, per in by_arm.items()}
+    """Held-out greedy F1 per arm at every evaluated step, seed mean."""
+    return _series({arm: [(int(step), e["f1"]) for evals in a["heldout"].values() for step, e in evals.items()]
+                    for arm, a in data["arms"].items()})
 
 
 def _f(v: Any) -> str:

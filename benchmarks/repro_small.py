@@ -863,9 +863,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(cmd_page(args.out))
             return 0
         if args.command == "learn":
-            from repro_learning import cmd_learn
-
-            from repro_learning import Stopped
+            from repro_learning import Stopped, cmd_learn
 
             try:
                 cmd_learn(learn_of(args), log)

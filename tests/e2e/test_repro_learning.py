@@ -2,7 +2,7 @@
 slice, embedded FalkorDB: a call trains the arm to ``--steps`` 2 in two pieces (the second a fresh ``harness-g train``
 resuming the first's checkpoint: one metrics row per step) and writes learning.json with the held-out evaluation (F1,
 EM, evidence recall per question) at steps 0, 1 and 2; a later call with other settings is refused in one line and
-loses nothing; ``page`` renders claim (c). One arm keeps it short: every arm is the same ``harness-g train``
+loses nothing; a spent ``--budget-s`` starts no piece; ``page`` renders claim (c). One arm keeps it short: every arm is the same ``harness-g train``
 path with its packaged config (tests/e2e/test_trainer.py trains the menu and free-query arms), and the arithmetic of
 the comparisons between arms is checked on hand-computed runs in tests/unit/test_repro_learning_math.py."""
 from __future__ import annotations
@@ -30,6 +30,11 @@ def _learn(graph, out, *extra):
 def test_learn_trains_in_resumable_pieces_and_reports_claim_c(slice_graph, tmp_path):
     graph = _copy_artifact(slice_graph("paper"), tmp_path / "graph")
     out = tmp_path / "out"
+    spent = _learn(graph, out, "--steps", "2", "--budget-s", "0")  # the budget is spent before the first piece
+    assert spent.returncode == 0, spent.stderr[-3000:]
+    assert "budget of 0 s spent: stopping before free-query seed 0 step 0 -> 2" in spent.stderr
+    assert json.loads((out / "learning.json").read_text())["compared_at_step"] is None
+    assert not (out / "learning" / "pieces.jsonl").exists()
     first = _learn(graph, out, "--steps", "2", "--round-steps", "1")  # two pieces: the second resumes the first
     assert first.returncode == 0, first.stderr[-3000:]
     pieces = [json.loads(line) for line in (out / "learning" / "pieces.jsonl").read_text().splitlines()]

@@ -81,3 +81,20 @@ def test_latest_checkpoint_is_the_highest_step(tmp_path):
     rl.prune_checkpoints(tmp_path)
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == [path.name]
     assert rl.latest_checkpoint(tmp_path / "nothing") == (None, 0)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--seeds", "0,x"], "error: --seeds '0,x': expected comma-separated integers"),
+    (["--seeds", ","], "error: --seeds: give at least one seed"),
+    (["--steps", "0"], "error: --steps must be >= 1, got 0"),
+    (["--round-steps", "-1"], "error: --round-steps must be >= 1, got -1"),
+    (["--arms", "snc,bogus"], "error: --arms 'snc,bogus': expected a comma-separated subset of outcome, snc, free-query"),
+    (["--set", "seed=3"], "error: --set seed: set by the script or by the arm"),
+])
+def test_learn_refuses_bad_arguments_in_one_line_before_touching_the_output(tmp_path, capsys, extra, message):
+    rs = load_script("benchmarks/repro_small.py")
+    out = tmp_path / "out"
+    assert rs.main(["learn", "--graph", str(tmp_path / "no-graph"), "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err
+    assert not out.exists()  # refused before anything was written
