@@ -4,6 +4,7 @@
                                      [--index-m 1000] [--m-queries 10] [--base GRAPH_DIR] [--merge]
                                      [--workdir /tmp/hg-scale] [--out benchmarks/results/scale.json]
     python benchmarks/bench_scale.py --parts c --scales 1,10,100 --base /tmp/hg-scale/hotpotqa-w1 --merge   # (c) only
+    python benchmarks/bench_scale.py --parts c --scales 1,10 --store neo4j --base /tmp/hg-scale/hotpotqa-w1 --merge
 
 (a) build, ``--workers`` (issue 35 item 1): the HotpotQA dev subset built once per NER worker count, each in a fresh
     subprocess (no store load: the artifact is store-independent). Per stage: wall seconds and CPU seconds of the
@@ -14,7 +15,8 @@
 (c) step cost against corpus size (issue 35 item 5): the 1x graph of (a) replicated R times into a synthetic graph
     (see :func:`replicate_artifact`: every sentence R times with distinct text and a distinct vector, every entity
     shared, so every LOOKUP pool is R times larger -- the worst case of a growing corpus, where in a real one only
-    the hub entities' pools grow), loaded into the embedded FalkorDB; then, per scale, with the paper preset and with
+    the hub entities' pools grow), loaded into the embedded FalkorDB (``--store neo4j``: bulk-imported into a fresh
+    local Neo4j 5.26, results under the JSON's ``neo4j`` key); then, per scale, with the paper preset and with
     the bounded LOOKUP (``EnvConfig.lookup_index_top_m = --index-m``): env step p50/p99 over ``--questions`` questions
     (bench_env.py's seeded SELECT/LOOKUP walk, fresh GraphView; how many LOOKUP results the index decided and how many
     fell back to the whole pool) and the LOOKUP cost on the ``--top-entities`` entities with the largest pools (paper:
@@ -197,68 +199,86 @@ def pool_query_parts(store: Any, entity_id: str, repeats: int) -> dict[str, dict
 def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
     """Load one replicated graph, then per variant (the paper's LOOKUP; the bounded one, ``lookup_index_top_m``)
     time env steps and the largest pools' LOOKUPs (c)."""
+    from harness_g.graph.artifact import Artifact
+    from harness_g.graph.load import load_graph
+
+    graph_dir = Path(spec["graph_dir"])
+    server = None
+    t = time.perf_counter()
+    if spec.get("store", "embedded") == "neo4j":  # a fresh local Neo4j 5.26, bulk-imported (issue 35 item 3)
+        from harness_g.graph.stores.neo4j_bulk import bulk_load_local
+
+        server, store, _ = bulk_load_local(graph_dir)
+    else:
+        store, _ = load_graph(graph_dir, progress=False, force=True)
+    load_s = time.perf_counter() - t
+    artifact = Artifact.open(graph_dir)
+    out: dict[str, Any] = {"factor": spec["factor"], "counts": artifact.counts, "load_s": load_s,
+                           "store": store.dialect, "load_avg_before": load_avg()}
+    try:
+        out.update(_scale_on(store, artifact, spec))
+    finally:
+        store.close()
+        if server is not None:
+            server.stop()
+    out["env"] = out["variants"]["paper"]["env"]
+    out["lookup_ms"] = out["variants"]["paper"]["lookup_ms"]
+    out["load_avg_after"] = load_avg()
+    return out
+
+
+def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """(c) on one loaded store: env steps per variant, the largest pools' LOOKUPs, FalkorDB's pool query parts."""
     from bench_env import run_single, summary_ms
 
     from harness_g.agent.env.config import EnvConfig
     from harness_g.agent.env.graph_view import GraphView
     from harness_g.agent.env.menu import index_lookup_results, lookup_pools, lookup_result
     from harness_g.agent.env.retrieval import lookup_query
-    from harness_g.graph.artifact import Artifact
-    from harness_g.graph.load import load_graph
 
-    graph_dir = Path(spec["graph_dir"])
-    t = time.perf_counter()
-    store, report = load_graph(graph_dir, progress=False, force=True)
-    load_s = time.perf_counter() - t
-    artifact = Artifact.open(graph_dir)
-    out: dict[str, Any] = {"factor": spec["factor"], "counts": artifact.counts, "load_s": load_s,
-                           "load_avg_before": load_avg()}
-    with store:
-        configs = {"paper": EnvConfig(), "index": EnvConfig(lookup_index_top_m=spec["index_m"])}
-        items = artifact.questions()[: spec["questions"]]
-        # the largest pools: the lookup-able entities with the most mentions
-        ents = artifact.table("entities", columns=["id", "surface", "lookupable", "mentions"]).to_pylist()
-        top = sorted((e for e in ents if e["lookupable"]), key=lambda e: (-e["mentions"], e["id"]))[: spec["top_entities"]]
-        m_texts = [lookup_query(item.question, []) for item in items[: spec["m_queries"]]]
-        view = GraphView(store, artifact)
-        out["variants"] = {}
-        for variant, cfg in configs.items():
-            before = dict(view.calls)
-            single = run_single(_empty_caches(view), items, seed=0, free=None, config=cfg)
-            single.pop("_step_s")
-            single.update({k: view.calls[k] - before[k] for k in ("index_lookups", "index_fallbacks")})
-            out["variants"][variant] = {"env": single}
-        rows = []
-        for e in top:
-            reps: dict[str, list[float]] = {"pool_ms": [], "rank_ms": [], "lookup_ms": []}
-            for _ in range(spec["repeats"]):  # the paper's LOOKUP on m_t of the first question, from empty caches
-                fresh = _empty_caches(view)
-                m_vec = fresh.encode([m_texts[0]])[0]
-                t0 = time.perf_counter()
-                pool = lookup_pools(fresh, [e["id"]], configs["paper"])[e["id"]]
-                t1 = time.perf_counter()
-                ranked = fresh.rank_top(m_vec, pool, configs["paper"].lookup_pool_cap, exclude=set())
-                t2 = time.perf_counter()
-                lookup_result(fresh, pool, m_vec, set(), set(), configs["paper"], ranked=ranked)
-                t3 = time.perf_counter()
-                reps["pool_ms"].append(1000 * (t1 - t0))
-                reps["rank_ms"].append(1000 * (t2 - t1))
-                reps["lookup_ms"].append(1000 * (t3 - t0))
-            row = {"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
-                   **{k: float(np.median(v)) for k, v in reps.items()}}
-            row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
-            row.update(_entity_channel(view, e["id"], _naming(view, artifact.questions(), e["id"], spec["m_queries"]),
-                                       configs))
-            rows.append(row)
-        out["largest_pools"] = rows
-        for variant in configs:
-            out["variants"][variant]["lookup_ms"] = summary_ms([lookup_ms(r, variant) / 1000 for r in rows])
-        if store.dialect == "falkordb":
-            out["pool_query_parts"] = {"entity": top[0]["surface"],
-                                       **pool_query_parts(store, top[0]["id"], spec["repeats"])}
-    out["env"] = out["variants"]["paper"]["env"]
-    out["lookup_ms"] = out["variants"]["paper"]["lookup_ms"]
-    out["load_avg_after"] = load_avg()
+    out: dict[str, Any] = {}
+    configs = {"paper": EnvConfig(), "index": EnvConfig(lookup_index_top_m=spec["index_m"])}
+    items = artifact.questions()[: spec["questions"]]
+    # the largest pools: the lookup-able entities with the most mentions
+    ents = artifact.table("entities", columns=["id", "surface", "lookupable", "mentions"]).to_pylist()
+    top = sorted((e for e in ents if e["lookupable"]), key=lambda e: (-e["mentions"], e["id"]))[: spec["top_entities"]]
+    m_texts = [lookup_query(item.question, []) for item in items[: spec["m_queries"]]]
+    view = GraphView(store, artifact)
+    out["variants"] = {}
+    for variant, cfg in configs.items():
+        before = dict(view.calls)
+        single = run_single(_empty_caches(view), items, seed=0, free=None, config=cfg)
+        single.pop("_step_s")
+        single.update({k: view.calls[k] - before[k] for k in ("index_lookups", "index_fallbacks")})
+        out["variants"][variant] = {"env": single}
+    rows = []
+    for e in top:
+        reps: dict[str, list[float]] = {"pool_ms": [], "rank_ms": [], "lookup_ms": []}
+        for _ in range(spec["repeats"]):  # the paper's LOOKUP on m_t of the first question, from empty caches
+            fresh = _empty_caches(view)
+            m_vec = fresh.encode([m_texts[0]])[0]
+            t0 = time.perf_counter()
+            pool = lookup_pools(fresh, [e["id"]], configs["paper"])[e["id"]]
+            t1 = time.perf_counter()
+            ranked = fresh.rank_top(m_vec, pool, configs["paper"].lookup_pool_cap, exclude=set())
+            t2 = time.perf_counter()
+            lookup_result(fresh, pool, m_vec, set(), set(), configs["paper"], ranked=ranked)
+            t3 = time.perf_counter()
+            reps["pool_ms"].append(1000 * (t1 - t0))
+            reps["rank_ms"].append(1000 * (t2 - t1))
+            reps["lookup_ms"].append(1000 * (t3 - t0))
+        row = {"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
+               **{k: float(np.median(v)) for k, v in reps.items()}}
+        row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
+        row.update(_entity_channel(view, e["id"], _naming(view, artifact.questions(), e["id"], spec["m_queries"]),
+                                   configs))
+        rows.append(row)
+    out["largest_pools"] = rows
+    for variant in configs:
+        out["variants"][variant]["lookup_ms"] = summary_ms([lookup_ms(r, variant) / 1000 for r in rows])
+    if store.dialect == "falkordb":
+        out["pool_query_parts"] = {"entity": top[0]["surface"],
+                                   **pool_query_parts(store, top[0]["id"], spec["repeats"])}
     return out
 
 
@@ -369,6 +389,9 @@ def main() -> None:
                                               "count>, built by (a))")
     ap.add_argument("--index-m", type=int, default=1000, help="M of (c)'s bounded LOOKUP (EnvConfig.lookup_index_top_m)")
     ap.add_argument("--m-queries", type=int, default=10, help="m_t per largest-pool entity for the bounded LOOKUP")
+    ap.add_argument("--store", choices=("embedded", "neo4j"), default="embedded",
+                    help="(c)'s store: the embedded FalkorDB, or a fresh local Neo4j 5.26 per scale, bulk-imported "
+                         "(its results go to the JSON's `neo4j` part)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/hg-scale"))
     ap.add_argument("--out", type=Path, default=RESULTS / "scale.json")
     ap.add_argument("--merge", action="store_true", help="keep the parts of --out's JSON this run does not redo")
@@ -413,6 +436,7 @@ def main() -> None:
         base = args.base or args.workdir / f"hotpotqa-w{workers[-1] if workers else 1}"
         if not (base / "manifest.json").exists():
             raise SystemExit(f"no 1x graph at {base}: run with --workers first, or name one with --base")
+        part = data.setdefault("neo4j", {}) if args.store == "neo4j" else data  # where (c)'s results go
         curve = []
         scale_started, scale_load, t_scales = utc_stamp(), load_avg(), time.perf_counter()
         for f in scales:
@@ -425,19 +449,19 @@ def main() -> None:
             res = run_child("scale", {"name": name, "factor": f, "graph_dir": str(args.workdir / name),
                                       "questions": args.questions, "top_entities": args.top_entities,
                                       "repeats": args.repeats, "index_m": args.index_m,
-                                      "m_queries": args.m_queries}, args.workdir)
+                                      "m_queries": args.m_queries, "store": args.store}, args.workdir)
             res.update(name=name, replicate_s=replicate_s, corpus_tokens=rep["corpus_tokens"], finished=utc_stamp())
             curve.append(res)
             for variant, v in res["variants"].items():
                 print(f"[bench_scale] {name} {variant}: step p50 {v['env']['step']['p50_ms']} ms p99 "
                       f"{v['env']['step']['p99_ms']} ms; largest-pool lookup p50 {v['lookup_ms']['p50_ms']} ms", flush=True)
         if args.merge:  # keep the scales of --out's curve this run did not redo (the same variants and options)
-            curve = sorted([c for c in data.get("curve") or [] if c["factor"] not in scales and "variants" in c
+            curve = sorted([c for c in part.get("curve") or [] if c["factor"] not in scales and "variants" in c
                             and "index" in c["variants"]] + curve, key=lambda c: c["factor"])
-        data["curve"] = curve
-        data["scale_run"] = {"created": scale_started, "wall_s": time.perf_counter() - t_scales,
+        part["curve"] = curve
+        part["scale_run"] = {"created": scale_started, "wall_s": time.perf_counter() - t_scales,
                              "load_avg_start": scale_load, "load_avg_end": load_avg(), "machine": machine_info()}
-        data["scale_options"] = {"questions": args.questions, "top_entities": args.top_entities, "repeats": args.repeats,
+        part["scale_options"] = {"questions": args.questions, "top_entities": args.top_entities, "repeats": args.repeats,
                                  "replica_noise": REPLICA_NOISE, "index_m": args.index_m, "m_queries": args.m_queries,
                                  "base": str(base)}
     if "a" in parts:
@@ -499,18 +523,23 @@ def extrapolation(builds: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def scale_section(data: dict[str, Any]) -> list[str]:
-    """Section (c): the step and LOOKUP cost against corpus size, the paper's LOOKUP beside the bounded one."""
-    curve = data.get("curve") or []
+def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
+    """Section (c): the step and LOOKUP cost against corpus size, the paper's LOOKUP beside the bounded one, on the
+    embedded FalkorDB (``data``'s top level) or on a bulk-imported local Neo4j (``data["neo4j"]``)."""
+    part = (data.get("neo4j") or {}) if store == "neo4j" else data
+    curve = part.get("curve") or []
     if not curve:
         return []
-    opt, run = data["scale_options"], data.get("scale_run", {})
+    opt, run = part["scale_options"], part.get("scale_run", {})
     m = opt.get("index_m")
+    where = ("a fresh local Neo4j 5.26 per scale, bulk-imported; `load s` = CSV + offline import + server start + "
+             "schema and vector index" if store == "neo4j" else "embedded FalkorDB")
     lines = [
-        "## (c) Step cost against corpus size (embedded FalkorDB): the paper's LOOKUP and the bounded one",
+        f"## (c) Step cost against corpus size ({where}): the paper's LOOKUP and the bounded one",
         "",
         f"Last run {run.get('created', data['created'])} (`python benchmarks/bench_scale.py --parts c --scales "
-        f"{','.join(str(c['factor']) for c in curve)} --base {opt.get('base', 'WORKDIR/hotpotqa-w1')} --merge`, "
+        f"{','.join(str(c['factor']) for c in curve)} --base {opt.get('base', 'WORKDIR/hotpotqa-w1')} --merge"
+        f"{' --store neo4j' if store == 'neo4j' else ''}`, "
         f"{fmt(run.get('wall_s'))} s; load average {run.get('load_avg_start')} -> {run.get('load_avg_end')}"
         f"{'; ' + machine_line(run['machine']) if run.get('machine') else ''}). "
         f"The 1x graph replicated R times (`replicate_artifact`: every sentence R times, distinct text and vector "
@@ -619,6 +648,7 @@ def markdown(data: dict[str, Any]) -> str:
                              fmt(b["rates"]["link_names_per_s"]), fmt(b["rates"]["build_s_per_1k_tokens"]),
                              fmt(b["rates"]["cpu_s_per_1k_tokens"])] for b in builds]), ""]
     lines += scale_section(data)
+    lines += scale_section(data, "neo4j")
     lines += extrapolation(builds)
     lines += ["", *data.get("notes", [])]
     return "\n".join(lines) + "\n"

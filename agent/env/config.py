@@ -80,8 +80,9 @@ class EnvConfig(Config):
                      "entities (appendix 'Observation format'), the question entering through m_t only")
     lookup_index_top_m: int = config_field(
         FROM_PRESET, "execution switch: LOOKUP and InitRetrieve's entity channel rank the pool sentences among the "
-                     "vector index's top M, reading whole pools C(e) only when those cannot decide (same result when "
-                     "the top M is exact). 0 (paper): every pool is read whole (Harness-G §3.3)", ge=0)
+                     "vector index's top M, reading whole pools only when those cannot decide (the paper's result "
+                     "only if the HNSW top M is exact, which it was not on a 100x replica). 0 (paper): every pool "
+                     "C(e) is read whole (Harness-G §3.3)", ge=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()

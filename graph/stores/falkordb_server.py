@@ -36,6 +36,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 import weakref
 from contextlib import contextmanager
@@ -60,6 +61,13 @@ IMPORT_DIR = "import"  # FalkorDB's IMPORT_FOLDER: LOAD CSV file:// URLs resolve
 #: code, DEBUG crashes or stalls the server
 DISABLED_COMMANDS = ("CONFIG", "DEBUG", "MODULE")
 HOST = "127.0.0.1"
+#: seconds of start-up wait per MiB of ``graph.rdb``, on top of ``start_timeout_s``: FalkorDB rebuilds every index
+#: (the HNSW sentence index included) on each start and answers nothing meanwhile. Measured 0.37 s/MiB (344 s for the
+#: 939 MiB snapshot of the 100x HotpotQA replica, 493,000 sentences, on 2 quiet cores: benchmarks/results/scale.md);
+#: three times that leaves room for a loaded machine
+START_S_PER_MIB = 1.0
+#: a start that waits on a large snapshot says so on stderr this often (seconds)
+START_PROGRESS_EVERY_S = 30.0
 
 _owned_servers: "weakref.WeakSet[EmbeddedFalkorDB]" = weakref.WeakSet()
 _reused_servers: "weakref.WeakSet[EmbeddedFalkorDB]" = weakref.WeakSet()  # stopped at exit if handed over
@@ -145,7 +153,8 @@ def _port_free(port: int) -> bool:
 class EmbeddedFalkorDB:
     """A FalkorDB server whose data lives in ``data_dir``; started, or reused if one already serves it.
 
-    ``start_timeout_s`` bounds the wait for readiness (seconds; loading a large snapshot takes a while).
+    ``start_timeout_s`` bounds the wait for readiness (seconds), plus :data:`START_S_PER_MIB` per MiB of snapshot:
+    FalkorDB rebuilds its indexes on every start, silent and answering nothing, so a large graph takes minutes.
     """
 
     def __init__(self, data_dir: str | Path, *, port: int | None = None, start_timeout_s: float = 120.0):
@@ -240,6 +249,40 @@ class EmbeddedFalkorDB:
             self._process.poll()  # reap an exited watchdog
         return self.pid is not None and _pid_alive(self.pid)
 
+    def _snapshot_mib(self) -> float:
+        """Size of ``graph.rdb`` in MiB (0 when there is none)."""
+        try:
+            return (self.data_dir / RDB_FILE).stat().st_size / 2**20
+        except OSError:
+            return 0.0
+
+    def _start_budget_s(self) -> float:
+        """How long a start waits for the server to answer: ``start_timeout_s`` plus :data:`START_S_PER_MIB` per MiB
+        of snapshot (every index is rebuilt on start; a 1 GB graph needs minutes)."""
+        return self._start_timeout_s + START_S_PER_MIB * self._snapshot_mib()
+
+    def _wait_started(self, running: Callable[[], bool]) -> bool:
+        """:meth:`_wait_for` the server's PING within :meth:`_start_budget_s`, with a line on stderr every
+        :data:`START_PROGRESS_EVERY_S` while it loads its snapshot."""
+        budget, mib, started = self._start_budget_s(), self._snapshot_mib(), time.monotonic()
+        next_note = started + START_PROGRESS_EVERY_S
+        while True:
+            left = budget - (time.monotonic() - started)
+            if self._wait_for(self.ping, running, max(0.0, min(left, next_note - time.monotonic()))):
+                return True
+            if left <= 0 or not running():
+                return False
+            if time.monotonic() >= next_note:
+                next_note += START_PROGRESS_EVERY_S
+                print(f"harness-g: FalkorDB is loading its {mib:,.0f} MiB snapshot in {self.data_dir} (every index is "
+                      f"rebuilt on start): {time.monotonic() - started:.0f} s of at most {budget:.0f} s",
+                      file=sys.stderr, flush=True)
+
+    def _not_ready(self) -> str:
+        """The timeout part of a failed start's error: the wait and the snapshot it was for."""
+        return (f"did not become ready within {self._start_budget_s():.0f} s ({self._start_timeout_s:.0f} s + "
+                f"{START_S_PER_MIB:g} s per MiB of its {self._snapshot_mib():,.0f} MiB snapshot)")
+
     def _starting(self) -> bool:
         """While the spawned server starts: its watchdog runs (it exits with the server's exit code)."""
         return self._process is not None and self._process.poll() is None
@@ -261,7 +304,7 @@ class EmbeddedFalkorDB:
             # means the pid now belongs to some other redis-server, and the pid file is stale
             running = lambda: _pid_alive(pid)  # noqa: E731
             if self._wait_for(self.socket_path.exists, running, 5.0):
-                if self._wait_for(self.ping, running, self._start_timeout_s):
+                if self._wait_started(running):
                     self._adopt()
                     return True
                 if running():  # never start a second server on the same files
@@ -390,7 +433,7 @@ class EmbeddedFalkorDB:
         self.owned = True
         self._owner_pid = os.getpid()
         _owned_servers.add(self)
-        if self._wait_for(self.ping, self._starting, self._start_timeout_s):
+        if self._wait_started(self._starting):
             self._adopt()  # the server's pid, from the server
             try:
                 (self.data_dir / PID_FILE).write_text(f"{self.pid}\n")
@@ -410,7 +453,7 @@ class EmbeddedFalkorDB:
                 raise StoreError(f"{HOST}:{self.port} is already in use")
             if code is not None:
                 raise StoreError(f"FalkorDB server exited during start-up (exit code {code}): {last}")
-            raise StoreError(f"FalkorDB server did not become ready within {self._start_timeout_s:.0f} s: {last}")
+            raise StoreError(f"FalkorDB server {self._not_ready()}: {last}")
 
     def _config_text(self, module: str) -> str:
         """The server's config file: loopback only, the socket mode 0700, no periodic snapshots, no CONFIG/DEBUG/MODULE."""

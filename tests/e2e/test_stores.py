@@ -323,6 +323,38 @@ def test_server_start_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         EmbeddedFalkorDB(tmp_path / "b")
 
 
+def test_a_start_waits_for_its_snapshot_in_proportion_to_its_size(tiny_artifact: Artifact, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """FalkorDB rebuilds its indexes on every start and answers nothing meanwhile (344 s for a 939 MiB snapshot,
+    scale.md): the wait is ``start_timeout_s`` plus START_S_PER_MIB per MiB of graph.rdb, with progress lines.
+    A real server each time; the timings are made small so the real start-up is what outlasts them."""
+    import harness_g.graph.stores.falkordb_server as fs
+
+    data_dir = tmp_path / "store"
+    with pytest.raises(StoreError, match=r"^FalkorDB server did not become ready within 0 s \(0 s \+ 1 s per MiB of "
+                                         r"its 0 MiB snapshot\): "):
+        EmbeddedFalkorDB(data_dir, start_timeout_s=0.0)  # no snapshot: nothing added to a zero wait
+    assert not (data_dir / PID_FILE).exists()
+    with FalkorDBStore.from_embedded(data_dir) as store:  # a real snapshot to wait for
+        store.load(tiny_artifact, progress=False)
+    mib = (data_dir / "graph.rdb").stat().st_size / 2**20
+    assert 0 < mib < 1
+    # a per-MiB allowance that covers a real start only through the snapshot's size; progress every 10 ms
+    monkeypatch.setattr(fs, "START_S_PER_MIB", 600.0 / mib)
+    monkeypatch.setattr(fs, "START_PROGRESS_EVERY_S", 0.01)
+    capsys.readouterr()
+    server = EmbeddedFalkorDB(data_dir, start_timeout_s=0.0)
+    try:
+        assert server.owned and server.ping()
+        assert abs(server._start_budget_s() - 600.0) < 1e-6
+        assert "harness-g: FalkorDB is loading its 0 MiB snapshot in " in capsys.readouterr().err
+    finally:
+        server.stop()
+    with FalkorDBStore.from_embedded(data_dir) as again:  # nothing lost by the failed or the slow start
+        assert again.loaded_hash() == tiny_artifact.content_hash
+
+
 def test_connect_store_default_is_embedded_in_graph_dir(tmp_path: Path) -> None:
     with connect_store(None, tmp_path) as store:
         assert isinstance(store, FalkorDBStore)
