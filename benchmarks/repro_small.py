@@ -47,6 +47,7 @@ from typing import Any, Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, utc_stamp, write_results  # noqa: E402
 
+from harness_g.config_diff import differences  # noqa: E402
 from harness_g.errors import ConfigError, HarnessError  # noqa: E402
 
 DEFAULT_OUT = RESULTS / "repro_small"
@@ -257,7 +258,9 @@ def settings_record(run: Run) -> dict[str, Any]:
 
 
 def check_settings(run: Run) -> None:
-    """Write ``DIR/settings.json`` on a first run; on a resume refuse (one line, the first difference) other settings."""
+    """Write ``DIR/settings.json`` on a first run; on a resume refuse (one line, the first difference) other settings.
+    A setting a newer harness-g added is not compared (:func:`~harness_g.config_diff.differences`): the recorded run
+    cannot have differed in it, since every new switch defaults to the behaviour it had before."""
     path = run.out / SETTINGS
     now = settings_record(run)
     if path.is_file():
@@ -265,10 +268,10 @@ def check_settings(run: Run) -> None:
             before = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path}: unreadable ({exc})") from None
-        for key in sorted(set(now) | set(before)):
-            if before.get(key) != now.get(key):
-                raise ConfigError(f"{path}: this --out was computed with {key}={before.get(key)!r}, now {key}={now.get(key)!r}; "
-                                  "resume with the same settings or choose another --out")
+        diffs = differences(before, now)
+        if diffs:
+            raise ConfigError(f"{path}: this --out was computed with other settings ({diffs[0]}); resume with the same "
+                              "settings or choose another --out")
         return
     run.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(now, indent=1) + "\n", encoding="utf-8")

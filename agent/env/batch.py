@@ -13,7 +13,7 @@ from typing import Sequence
 from harness_g.agent.env.actions import ActionType, parse_action
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.graph_view import GraphView
-from harness_g.agent.env.menu import index_tried, lookup_pools
+from harness_g.agent.env.menu import index_tried, lookup_pools, store_ranked
 from harness_g.agent.env.menu_env import MenuEnv, StepResult, committed_query
 from harness_g.agent.env.observation import Observation
 from harness_g.agent.env.trajectory import Trajectory
@@ -74,6 +74,7 @@ class BatchedMenuEnv:
             entities = self.view.entities_of(ids)
             lookupable = list(dict.fromkeys(e.id for found in entities.values() for e in found if e.lookupable))
             tried = set(index_tried(self.view, lookupable, self.config))  # their pools are read on fallback only
+            tried |= set(store_ranked(self.view, lookupable, self.config))  # the store ranks their pools
             lookupable = [e for e in lookupable if e not in tried]
             if lookupable:
                 lookup_pools(self.view, lookupable, self.config)

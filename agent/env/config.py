@@ -84,8 +84,17 @@ class EnvConfig(Config):
                      "only if the HNSW top M is exact, which it was not on a 100x replica). 0 (paper): every pool "
                      "C(e) is read whole (Harness-G §3.3)", ge=0)
 
+    lookup_store_rank_min: int = config_field(
+        0, "execution switch: LOOKUPs of entities with at least this many mentions rank their pool C(e) by cosine "
+           "to m_t inside the store, which returns only the top lookup_pool_cap (the paper's result up to float "
+           "rounding; cost still linear in the pool). 0: every pool is read whole", ge=0)
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.lookup_store_rank_min and (self.article_pool or self.anchor_slot):
+            on = " and ".join(n for n in ("article_pool", "anchor_slot") if getattr(self, n))
+            raise ConfigError(f"lookup_store_rank_min={self.lookup_store_rank_min} ranks the paper's pool C(e) only, "
+                              f"not {on}: set lookup_store_rank_min=0, or {on} false")
         if self.lookup_index_top_m and (self.article_pool or self.anchor_slot):
             on = " and ".join(n for n in ("article_pool", "anchor_slot") if getattr(self, n))
             raise ConfigError(f"lookup_index_top_m={self.lookup_index_top_m} serves the paper's pool C(e) only, not "

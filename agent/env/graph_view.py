@@ -158,7 +158,7 @@ class GraphView:
         self.timings: dict[str, float] = {"store_s": 0.0, "encode_s": 0.0}
         #: round trips; LOOKUPs the index decided / left to the whole pool (EnvConfig.lookup_index_top_m)
         self.calls: dict[str, int] = {"store": 0, "encode": 0, "index_lookups": 0, "index_fallbacks": 0,
-                                      "index_channels": 0, "index_channel_fallbacks": 0}
+                                      "index_channels": 0, "index_channel_fallbacks": 0, "store_ranked": 0}
 
     # -- low level ------------------------------------------------------------------------
     def _query(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -374,6 +374,17 @@ class GraphView:
                 out[e] = frozenset(members)
                 self._members.put((sentence_ids, e), out[e])
         return out
+
+    def store_ranked_pool(self, entity_id: str, vector: np.ndarray, k: int,
+                          exclude: Iterable[str] = ()) -> list[str]:
+        """The best ``k`` sentences of ``entity_id``'s paper pool C(e) minus ``exclude`` by cosine to ``vector``
+        (descending, ties by id), ranked inside the store (``lookup_ranked``): one round trip returning at most ``k``
+        rows, however long the pool (``EnvConfig.lookup_store_rank_min``). Not cached (it depends on the vector and
+        on C_t; the LOOKUP results built from it are). ``calls["store_ranked"]`` counts them."""
+        rows = self._query("lookup_ranked", {"entity_id": entity_id, "vector": [float(x) for x in vector],
+                                             "exclude": sorted(set(exclude)), "k": int(k)})
+        self.calls["store_ranked"] += 1
+        return [r["id"] for r in rows]
 
     def rank(self, vector: np.ndarray, sentence_ids: Sequence[str]) -> list[tuple[str, float]]:
         """Sentences ranked by cosine to ``vector``; ties broken by id. Unknown ids are dropped."""

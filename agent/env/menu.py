@@ -127,7 +127,34 @@ def lookup_rules(cfg: "EnvConfig") -> tuple:
     """The settings a LOOKUP's U_{t+1} depends on besides m_t, C_t and e (K_s, the pool cap, the pool of
     :func:`lookup_pools`, the anchor slot, the index path of :func:`index_lookup_results`): with them, a key of the
     view's LOOKUP result cache."""
-    return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot, cfg.lookup_index_top_m)
+    return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot, cfg.lookup_index_top_m,
+            cfg.lookup_store_rank_min)
+
+
+# -- the store-ranked LOOKUP (EnvConfig.lookup_store_rank_min): a hub's pool ranked where it is stored -------------
+def store_ranked(view: GraphView, entity_ids: Sequence[str], cfg: "EnvConfig") -> list[str]:
+    """The entities of ``entity_ids`` whose pool the store ranks (``cfg.lookup_store_rank_min`` set and at least that
+    many mentions: S(e) alone is that long, so C(e) is at least as long); the others' pools are read whole."""
+    if not cfg.lookup_store_rank_min:
+        return []
+    counts = view.entity_mentions(entity_ids)
+    return [e for e in dict.fromkeys(entity_ids) if counts.get(e, 0) >= cfg.lookup_store_rank_min]
+
+
+def store_ranked_results(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
+                         committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
+    """U_{t+1} of LOOKUP(e) for each of ``entity_ids`` that :func:`store_ranked` picks: the store ranks C(e) minus
+    C_t by cosine to m_t and returns its first ``lookup_pool_cap`` (:meth:`GraphView.store_ranked_pool`), which
+    :func:`lookup_result` reads as it reads the client's ranking. That ranking is the one of
+    :meth:`GraphView.rank_top` (cosine descending, ties by id) computed by the store in float32, so the result is the
+    paper's up to float rounding between two near-tied sentences; one round trip per entity, returning at most
+    ``lookup_pool_cap`` rows, where the paper's path moves the whole pool to the client."""
+    rankings = {e: view.store_ranked_pool(e, m_vec, cfg.lookup_pool_cap, exclude=committed)
+                for e in store_ranked(view, entity_ids, cfg)}
+    chunk = max(2 * cfg.visible_cap, 8)  # the texts the de-duplication reads first, in one round trip for all
+    view.prefetch_sentences(s for ranked in rankings.values() for s in ranked[:chunk])
+    return {e: lookup_result(view, (), m_vec, committed, committed_keys, cfg, ranked=ranked)
+            for e, ranked in rankings.items()}
 
 
 # -- the bounded LOOKUP (EnvConfig.lookup_index_top_m): the paper's result without reading the pool ---------------
@@ -212,7 +239,11 @@ def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: n
     among the index's top M by cosine to q (:meth:`GraphView.pool_members`, a cost that follows M, not the pools);
     the other entities' pools are read whole. Let f be the M * ``INDEX_TRUSTED_SHARE``-th cosine of the index's top
     M: a pool sentence left out lies at or below f when the top M is exact, so when the k-th entry of this ranking
-    lies above f + ``INDEX_MARGIN`` the first k entries are the paper's. Otherwise the tried pools are read whole. ``view.calls`` counts ``index_channels`` (decided) and ``index_channel_fallbacks``."""
+    lies above f + ``INDEX_MARGIN`` the first k entries are the paper's. Otherwise the tried pools are read whole. ``view.calls`` counts ``index_channels`` (decided) and ``index_channel_fallbacks``.
+
+    With ``cfg.lookup_store_rank_min`` the entities :func:`store_ranked` picks contribute their pool's first k by
+    cosine to q, ranked by the store (:meth:`GraphView.store_ranked_pool`): the rest of such a pool ranks below k
+    entries of its own, so it cannot reach the first k (the paper's result up to float rounding)."""
     ids = list(entity_ids)  # as the caller lists them: an entity named twice counts its pool twice, as before
     tried = index_tried(view, ids, cfg)
     if tried:
@@ -227,7 +258,14 @@ def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: n
             view.calls["index_channels"] += 1
             return [sid for sid, _ in ranked[:k]]
         view.calls["index_channel_fallbacks"] += 1
-    pools = view.lookup_pools(ids, articles=False) if ids else {}
+    ranked_in_store = set(store_ranked(view, ids, cfg))
+    if ranked_in_store:  # a store-ranked pool's first k by cosine to q hold all it can add to the first k entries
+        tops = {e: view.store_ranked_pool(e, q_vec, k) for e in ranked_in_store}
+        rest = [e for e in ids if e not in ranked_in_store]
+        pools = view.lookup_pools(rest, articles=False) if rest else {}
+        pools.update(tops)
+    else:
+        pools = view.lookup_pools(ids, articles=False) if ids else {}
     return [sid for sid, _ in view.rank(q_vec, [sid for e in ids for sid in pools.get(e, ())])][:k]
 
 
@@ -237,6 +275,9 @@ def lookup_results_for(view: GraphView, entity_ids: Sequence[str], m_vec: np.nda
     whole pool otherwise (one ``candidate_pools`` round trip for those). What the reachability search reads."""
     decided = index_lookup_results(view, entity_ids, m_vec, committed, committed_keys, cfg) \
         if cfg.lookup_index_top_m else {}
+    if cfg.lookup_store_rank_min:
+        decided |= store_ranked_results(view, [e for e in entity_ids if e not in decided], m_vec, committed,
+                                        committed_keys, cfg)
     rest = [e for e in entity_ids if e not in decided]
     if rest:
         pools, anchors = candidate_pools(view, rest, cfg)
@@ -348,6 +389,13 @@ def _kept_lookups(view: GraphView, candidates: Sequence[EntityInfo], state: tupl
     todo = [e for e in candidates if e.id not in known]
     if cfg.lookup_index_top_m and todo:  # decided by the index: no pool read (index_lookup_results)
         decided = index_lookup_results(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
+        if state is not None:
+            for eid, res in decided.items():
+                view.lookup_result_cache.put((state, eid), res)
+        known |= decided
+        todo = [e for e in todo if e.id not in known]
+    if cfg.lookup_store_rank_min and todo:  # ranked by the store: no pool read (store_ranked_results)
+        decided = store_ranked_results(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
         if state is not None:
             for eid, res in decided.items():
                 view.lookup_result_cache.put((state, eid), res)
