@@ -29,7 +29,7 @@ PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 #: a valid value for every parameter a Neo4j query takes (ids of the tiny graph; writes are rolled back)
 PARAMS: dict[str, Any] = {
     "ids": ["p_curie:0", "p_paris:1", "e_curie"], "paragraph_ids": ["p_curie", "p_paris"], "names": ["curie", "paris"],
-    "entity_ids": ["e_curie", "e_sorbonne"], "sentence_ids": ["p_curie:0", "p_paris:1"], "entity_id": "e_curie", "lookupable_only": True, "articles": True, "vector": [0.1] * 8,
+    "entity_ids": ["e_curie", "e_sorbonne"], "sentence_ids": ["p_curie:0", "p_paris:1"], "entity_id": "e_curie", "lookupable_only": True, "articles": True, "vector": [0.1] * 8, "exclude": [],
     "k": 3, "dim": 8, "limit": 1, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m",
     "embedding_dim": 8, "loaded_at": "2024-01-01T00:00:00Z", "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
     "rows": [],  # load_*: UNWIND over no rows; the statement is still planned, so notifications still come

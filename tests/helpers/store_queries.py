@@ -23,6 +23,7 @@ QUERY_FOLDERS = (("cypher", None), ("tests/cypher", TEST_CYPHER))
 SAMPLE_PARAMS = {
     "ids": ["p_curie:0", "p_paris:1"], "sentence_ids": ["p_curie:0", "p_nope:9"], "paragraph_ids": ["p_curie"], "names": ["curie"], "entity_ids": ["e_curie"],
     "entity_id": "e_curie", "lookupable_only": True, "articles": True, "rows": [], "vector": [0.1] * 8, "k": 3, "dim": 8,
+    "exclude": ["p_paris:1"],
     "ef_runtime": 10, "ef_construction": 50, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
     "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
 }
