@@ -1,7 +1,8 @@
 """Scale: NER over several processes, per-unit build rates, and the menu environment's step cost against corpus size.
 
     python benchmarks/bench_scale.py [--parts a,c] [--workers 1,2] [--scales 1,10] [--questions 40] [--top-entities 10]
-                                     [--index-m 1000] [--m-queries 10] [--base GRAPH_DIR] [--merge]
+                                     [--index-m 1000] [--store-rank-min 1000] [--m-queries 10] [--base GRAPH_DIR]
+                                     [--merge] [--store embedded|neo4j]
                                      [--workdir /tmp/hg-scale] [--out benchmarks/results/scale.json]
     python benchmarks/bench_scale.py --parts c --scales 1,10,100 --base /tmp/hg-scale/hotpotqa-w1 --merge   # (c) only
     python benchmarks/bench_scale.py --parts c --scales 1,10 --store neo4j --base /tmp/hg-scale/hotpotqa-w1 --merge
@@ -17,11 +18,13 @@
     shared, so every LOOKUP pool is R times larger -- the worst case of a growing corpus, where in a real one only
     the hub entities' pools grow), loaded into the embedded FalkorDB (``--store neo4j``: bulk-imported into a fresh
     local Neo4j 5.26, results under the JSON's ``neo4j`` key); then, per scale, with the paper preset and with
-    the bounded LOOKUP (``EnvConfig.lookup_index_top_m = --index-m``): env step p50/p99 over ``--questions`` questions
+    the bounded LOOKUP (``EnvConfig.lookup_index_top_m = --index-m``) and with the store-ranked LOOKUP
+    (``EnvConfig.lookup_store_rank_min = --store-rank-min``: a pool ranked inside the store): env step p50/p99 over ``--questions`` questions
     (bench_env.py's seeded SELECT/LOOKUP walk, fresh GraphView; how many LOOKUP results the index decided and how many
     fell back to the whole pool) and the LOOKUP cost on the ``--top-entities`` entities with the largest pools (paper:
     store pool query, ranking, the whole lookup; bounded: index top-M query, pool_members query, ranking, with its
-    fallback, and whether its results equal the paper's), plus where the paper's pool query spends its time
+    fallback, and whether its results equal the paper's; store-ranked: the whole lookup and whether its results
+    equal the paper's), plus where the paper's pool query spends its time
     (FalkorDB's server run time against the client's round trip, for the pool query and cheaper variants of it).
 
 Each scale runs in its own subprocess. Writes ``benchmarks/results/scale.{json,md}``, including a wiki-18 cost
@@ -237,7 +240,8 @@ def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]
     from harness_g.agent.env.retrieval import lookup_query
 
     out: dict[str, Any] = {}
-    configs = {"paper": EnvConfig(), "index": EnvConfig(lookup_index_top_m=spec["index_m"])}
+    configs = {"paper": EnvConfig(), "index": EnvConfig(lookup_index_top_m=spec["index_m"]),
+               "store": EnvConfig(lookup_store_rank_min=spec.get("store_rank_min", STORE_RANK_MIN))}
     items = artifact.questions()[: spec["questions"]]
     # the largest pools: the lookup-able entities with the most mentions
     ents = artifact.table("entities", columns=["id", "surface", "lookupable", "mentions"]).to_pylist()
@@ -249,7 +253,7 @@ def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]
         before = dict(view.calls)
         single = run_single(_empty_caches(view), items, seed=0, free=None, config=cfg)
         single.pop("_step_s")
-        single.update({k: view.calls[k] - before[k] for k in ("index_lookups", "index_fallbacks")})
+        single.update({k: view.calls[k] - before[k] for k in ("index_lookups", "index_fallbacks", "store_ranked")})
         out["variants"][variant] = {"env": single}
     rows = []
     for e in top:
@@ -270,6 +274,7 @@ def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]
         row = {"entity": e["surface"], "mentions": e["mentions"], "pool": len(pool),
                **{k: float(np.median(v)) for k, v in reps.items()}}
         row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
+        row.update(_store_lookups(view, e["id"], m_texts, configs))
         row.update(_entity_channel(view, e["id"], _naming(view, artifact.questions(), e["id"], spec["m_queries"]),
                                    configs))
         rows.append(row)
@@ -283,8 +288,36 @@ def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]
 
 
 def lookup_ms(row: dict[str, Any], variant: str) -> float:
-    """One largest-pool row's LOOKUP ms in ``variant``: an entity the index does not try costs the paper's lookup."""
-    return row["index_total_ms"] if variant == "index" and row.get("tried", True) else row["lookup_ms"]
+    """One largest-pool row's LOOKUP ms in ``variant``: an entity the index does not try, or the store does not rank,
+    costs the paper's lookup."""
+    if variant == "index" and row.get("tried", True):
+        return row["index_total_ms"]
+    if variant == "store" and row.get("store_tried"):
+        return row["store_ms"]
+    return row["lookup_ms"]
+
+
+#: (c)'s store-ranked environment: entities with at least this many mentions rank their pool in the store
+STORE_RANK_MIN = 1000
+
+
+def _store_lookups(view: Any, entity_id: str, m_texts: list[str], configs: dict[str, Any]) -> dict[str, Any]:
+    """The store-ranked LOOKUP (``lookup_store_rank_min``) of one entity for each m_t of ``m_texts``, each from empty
+    caches: the median ms and how many results equal the paper's (the whole pool ranked in the client)."""
+    from harness_g.agent.env.menu import lookup_pools, lookup_result, store_ranked, store_ranked_results
+
+    cfg, paper = configs["store"], configs["paper"]
+    if not store_ranked(view, [entity_id], cfg):
+        return {"store_tried": False}
+    times, same = [], 0
+    for m_text in m_texts:
+        fresh = _empty_caches(view)
+        m_vec = fresh.encode([m_text])[0]
+        t0 = time.perf_counter()
+        got = store_ranked_results(fresh, [entity_id], m_vec, set(), set(), cfg)[entity_id]
+        times.append(1000 * (time.perf_counter() - t0))
+        same += got == lookup_result(fresh, lookup_pools(fresh, [entity_id], paper)[entity_id], m_vec, set(), set(), paper)
+    return {"store_tried": True, "store_ms": float(np.median(times)), "store_same": same}
 
 
 def _index_lookups(view: Any, entity_id: str, pool: tuple[str, ...], m_texts: list[str], configs: dict[str, Any],
@@ -343,11 +376,12 @@ def _entity_channel(view: Any, entity_id: str, q_texts: list[str], configs: dict
     the index decided and how many bounded channels equal the paper's."""
     from harness_g.agent.env.menu import question_entity_channel
 
-    t: dict[str, list[float]] = {"channel_paper_ms": [], "channel_index_ms": []}
-    decided = same = 0
+    t: dict[str, list[float]] = {"channel_paper_ms": [], "channel_index_ms": [], "channel_store_ms": []}
+    decided = same = store_same = 0
     for q_text in q_texts:
         outs = {}
-        for variant, key in (("paper", "channel_paper_ms"), ("index", "channel_index_ms")):
+        for variant, key in (("paper", "channel_paper_ms"), ("index", "channel_index_ms"),
+                             ("store", "channel_store_ms")):
             fresh = _empty_caches(view)
             q_vec = fresh.encode([q_text])[0]
             before = fresh.calls["index_channels"]
@@ -357,7 +391,9 @@ def _entity_channel(view: Any, entity_id: str, q_texts: list[str], configs: dict
             t[key].append(1000 * (time.perf_counter() - t0))
             decided += fresh.calls["index_channels"] - before
         same += outs["index"] == outs["paper"]
-    return {**{k: float(np.median(v)) for k, v in t.items()}, "channel_decided": decided, "channel_same": same}
+        store_same += outs["store"] == outs["paper"]
+    return {**{k: float(np.median(v)) for k, v in t.items()}, "channel_decided": decided, "channel_same": same,
+            "channel_store_same": store_same}
 
 
 def _empty_caches(view: Any) -> Any:
@@ -388,6 +424,8 @@ def main() -> None:
     ap.add_argument("--base", type=Path, help="the 1x graph (c) replicates (default: WORKDIR/hotpotqa-w<last worker "
                                               "count>, built by (a))")
     ap.add_argument("--index-m", type=int, default=1000, help="M of (c)'s bounded LOOKUP (EnvConfig.lookup_index_top_m)")
+    ap.add_argument("--store-rank-min", type=int, default=STORE_RANK_MIN,
+                    help="mentions from which (c)'s store-ranked LOOKUP ranks a pool in the store (lookup_store_rank_min)")
     ap.add_argument("--m-queries", type=int, default=10, help="m_t per largest-pool entity for the bounded LOOKUP")
     ap.add_argument("--store", choices=("embedded", "neo4j"), default="embedded",
                     help="(c)'s store: the embedded FalkorDB, or a fresh local Neo4j 5.26 per scale, bulk-imported "
@@ -449,7 +487,8 @@ def main() -> None:
             res = run_child("scale", {"name": name, "factor": f, "graph_dir": str(args.workdir / name),
                                       "questions": args.questions, "top_entities": args.top_entities,
                                       "repeats": args.repeats, "index_m": args.index_m,
-                                      "m_queries": args.m_queries, "store": args.store}, args.workdir)
+                                      "m_queries": args.m_queries, "store": args.store,
+                                      "store_rank_min": args.store_rank_min}, args.workdir)
             res.update(name=name, replicate_s=replicate_s, corpus_tokens=rep["corpus_tokens"], finished=utc_stamp())
             curve.append(res)
             for variant, v in res["variants"].items():
@@ -463,6 +502,7 @@ def main() -> None:
                              "load_avg_start": scale_load, "load_avg_end": load_avg(), "machine": machine_info()}
         part["scale_options"] = {"questions": args.questions, "top_entities": args.top_entities, "repeats": args.repeats,
                                  "replica_noise": REPLICA_NOISE, "index_m": args.index_m, "m_queries": args.m_queries,
+                                 "store_rank_min": args.store_rank_min,
                                  "base": str(base)}
     if "a" in parts:
         data["machine"]["load_avg_end"] = load_avg()
@@ -537,17 +577,21 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
     lines = [
         f"## (c) Step cost against corpus size ({where}): the paper's LOOKUP and the bounded one",
         "",
+        *([*part["summary"], ""] if part.get("summary") else []),  # written by hand into the JSON after a run
         f"Last run {run.get('created', data['created'])} (`python benchmarks/bench_scale.py --parts c --scales "
         f"{','.join(str(c['factor']) for c in curve)} --base {opt.get('base', 'WORKDIR/hotpotqa-w1')} --merge"
         f"{' --store neo4j' if store == 'neo4j' else ''}`, "
         f"{fmt(run.get('wall_s'))} s; load average {run.get('load_avg_start')} -> {run.get('load_avg_end')}"
         f"{'; ' + machine_line(run['machine']) if run.get('machine') else ''}). "
         f"The 1x graph replicated R times (`replicate_artifact`: every sentence R times, distinct text and vector "
-        f"(noise norm {opt['replica_noise']}), entities shared, so every LOOKUP pool is R times larger). Two "
-        f"environments per scale: **paper** (every LOOKUP ranks its whole pool C(e)) and **index** "
+        f"(noise norm {opt['replica_noise']}), entities shared, so every LOOKUP pool is R times larger). "
+        f"Environments per scale: **paper** (every LOOKUP ranks its whole pool C(e)), **index** "
         f"(`lookup_index_top_m={m}`: the pool sentences among the vector index's top {m} by cosine to m_t, the whole "
         f"pool only when they cannot fill K_s; tried for entities with at least {m} mentions, the others read their "
-        f"pool as the paper does). Env step: {opt['questions']} questions, seeded SELECT/LOOKUP walk "
+        f"pool as the paper does)" + (f" and **store** (`lookup_store_rank_min={opt['store_rank_min']}`: entities with "
+        f"at least that many mentions have their pool ranked by cosine to m_t inside the store, which returns the top "
+        f"`lookup_pool_cap`; the others read their pool as the paper does; `decided` column: LOOKUPs ranked in the "
+        f"store)" if opt.get("store_rank_min") else "") + f". Env step: {opt['questions']} questions, seeded SELECT/LOOKUP walk "
         f"(bench_env.py), fresh GraphView, one pass (cold caches); `decided / fell back`: the menus' LOOKUP results "
         f"the index decided / left to the whole pool. Largest pools: the {opt['top_entities']} lookup-able entities "
         f"with the most mentions, every LOOKUP from empty caches; paper: m_t of the first question, median of "
@@ -561,7 +605,7 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                    fmt(v["env"]["step"]["p50_ms"]), fmt(v["env"]["step"]["p99_ms"]),
                    fmt(v["env"]["per_step_mean_split"]["store_ms"]), fmt(v["env"]["per_step_mean_split"]["python_ms"]),
                    f"{v['env'].get('index_lookups', 0)} / {v['env'].get('index_fallbacks', 0)}" if variant == "index"
-                   else "", max(r["pool"] for r in c["largest_pools"]),
+                   else f"{v['env'].get('store_ranked', 0)} in store" if variant == "store" else "", max(r["pool"] for r in c["largest_pools"]),
                    fmt(float(np.median([lookup_ms(r, variant) for r in c["largest_pools"]]))),
                    fmt(max(lookup_ms(r, variant) for r in c["largest_pools"])), fmt(c["load_s"])]
                   for c in curve for variant, v in c["variants"].items()]),
@@ -572,12 +616,14 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                   f"{c['load_avg_before']} -> {c['load_avg_after']}):", "",
                   md_table(["entity", "mentions", "pool", "paper: pool query ms", "rank ms", "LOOKUP ms",
                             f"index: top-{m} ms", "pool_members ms", "result ms", "index total ms",
-                            "decided / same as paper"],
+                            "decided / same as paper", "store: LOOKUP ms", "same as paper"],
                            [[r["entity"], r["mentions"], r["pool"], fmt(r["pool_ms"]), fmt(r["rank_ms"]),
                              fmt(r["lookup_ms"])]
                             + ([fmt(r["index_top_ms"]), fmt(r["members_ms"]), fmt(r["index_result_ms"]),
                                 fmt(r["index_total_ms"]), f"{r['decided']}/{r['m_queries']} / {r['same']}"]
                                if r.get("tried", True) else ["", "", "", "= paper", "not tried (< M mentions)"])
+                            + ([fmt(r["store_ms"]), f"{r['store_same']}/{r['m_queries']}"] if r.get("store_tried")
+                               else ["= paper", "not ranked in store (< min mentions)"])
                             for r in c["largest_pools"]]), ""]
     with_channel = [c for c in curve if any("channel_paper_ms" in r for r in c["largest_pools"])]
     if with_channel:
@@ -585,9 +631,11 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                   "(k = 20; as q the texts of questions that name the entity, the first questions' where fewer do; "
                   "each from empty caches, medians; index = "
                   "`lookup_index_top_m`, its fallback to the whole pool included):", "",
-                  md_table(["scale", "entity", "pool", "paper channel ms", "index channel ms", "decided / same as paper"],
+                  md_table(["scale", "entity", "pool", "paper channel ms", "index channel ms", "decided / same as paper",
+                            "store channel ms", "same as paper"],
                            [[c["name"], r["entity"], r["pool"], fmt(r["channel_paper_ms"]), fmt(r["channel_index_ms"]),
-                             f"{r['channel_decided']}/{r['m_queries']} / {r['channel_same']}"]
+                             f"{r['channel_decided']}/{r['m_queries']} / {r['channel_same']}",
+                             fmt(r.get("channel_store_ms")), f"{r.get('channel_store_same', '')}/{r['m_queries']}"]
                             for c in with_channel for r in c["largest_pools"] if "channel_paper_ms" in r]), ""]
     parts = [c for c in curve if c.get("pool_query_parts")]
     if parts:

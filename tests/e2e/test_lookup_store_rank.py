@@ -47,20 +47,20 @@ def _walk(view: GraphView, config: EnvConfig, question, seed: int) -> list[dict]
 def test_every_menu_of_the_store_ranked_environment_is_the_papers(hotpot_view: GraphView, hotpot_questions) -> None:
     view = hotpot_view
     before = view.calls["store_ranked"]
-    for item in hotpot_questions[:4]:
+    for item in hotpot_questions[:3]:
         for seed in range(2):
             assert _walk(view, IN_STORE, item, seed) == _walk(view, PAPER, item, seed), (item.id, seed)
     assert view.calls["store_ranked"] - before > 20  # the store ranked the pools (InitRetrieve's channel and LOOKUPs)
 
 
 def test_each_store_ranked_lookup_equals_the_whole_pools_ranking(hotpot_view: GraphView, hotpot_questions) -> None:
-    """Every lookup-able entity of the graph, from two states per question (C_t empty, C_t = the first gold
+    """Every lookup-able entity of the graph, from two states of a question (C_t empty, C_t = the first gold
     sentence, which the store must leave out), and with a pool cap of 3 (the store returns 3 rows)."""
     view = hotpot_view
     entity_ids = sorted({e.id for ents in view.entities_of(view.sentence_ids).values() for e in ents})
     pools = lookup_pools(view, entity_ids, PAPER)
     assert max(len(p) for p in pools.values()) > 10
-    for item in hotpot_questions[:2]:
+    for item in hotpot_questions[:1]:
         for committed in ((), tuple(item.gold_sentence_ids[:1])):
             texts = [view.sentences(list(committed))[s].text for s in committed]
             m_vec = view.encode([" ".join([item.question, *texts])])[0]
