@@ -575,7 +575,7 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
     where = ("a fresh local Neo4j 5.26 per scale, bulk-imported; `load s` = CSV + offline import + server start + "
              "schema and vector index" if store == "neo4j" else "embedded FalkorDB")
     lines = [
-        f"## (c) Step cost against corpus size ({where}): the paper's LOOKUP and the bounded one",
+        f"## (c) Step cost against corpus size ({where}): the paper's LOOKUP, the bounded one and the store-ranked one",
         "",
         *([*part["summary"], ""] if part.get("summary") else []),  # written by hand into the JSON after a run
         f"Last run {run.get('created', data['created'])} (`python benchmarks/bench_scale.py --parts c --scales "
