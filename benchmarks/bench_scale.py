@@ -35,9 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import random
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path

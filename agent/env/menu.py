@@ -387,20 +387,16 @@ def _kept_lookups(view: GraphView, candidates: Sequence[EntityInfo], state: tupl
     seen_results = {current_set}
     known = _cached_results(view, state, candidates)
     todo = [e for e in candidates if e.id not in known]
-    if cfg.lookup_index_top_m and todo:  # decided by the index: no pool read (index_lookup_results)
-        decided = index_lookup_results(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
-        if state is not None:
-            for eid, res in decided.items():
-                view.lookup_result_cache.put((state, eid), res)
-        known |= decided
-        todo = [e for e in todo if e.id not in known]
-    if cfg.lookup_store_rank_min and todo:  # ranked by the store: no pool read (store_ranked_results)
-        decided = store_ranked_results(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
-        if state is not None:
-            for eid, res in decided.items():
-                view.lookup_result_cache.put((state, eid), res)
-        known |= decided
-        todo = [e for e in todo if e.id not in known]
+    # the execution switches that decide a LOOKUP without reading its pool: the index (index_lookup_results), then the
+    # store's own ranking (store_ranked_results); what they leave is read whole below
+    for on, decide in ((cfg.lookup_index_top_m, index_lookup_results), (cfg.lookup_store_rank_min, store_ranked_results)):
+        if on and todo:
+            decided = decide(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
+            if state is not None:
+                for eid, res in decided.items():
+                    view.lookup_result_cache.put((state, eid), res)
+            known |= decided
+            todo = [e for e in todo if e.id not in known]
     pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
     ranked = _rank_likely_pools(view, candidates, known, taken_names, pools, title_anchors, m_vec, committed_set, cfg)
     for e in candidates:

@@ -10,18 +10,16 @@ run: some LOOKUPs are decided by the index, others fall back to the whole pool.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.seeded_walk import seeded_walk
 
 from harness_g.agent.env import menu
-from harness_g.agent.env.actions import ActionType
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.graph_view import GraphView
 from harness_g.agent.env.menu import index_lookup_results, lookup_pools, lookup_result, lookup_results_for, text_key
-from harness_g.agent.env.menu_env import MenuEnv
 from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.errors import ConfigError
@@ -37,20 +35,6 @@ def every_entity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(menu, "INDEX_MENTIONS_PER_M", 0.0)
 
 
-def _walk(view: GraphView, config: EnvConfig, question, seed: int) -> list[dict]:
-    """A seeded SELECT/LOOKUP walk: per step the observation, the menu's actions and every LOOKUP result."""
-    env = MenuEnv(view, config)
-    env.reset(question)
-    rng = random.Random(seed)
-    steps = []
-    while not env.done:
-        menu = env.menu
-        steps.append({"observation": env.observation(), "actions": menu.to_json(),
-                      "lookups": {e: list(r) for e, r in menu.lookup_results.items()}})
-        options = [a.id for a in menu.actions if a.type in (ActionType.SELECT, ActionType.LOOKUP)] or ["A0"]
-        env.step(rng.choice(options))
-    return steps
-
 
 def test_every_menu_of_the_bounded_environment_is_the_papers(hotpot_view: GraphView, hotpot_questions,
                                                              every_entity: None) -> None:
@@ -58,7 +42,7 @@ def test_every_menu_of_the_bounded_environment_is_the_papers(hotpot_view: GraphV
     before = dict(view.calls)
     for item in hotpot_questions[:4]:
         for seed in range(2):
-            assert _walk(view, BOUNDED, item, seed) == _walk(view, PAPER, item, seed), (item.id, seed)
+            assert seeded_walk(view, BOUNDED, item, seed) == seeded_walk(view, PAPER, item, seed), (item.id, seed)
     decided = view.calls["index_lookups"] - before["index_lookups"]
     fell_back = view.calls["index_fallbacks"] - before["index_fallbacks"]
     assert decided > 0 and fell_back > 0, (decided, fell_back)  # both branches ran

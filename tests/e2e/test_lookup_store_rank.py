@@ -9,18 +9,16 @@ LOOKUP of the walks takes the store's path and is compared with the paper's clie
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.seeded_walk import seeded_walk
 
 from harness_g.agent.env import menu
-from harness_g.agent.env.actions import ActionType
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.graph_view import GraphView
 from harness_g.agent.env.menu import lookup_pools, lookup_result, lookup_results_for, store_ranked_results, text_key
-from harness_g.agent.env.menu_env import MenuEnv
 from harness_g.agent.eval.run import EvalConfig, run_eval
 from harness_g.agent.policies import make_policy
 from harness_g.errors import ConfigError
@@ -29,27 +27,13 @@ PAPER = EnvConfig()
 IN_STORE = EnvConfig(lookup_store_rank_min=1)
 
 
-def _walk(view: GraphView, config: EnvConfig, question, seed: int) -> list[dict]:
-    """A seeded SELECT/LOOKUP walk: per step the observation, the menu's actions and every LOOKUP result."""
-    env = MenuEnv(view, config)
-    env.reset(question)
-    rng = random.Random(seed)
-    steps = []
-    while not env.done:
-        m = env.menu
-        steps.append({"observation": env.observation(), "actions": m.to_json(),
-                      "lookups": {e: list(r) for e, r in m.lookup_results.items()}})
-        options = [a.id for a in m.actions if a.type in (ActionType.SELECT, ActionType.LOOKUP)] or ["A0"]
-        env.step(rng.choice(options))
-    return steps
-
 
 def test_every_menu_of_the_store_ranked_environment_is_the_papers(hotpot_view: GraphView, hotpot_questions) -> None:
     view = hotpot_view
     before = view.calls["store_ranked"]
     for item in hotpot_questions[:3]:
         for seed in range(2):
-            assert _walk(view, IN_STORE, item, seed) == _walk(view, PAPER, item, seed), (item.id, seed)
+            assert seeded_walk(view, IN_STORE, item, seed) == seeded_walk(view, PAPER, item, seed), (item.id, seed)
     assert view.calls["store_ranked"] - before > 20  # the store ranked the pools (InitRetrieve's channel and LOOKUPs)
 
 
