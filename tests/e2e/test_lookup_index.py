@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers.seeded_walk import seeded_walk
+from helpers.seeded_walk import entities_split_by_mentions, seeded_walk
 
 from harness_g.agent.env import menu
 from harness_g.agent.env.config import EnvConfig
@@ -95,8 +95,7 @@ def test_the_bounded_question_entity_channel_is_the_papers(hotpot_view: GraphVie
 
 def test_an_entity_with_fewer_than_m_mentions_reads_its_pool_without_the_index(hotpot_view: GraphView) -> None:
     view = hotpot_view
-    counts = view.entity_mentions(sorted({e.id for es in view.entities_of(view.sentence_ids).values() for e in es}))
-    small, big = sorted(e for e, n in counts.items() if n < 4), sorted(e for e, n in counts.items() if n >= 4)
+    small, big = entities_split_by_mentions(view, 4)
     assert small and big
     m_vec = view.encode(["Which film director was born first?"])[0]
     cfg = EnvConfig(lookup_index_top_m=4)

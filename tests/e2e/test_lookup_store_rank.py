@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers.seeded_walk import seeded_walk
+from helpers.seeded_walk import entities_split_by_mentions, seeded_walk
 
 from harness_g.agent.env import menu
 from harness_g.agent.env.config import EnvConfig
@@ -75,8 +75,7 @@ def test_the_store_ranked_question_entity_channel_is_the_papers(hotpot_view: Gra
 
 def test_only_entities_with_enough_mentions_are_ranked_in_the_store(hotpot_view: GraphView) -> None:
     view = hotpot_view
-    counts = view.entity_mentions(sorted({e.id for es in view.entities_of(view.sentence_ids).values() for e in es}))
-    small, big = sorted(e for e, n in counts.items() if n < 4), sorted(e for e, n in counts.items() if n >= 4)
+    small, big = entities_split_by_mentions(view, 4)
     assert small and big
     m_vec = view.encode(["Which film director was born first?"])[0]
     cfg = EnvConfig(lookup_store_rank_min=4)
