@@ -125,7 +125,8 @@ def lookup_pools(view: GraphView, entity_ids: Sequence[str], cfg: "EnvConfig") -
 
 def lookup_rules(cfg: "EnvConfig") -> tuple:
     """The settings a LOOKUP's U_{t+1} depends on besides m_t, C_t and e (K_s, the pool cap, the pool of
-    :func:`lookup_pools`, the anchor slot, the index path of :func:`index_lookup_results`): with them, a key of the
+    :func:`lookup_pools`, the anchor slot, the index path of :func:`index_lookup_results`, the store-ranked path of
+    :func:`store_ranked_results`): with them, a key of the
     view's LOOKUP result cache."""
     return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot, cfg.lookup_index_top_m,
             cfg.lookup_store_rank_min)
