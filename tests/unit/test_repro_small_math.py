@@ -113,10 +113,10 @@ def test_a_resume_with_other_settings_is_refused_naming_the_setting(tmp_path):
 
     rs.check_settings(run())
     rs.check_settings(run(n_questions=5))  # more questions: the same run, grown
-    with pytest.raises(ConfigError, match=r"seed=0, now seed=1"):
+    with pytest.raises(ConfigError, match=r"\(seed: 0 -> 1\)"):
         rs.check_settings(run(seed=1))
     (graph / "manifest.json").write_text(json.dumps({"content_hash": "h2"}))
-    with pytest.raises(ConfigError, match=r"content_hash='h1', now content_hash='h2'"):
+    with pytest.raises(ConfigError, match=r"content_hash: 'h1' -> 'h2'"):
         rs.check_settings(run())
 
 
