@@ -259,26 +259,33 @@ def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: n
             view.calls["index_channels"] += 1
             return [sid for sid, _ in ranked[:k]]
         view.calls["index_channel_fallbacks"] += 1
-    ranked_in_store = set(store_ranked(view, ids, cfg))
-    if ranked_in_store:  # a store-ranked pool's first k by cosine to q hold all it can add to the first k entries
-        tops = {e: view.store_ranked_pool(e, q_vec, k) for e in ranked_in_store}
-        rest = [e for e in ids if e not in ranked_in_store]
-        pools = view.lookup_pools(rest, articles=False) if rest else {}
-        pools.update(tops)
-    else:
-        pools = view.lookup_pools(ids, articles=False) if ids else {}
+    in_store = set(store_ranked(view, ids, cfg))
+    rest = [e for e in ids if e not in in_store]
+    pools = view.lookup_pools(rest, articles=False) if rest else {}
+    # a store-ranked pool's first k by cosine to q hold all it can add to the first k entries
+    pools.update({e: view.store_ranked_pool(e, q_vec, k) for e in in_store})
     return [sid for sid, _ in view.rank(q_vec, [sid for e in ids for sid in pools.get(e, ())])][:k]
+
+
+def decided_without_pools(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
+                          committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
+    """U_{t+1} of the LOOKUPs of ``entity_ids`` that an execution switch decides without reading the pool into the
+    client: the index first (``lookup_index_top_m``, :func:`index_lookup_results`), then the store's own ranking
+    (``lookup_store_rank_min``, :func:`store_ranked_results`); the others are absent (their pools are read whole)."""
+    decided: dict[str, tuple[str, ...]] = {}
+    for on, decide in ((cfg.lookup_index_top_m, index_lookup_results), (cfg.lookup_store_rank_min, store_ranked_results)):
+        todo = [e for e in entity_ids if e not in decided]
+        if on and todo:
+            decided |= decide(view, todo, m_vec, committed, committed_keys, cfg)
+    return decided
 
 
 def lookup_results_for(view: GraphView, entity_ids: Sequence[str], m_vec: np.ndarray, committed: set[str],
                        committed_keys: set[str], cfg: "EnvConfig") -> dict[str, tuple[str, ...]]:
-    """U_{t+1} of LOOKUP(e) for each entity: through the index where ``cfg.lookup_index_top_m`` decides it, the
-    whole pool otherwise (one ``candidate_pools`` round trip for those). What the reachability search reads."""
-    decided = index_lookup_results(view, entity_ids, m_vec, committed, committed_keys, cfg) \
-        if cfg.lookup_index_top_m else {}
-    if cfg.lookup_store_rank_min:
-        decided |= store_ranked_results(view, [e for e in entity_ids if e not in decided], m_vec, committed,
-                                        committed_keys, cfg)
+    """U_{t+1} of LOOKUP(e) for each entity: through an execution switch where one decides it
+    (:func:`decided_without_pools`), the whole pool otherwise (one ``candidate_pools`` round trip for those). What the
+    reachability search reads."""
+    decided = decided_without_pools(view, entity_ids, m_vec, committed, committed_keys, cfg)
     rest = [e for e in entity_ids if e not in decided]
     if rest:
         pools, anchors = candidate_pools(view, rest, cfg)
@@ -388,16 +395,13 @@ def _kept_lookups(view: GraphView, candidates: Sequence[EntityInfo], state: tupl
     seen_results = {current_set}
     known = _cached_results(view, state, candidates)
     todo = [e for e in candidates if e.id not in known]
-    # the execution switches that decide a LOOKUP without reading its pool: the index (index_lookup_results), then the
-    # store's own ranking (store_ranked_results); what they leave is read whole below
-    for on, decide in ((cfg.lookup_index_top_m, index_lookup_results), (cfg.lookup_store_rank_min, store_ranked_results)):
-        if on and todo:
-            decided = decide(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
-            if state is not None:
-                for eid, res in decided.items():
-                    view.lookup_result_cache.put((state, eid), res)
-            known |= decided
-            todo = [e for e in todo if e.id not in known]
+    if todo:  # the execution switches' LOOKUPs (no pool read); what they leave is read whole below
+        decided = decided_without_pools(view, [e.id for e in todo], m_vec, committed_set, committed_keys, cfg)
+        if state is not None:
+            for eid, res in decided.items():
+                view.lookup_result_cache.put((state, eid), res)
+        known |= decided
+        todo = [e for e in todo if e.id not in known]
     pools, title_anchors = candidate_pools(view, [e.id for e in todo], cfg) if todo else ({}, {})
     ranked = _rank_likely_pools(view, candidates, known, taken_names, pools, title_anchors, m_vec, committed_set, cfg)
     for e in candidates:
