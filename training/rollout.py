@@ -40,6 +40,7 @@ from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_chat_sequence
+from harness_g.training.prompt_sharing import cache_kwarg, shared_prefill
 from harness_g.training.tito import TokenContinuations, continues as ids_continue
 
 
@@ -151,8 +152,10 @@ class Generator:
     context_window = None
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int,
-                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext):
+                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext, share_prompts: bool = True):
         self.model = model
+        # identical prompts in one call (a group's first turn) are prefilled once (training/prompt_sharing.py)
+        self.share_prompts = share_prompts
         # one autocast region per generate call: fp32 master weights are cast to the compute dtype once per call
         # (autocast's weight cache), not once per decoding step
         self.autocast = autocast
@@ -163,7 +166,8 @@ class Generator:
         self.seconds = 0.0
         self.tokens = 0
         self.prompt_tokens = 0  # real prompt tokens prefilled, over all calls
-        self.padded_prompt_tokens = 0  # prompt positions computed (rows x each batch's longest prompt)
+        self.padded_prompt_tokens = 0  # prompt positions of the padded batches (rows x each batch's longest prompt)
+        self.prefilled_prompt_positions = 0  # prompt positions actually computed (less where prompts were shared)
         self.continuations = TokenContinuations(tokenizer)
 
     def _stop_ids(self) -> set[int]:
@@ -220,6 +224,13 @@ class Generator:
 
             kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, width, tok.eos_token_id)
         with self.autocast():
+            shared = shared_prefill(self.model, enc, rows) if self.share_prompts else None
+            if shared is not None:
+                kwargs[cache_kwarg()], distinct = shared
+                # the distinct prompts' first width - 1 positions, then every row's last prompt position
+                self.prefilled_prompt_positions += distinct * (width - 1) + len(rows)
+            else:
+                self.prefilled_prompt_positions += len(rows) * width
             gen = self.model.generate(**enc, **kwargs)
         return sampled_ids(gen[:, width:].tolist(), self._stop_ids())
 
@@ -312,7 +323,8 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
         observations = list(benv.reset([it for it, _ in expanded]))
     env_s = time.perf_counter() - t_env
     gen_s0 = generator.seconds
-    pad0 = (getattr(generator, "prompt_tokens", 0), getattr(generator, "padded_prompt_tokens", 0))
+    pad0 = (getattr(generator, "prompt_tokens", 0), getattr(generator, "padded_prompt_tokens", 0),
+            getattr(generator, "prefilled_prompt_positions", 0))
     while not benv.all_done:
         budget.measure(observations)
         replies = policy.act_batch([None if o is None else e.observe() for o, e in zip(observations, envs)])
@@ -327,6 +339,8 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     real = getattr(generator, "prompt_tokens", 0) - pad0[0]
     if real > 0:  # prompt positions prefilled per real prompt token (1.0 = no padding); transformers generator only
         stats["generate_pad_ratio"] = (getattr(generator, "padded_prompt_tokens", 0) - pad0[1]) / real
+        # prompt positions actually computed per real prompt token: below the pad ratio where prompts were shared
+        stats["generate_prefill_ratio"] = (getattr(generator, "prefilled_prompt_positions", 0) - pad0[2]) / real
     if dropped:
         warnings.warn(f"older turns were dropped from a rollout's context to fit the prompt budget ({dropped} at most); "
                       "raise rollout.max_prompt_tokens to keep them", stacklevel=2)

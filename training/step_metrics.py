@@ -81,9 +81,12 @@ class StepTimes:
 def time_metrics(times: StepTimes, rollout_stats: dict[str, float]) -> dict[str, float]:
     """``time_*`` seconds, ``snc_share`` (scoring / total) and the rollout's observation-size stats when measured.
     ``rollout_stats``: collect_rollouts' stats (``generate_s``, ``env_s``, optional ``observation_tokens_max``,
-    ``observations_over_budget``, ``generate_pad_ratio``: prompt positions prefilled per real prompt token)."""
+    ``observations_over_budget``, ``generate_pad_ratio``: prompt positions of the padded batches per real prompt
+    token, ``generate_prefill_ratio``: positions actually computed per real prompt token, lower where a group's
+    identical prompts were prefilled once)."""
     return {"time_rollout_s": times.rollout, "time_generate_s": rollout_stats["generate_s"], "time_env_s": rollout_stats["env_s"],
-            **{k: rollout_stats[k] for k in ("observation_tokens_max", "observations_over_budget", "generate_pad_ratio")
+            **{k: rollout_stats[k] for k in ("observation_tokens_max", "observations_over_budget", "generate_pad_ratio",
+                                         "generate_prefill_ratio")
                if k in rollout_stats},
             "time_snc_s": times.snc, "time_update_s": times.update, "time_sync_s": times.sync, "time_total_s": times.total,
             "snc_share": times.snc / times.total if times.total else 0.0}

@@ -1,0 +1,74 @@
+"""Shared prompt prefill: a rollout batch's identical prompts are prefilled once.
+
+A GRPO group's N_g rollouts start from the same question and the same first observation, so their first-turn prompts
+are identical token for token (and, under the markov context, so are later prompts of rollouts that took the same
+actions). ``model.generate`` would prefill each copy. :func:`shared_prefill` prefills each distinct prompt once (all
+but its last token), copies the key/value cache to every row that has that prompt, and hands the cache to
+``generate``, which then computes only the last prompt token and the reply per row.
+
+This is execution only, like batching: every row is sampled from the same distribution with the same RNG draws (the
+cache holds the same keys and values, up to floating-point summation order), so no rule of the paper changes. It is
+measured by the generator's ``prompt_tokens`` / ``prefilled_prompt_tokens`` counters.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Sequence
+
+import torch
+
+
+@functools.lru_cache(maxsize=1)
+def cache_kwarg() -> str:
+    """The keyword a key/value cache is passed under to a model's forward and to ``generate``: ``cache`` in
+    transformers releases that renamed it (5.24 warns on ``past_key_values``), ``past_key_values`` before."""
+    from transformers import LlamaForCausalLM
+
+    return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
+
+
+def distinct_rows(rows: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """(for each row, the index of its prompt among the distinct prompts; the first row holding each distinct prompt),
+    distinct prompts numbered in order of first appearance. Shapes: ``len(rows)`` and ``U`` (number of distinct)."""
+    first: dict[tuple[int, ...], int] = {}
+    index, firsts = [], []
+    for i, row in enumerate(rows):
+        key = tuple(row)
+        if key not in first:
+            first[key] = len(firsts)
+            firsts.append(i)
+        index.append(first[key])
+    return index, firsts
+
+
+def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions of a left-padded batch [B, W] as ``generate`` derives them: 0 at each row's first real token, padding 1."""
+    pos = attention_mask.long().cumsum(-1) - 1
+    return pos.masked_fill(attention_mask == 0, 1)
+
+
+@torch.no_grad()
+def shared_prefill(model: torch.nn.Module, enc: dict[str, torch.Tensor], rows: Sequence[Sequence[int]]) -> tuple[Any, int] | None:
+    """The prefilled key/value cache of ``enc`` (left-padded ``input_ids``/``attention_mask`` [B, W] of ``rows``) for
+    its first W - 1 positions, computed once per distinct prompt and copied to every row, with the number U of
+    distinct prompts (U x (W - 1) positions were computed); None when no two rows share a prompt, the prompts are a single token wide, or the model
+    has no dynamic cache (then ``generate`` prefills as usual)."""
+    index, firsts = distinct_rows(rows)
+    width = enc["input_ids"].shape[1]
+    if len(firsts) == len(rows) or width < 2:
+        return None
+    try:
+        from transformers import DynamicCache
+    except ImportError:  # pragma: no cover - transformers is a dependency of the trainer
+        return None
+    device = enc["input_ids"].device
+    pick = torch.tensor(firsts, dtype=torch.long, device=device)
+    ids = enc["input_ids"].index_select(0, pick)[:, :-1]
+    mask = enc["attention_mask"].index_select(0, pick)[:, :-1]
+    config = getattr(model, "config", None)
+    cache = DynamicCache(config=config) if config is not None else DynamicCache()
+    model(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), use_cache=True, logits_to_keep=1,
+          **{cache_kwarg(): cache})
+    cache.reorder_cache(torch.tensor(index, dtype=torch.long, device=device))
+    return cache, len(firsts)
