@@ -7,4 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-test-tools.sh
 . .venv/bin/activate
-python -m pytest -q "$@"
+# Two pytest-xdist workers, each taking whole test files (--dist loadfile), so CI's two cores are both busy: each worker
+# starts its own session fixtures (the real test graph, a FalkorDB and a Neo4j on free loopback ports).
+# HARNESS_G_TEST_WORKERS=N runs N workers; 0 runs the suite in this one process (as -n 0 among the arguments does).
+python -m pytest -q -n "${HARNESS_G_TEST_WORKERS:-2}" --dist loadfile "$@"
