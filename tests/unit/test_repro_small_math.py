@@ -29,6 +29,21 @@ def test_auc_of_a_signal_equal_to_the_labels_is_one_and_reversed_zero_and_ties_h
     assert rs.auc([1.0, 2.0], [True, True]) is None  # no negative: undefined, not 1
 
 
+def test_rank_auc_equals_the_pairwise_count_exactly_with_many_ties():
+    import random
+
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randrange(2, 40)
+        scores = [rng.choice([0.0, 0.25, 0.5, -1.0, rng.random()]) for _ in range(n)]
+        labels = [rng.random() < 0.3 for _ in range(n)]
+        pos = [s for s, y in zip(scores, labels) if y]
+        neg = [s for s, y in zip(scores, labels) if not y]
+        want = None if not pos or not neg else \
+            sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg) / (len(pos) * len(neg))
+        assert rs.auc(scores, labels) == want  # bit-for-bit: both count in halves
+
+
 def test_bootstrap_intervals_contain_the_mean_and_collapse_on_constant_data():
     flat = rs.bootstrap_mean([2.0, 2.0, 2.0])
     assert flat == {"mean": 2.0, "lo": 2.0, "hi": 2.0, "n": 3}
