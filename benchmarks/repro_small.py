@@ -657,6 +657,44 @@ def _basis(r: dict[str, Any], extra: str = "") -> str:
             f"K_e = {env.get('lookup_cap')}, temperature {r.get('temperature')}{changed}")
 
 
+def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]]) -> str:
+    """The page's first table: per result set, claim (a)'s N_eq difference and claim (b)'s SNC AUC and SNC-minus-other
+    differences with their verdicts; with two or more sets, claim (a) again over every set's questions together
+    (their paired differences pooled; each set's settings are its own, the table says which)."""
+    from html import escape
+
+    def cell(interval: dict[str, Any] | None, key: str, null: float, claim: str, n: int) -> str:
+        if not interval:
+            return "<td>not run</td>"
+        status, _ = verdict(interval, key, null=null, claim=claim, n=n)
+        return (f"<td class='verdict {status.replace(' ', '-')}'>{_f(interval[key])} [{_f(interval['lo'])}, "
+                f"{_f(interval['hi'])}]: {escape(status)}</td>")
+
+    rows, pooled = [], []
+    for _, eq, cr in sets:
+        meta = (eq or cr)["rests_on"]
+        n_eq = dict(eq["menu_minus_free_query"]["n_eq"], value=eq["menu_minus_free_query"]["n_eq"]["mean"]) if eq else None
+        if eq:
+            pooled += [m["n_eq"] - f["n_eq"] for m, f in zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])]
+        versus = (cr or {}).get("snc_versus", {})
+        n_a, n_b = (eq or {}).get("rests_on", {}).get("questions", 0), (cr or {}).get("rests_on", {}).get("questions", 0)
+        rows.append(f"<tr><td>{escape(str(meta['dataset']))} ({escape(meta['preset'])}, T = {meta['max_turns']}, "
+                    f"{escape(meta['device'])})</td><td>{n_a or n_b}</td>"
+                    + cell(n_eq, "value", 0.0, "N_eq difference", n_a)
+                    + cell((cr or {}).get("signals", {}).get("snc"), "auc", 0.5, "SNC AUC", n_b)
+                    + cell(versus.get("snc_minus_outcome"), "diff", 0.0, "SNC minus outcome", n_b)
+                    + cell(versus.get("snc_minus_igpo"), "diff", 0.0, "SNC minus IGPO", n_b) + "</tr>")
+    if len(sets) > 1 and pooled:
+        p = bootstrap_mean(pooled)
+        rows.append(f"<tr><td>all sets above, pooled (claim (a) only)</td><td>{len(pooled)}</td>"
+                    + cell(dict(p, value=p["mean"]), "value", 0.0, "N_eq difference", len(pooled))
+                    + "<td></td><td></td><td></td></tr>")
+    return ("<h2>Summary</h2><table><tr><th>result set</th><th>questions</th><th>(a) menu minus free-query N_eq</th>"
+            "<th>(b) SNC AUC</th><th>(b) SNC minus outcome-only AUC</th><th>(b) SNC minus IGPO AUC</th></tr>"
+            + "".join(rows) + "</table><p class='basis'>Each cell: the value, its 95% bootstrap interval over questions "
+            "and the verdict of the rule above; the sections below give what each rests on.</p>")
+
+
 def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
     from html import escape
 
@@ -786,7 +824,7 @@ def cmd_page(root: Path) -> Path:
             "holds only when its whole interval is on the claimed side; a wide interval, or one from fewer than "
             f"{MIN_QUESTIONS} questions, reads \"not shown at n=...\". "
             "Source: <code>benchmarks/repro_small.py</code>; the JSON beside this page has every number.</p>"
-            + "".join(sections) + learning + "</body></html>")
+            + (summary_section(sets) if sets else "") + "".join(sections) + learning + "</body></html>")
     path = root / "index.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -112,4 +112,9 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     assert "Claim (a)" in html and "Claim (b)" in html and "Claim (c)" in html and "Not measured here" in html
     assert f"{N_Q} questions of 2wiki (paper preset), N_g = {N_G}" in html
     assert f"n={N_Q}" in html  # every verdict names the scale it rests on
+    # the summary table: this set's row with claim (a)'s and claim (b)'s numbers as equivalence/credit.json give them
+    summary = html[html.index("<h2>Summary</h2>"): html.index("</table>", html.index("<h2>Summary</h2>"))]
+    eq = json.loads((out / "equivalence.json").read_text())
+    assert f"<td>{N_Q}</td>" in summary and "2wiki (paper, T = " in summary
+    assert f"{rs._f(eq['menu_minus_free_query']['n_eq']['mean'])} [" in summary and summary.count("<tr>") == 2
     assert {p.name for p in (out / "plots").glob("*.svg")} == {"main_n_eq.svg", "main_d_ret.svg", "main_auc.svg"}
