@@ -659,8 +659,8 @@ def _basis(r: dict[str, Any], extra: str = "") -> str:
 
 def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]]) -> str:
     """The page's first table: per result set, claim (a)'s N_eq difference and claim (b)'s SNC AUC and SNC-minus-other
-    differences with their verdicts; with two or more sets, claim (a) again over every set's questions together
-    (their paired differences pooled; each set's settings are its own, the table says which)."""
+    differences with their verdicts; then claim (a) again over the questions of every dataset run under one rollout
+    setting (T, context, K_s, K_e), where two or more datasets were (their paired differences pooled)."""
     from html import escape
 
     def cell(interval: dict[str, Any] | None, key: str, null: float, claim: str, n: int) -> str:
@@ -670,24 +670,33 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]])
         return (f"<td class='verdict {status.replace(' ', '-')}'>{_f(interval[key])} [{_f(interval['lo'])}, "
                 f"{_f(interval['hi'])}]: {escape(status)}</td>")
 
-    rows, pooled = [], []
+    def setting(meta: dict[str, Any]) -> str:
+        env = meta.get("env") or {}
+        return (f"T = {meta['max_turns']}, {meta.get('context')}, K_s = {env.get('visible_cap')}, "
+                f"K_e = {env.get('lookup_cap')}")
+
+    rows, pooled = [], {}  # pooled: rollout setting -> {dataset: paired N_eq differences}
     for _, eq, cr in sets:
         meta = (eq or cr)["rests_on"]
         n_eq = dict(eq["menu_minus_free_query"]["n_eq"], value=eq["menu_minus_free_query"]["n_eq"]["mean"]) if eq else None
         if eq:
-            pooled += [m["n_eq"] - f["n_eq"] for m, f in zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])]
+            pooled.setdefault(setting(meta), {})[str(meta["dataset"])] = [
+                m["n_eq"] - f["n_eq"] for m, f in zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])]
         versus = (cr or {}).get("snc_versus", {})
         n_a, n_b = (eq or {}).get("rests_on", {}).get("questions", 0), (cr or {}).get("rests_on", {}).get("questions", 0)
-        rows.append(f"<tr><td>{escape(str(meta['dataset']))} ({escape(meta['preset'])}, T = {meta['max_turns']}, "
+        rows.append(f"<tr><td>{escape(str(meta['dataset']))} ({escape(meta['preset'])}, {escape(setting(meta))}, "
                     f"{escape(meta['device'])})</td><td>{n_a or n_b}</td>"
                     + cell(n_eq, "value", 0.0, "N_eq difference", n_a)
                     + cell((cr or {}).get("signals", {}).get("snc"), "auc", 0.5, "SNC AUC", n_b)
                     + cell(versus.get("snc_minus_outcome"), "diff", 0.0, "SNC minus outcome", n_b)
                     + cell(versus.get("snc_minus_igpo"), "diff", 0.0, "SNC minus IGPO", n_b) + "</tr>")
-    if len(sets) > 1 and pooled:
-        p = bootstrap_mean(pooled)
-        rows.append(f"<tr><td>all sets above, pooled (claim (a) only)</td><td>{len(pooled)}</td>"
-                    + cell(dict(p, value=p["mean"]), "value", 0.0, "N_eq difference", len(pooled))
+    for key, by_set in pooled.items():  # one pooled row per rollout setting run on two or more datasets
+        if len(by_set) < 2:
+            continue
+        diffs = [d for values in by_set.values() for d in values]
+        p = bootstrap_mean(diffs)
+        rows.append(f"<tr><td>{escape(', '.join(sorted(by_set)))} pooled ({escape(key)}; claim (a) only)</td>"
+                    f"<td>{len(diffs)}</td>" + cell(dict(p, value=p["mean"]), "value", 0.0, "N_eq difference", len(diffs))
                     + "<td></td><td></td><td></td></tr>")
     return ("<h2>Summary</h2><table><tr><th>result set</th><th>questions</th><th>(a) menu minus free-query N_eq</th>"
             "<th>(b) SNC AUC</th><th>(b) SNC minus outcome-only AUC</th><th>(b) SNC minus IGPO AUC</th></tr>"
