@@ -4,7 +4,7 @@ Each question's group of N_g rollouts is played twice through ``collect_rollouts
 generator -- once prefilling every prompt (the plain baseline), once prefilling each distinct prompt once -- from the
 same torch seed, in alternating order. Reports the medians of the per-question rollout seconds, their ratio, the
 prompt positions computed per real prompt token, and whether both played the same rollouts (same replies, same
-trajectories). Settings and arms are ``repro_small.py``'s (the same flags), so the numbers speak for its runs:
+trajectories), in ``--results FILE`` (default ``benchmarks/results/prompt_sharing.json``, and its ``.md``). Settings and arms are ``repro_small.py``'s (the same flags), so the numbers speak for its runs:
 
     python benchmarks/bench_prompt_sharing.py --graph /tmp/repro31/graphs/2wiki \
         --questions ../shared/data/2wikimultihopqa/dev.subset.json --format 2wiki --n-questions 6 --threads 2 \
@@ -54,11 +54,16 @@ def play(run, arm: str, config, view, models, item, share: bool) -> dict:
             "rollouts": json.dumps(without_timings([repro_small.rollout_record(ro) for ro in rollouts]), sort_keys=True)}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    results = RESULTS / "prompt_sharing.json"
+    if "--results" in argv:  # this script's own flag; the rest are repro_small.py's
+        k = argv.index("--results")
+        results, argv = Path(argv[k + 1]), argv[:k] + argv[k + 2:]
     ap = repro_small.parser()
     ap.prog = "bench_prompt_sharing.py"
-    args = ap.parse_args(["equivalence", *sys.argv[1:]])
-    if "--out" not in sys.argv:
+    args = ap.parse_args(["equivalence", *argv])
+    if "--out" not in argv:  # repro_small's settings record goes to a scratch folder, not its result folder
         args.out = Path(tempfile.mkdtemp(prefix="hg-share-"))
     run = repro_small.run_of(args)
     view_cm, view, items = repro_small._open(run)
@@ -104,8 +109,7 @@ def main() -> int:
         "its key/value cache copied to the rows that share it (the default). positions / prompt token = prompt "
         "positions the model computed per real prompt token (padding included).",
     ])
-    out = RESULTS / "prompt_sharing.json"
-    write_results(out, {"machine": info, "run": {"graph": str(run.graph), "questions": len(items), "sets": list(run.sets),
+    write_results(results, {"machine": info, "run": {"graph": str(run.graph), "questions": len(items), "sets": list(run.sets),
                                                  "group_size": run.group_size, "model": run.model}, "arms": arms}, md)
     print(md)
     return 0

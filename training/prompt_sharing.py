@@ -8,7 +8,8 @@ but its last token), copies the key/value cache to every row that has that promp
 
 This is execution only, like batching: every row is sampled from the same distribution with the same RNG draws (the
 cache holds the same keys and values, up to floating-point summation order), so no rule of the paper changes. It is
-measured by the generator's ``prompt_tokens`` / ``prefilled_prompt_tokens`` counters.
+measured by the generator's ``padded_prompt_tokens`` / ``prefilled_prompt_positions`` counters (the
+``generate_pad_ratio`` / ``generate_prefill_ratio`` rollout metrics).
 """
 from __future__ import annotations
 
@@ -52,15 +53,13 @@ def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 def shared_prefill(model: torch.nn.Module, enc: dict[str, torch.Tensor], rows: Sequence[Sequence[int]]) -> tuple[Any, int] | None:
     """The prefilled key/value cache of ``enc`` (left-padded ``input_ids``/``attention_mask`` [B, W] of ``rows``) for
     its first W - 1 positions, computed once per distinct prompt and copied to every row, with the number U of
-    distinct prompts (U x (W - 1) positions were computed); None when no two rows share a prompt, the prompts are a single token wide, or the model
-    has no dynamic cache (then ``generate`` prefills as usual)."""
+    distinct prompts (U x (W - 1) positions were computed); None when no two rows share a prompt or the prompts are
+    a single token wide (then ``generate`` prefills as usual)."""
+    from transformers import DynamicCache
+
     index, firsts = distinct_rows(rows)
     width = enc["input_ids"].shape[1]
     if len(firsts) == len(rows) or width < 2:
-        return None
-    try:
-        from transformers import DynamicCache
-    except ImportError:  # pragma: no cover - transformers is a dependency of the trainer
         return None
     device = enc["input_ids"].device
     pick = torch.tensor(firsts, dtype=torch.long, device=device)

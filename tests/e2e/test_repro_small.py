@@ -8,23 +8,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.paths import REPO_ROOT, load_script
+from helpers.paths import load_script
+from helpers.slice_graph import SLICE_2WIKI as SLICE
+from helpers.slice_graph import build_2wiki_slice as _build
 
-SLICE = REPO_ROOT / "harness_g" / "examples" / "2wiki-dev-slice" / "dev.subset.json"
 N_Q, N_G = 2, 3
 
 
 def _script():
     return load_script("benchmarks/repro_small.py")
 
-
-
-def _build(graph, store):
-    from harness_g.training.config import load_config
-    from harness_g.training.data import build_training_graph
-
-    build_training_graph(load_config(None, {"data.graph_dir": str(graph), "data.store": store, "data.build_format": "2wiki",
-                                            "data.build_input": str(SLICE), "model.name": "tiny-random"}))
 
 
 def _args(command, graph, out, store, *extra):

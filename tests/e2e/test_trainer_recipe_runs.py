@@ -144,6 +144,9 @@ def test_rollout_path_masks_no_end_token_after_a_cut_reply(falkordb_hotpot_view,
     assert stats["observation_tokens_max"] > 0 and stats["observations_over_budget"] == 0
     assert stats["generate_pad_ratio"] == pytest.approx(gen.padded_prompt_tokens / gen.prompt_tokens) and \
         stats["generate_pad_ratio"] >= 1.0
+    # the group's 2 first-turn prompts are one prompt, prefilled once: fewer positions computed than padded
+    assert stats["generate_prefill_ratio"] == pytest.approx(gen.prefilled_prompt_positions / gen.prompt_tokens) and \
+        stats["generate_prefill_ratio"] < stats["generate_pad_ratio"]
     for ro in rollouts:
         assert ro.turns and not any(t.stopped for t in ro.turns)
         *turn_seqs, answer = ro.sequences(tokenizer)

@@ -276,6 +276,9 @@ def test_step_metrics_from_hand_made_rollouts():
     assert times["snc_share"] == 0.25 and times["time_generate_s"] == 1.5 and "observation_tokens_max" not in times
     assert sm.time_metrics(sm.StepTimes(2.0, 1.0, 0.5, 0.0, 4.0), {"generate_s": 1.5, "env_s": 0.5,
                                                                      "generate_pad_ratio": 1.25})["generate_pad_ratio"] == 1.25
+    shared = sm.time_metrics(sm.StepTimes(2.0, 1.0, 0.5, 0.0, 4.0), {"generate_s": 1.5, "env_s": 0.5, "generate_pad_ratio": 1.25,
+                                                                  "generate_prefill_ratio": 0.4})
+    assert (shared["generate_pad_ratio"], shared["generate_prefill_ratio"]) == (1.25, 0.4)
 
 
 # -- the graph is built before the trainer ------------------------------------------------------------------------
