@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BY_NAME, RESULTS, fmt, load_avg, machine_info, machine_line, md_table, utc_stamp, write_results  # noqa: E402
 from common import run_child as common_run_child  # noqa: E402
 
+from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE  # noqa: E402
+
 STAGES = ("read", "split", "ner", "embed", "ner_embed_wall", "entities", "link", "write")
 WALL_STAGES = ("read", "split", "ner_embed_wall", "entities", "link", "write")
 #: noise norm added to a replica's sentence vector before renormalising: cosine to the original 1/sqrt(1+0.25^2)=0.970
@@ -182,7 +184,8 @@ def pool_query_parts(store: Any, entity_id: str, repeats: int) -> dict[str, dict
     server ms (FalkorDB's own run time) and client ms (the round trip, reply parsing included)."""
     from harness_g.graph.stores.queries import load_query
 
-    texts = {"lookup_candidates_multi": load_query("lookup_candidates_multi", store.dialect), **POOL_QUERY_PARTS}
+    texts = {"lookup_candidates_multi": load_query("lookup_candidates_multi", store.dialect), **POOL_QUERY_PARTS,
+             "lookup_candidates_sampled": load_query("lookup_candidates_sampled", store.dialect)}
     params = {"entity_ids": [entity_id], "articles": False}
     out = {}
     for name, text in texts.items():
@@ -209,9 +212,9 @@ def child_scale(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("store", "embedded") == "neo4j":  # a fresh local Neo4j 5.26, bulk-imported (issue 35 item 3)
         from harness_g.graph.stores.neo4j_bulk import bulk_load_local
 
-        server, store, _ = bulk_load_local(graph_dir)
+        server, store, _ = bulk_load_local(graph_dir, hub_sample=spec.get("hub_sample"))
     else:
-        store, _ = load_graph(graph_dir, progress=False, force=True)
+        store, _ = load_graph(graph_dir, progress=False, force=True, hub_sample=spec.get("hub_sample"))
     load_s = time.perf_counter() - t
     artifact = Artifact.open(graph_dir)
     out: dict[str, Any] = {"factor": spec["factor"], "counts": artifact.counts, "load_s": load_s,
@@ -239,13 +242,16 @@ def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]
 
     out: dict[str, Any] = {}
     configs = {"paper": EnvConfig(), "index": EnvConfig(lookup_index_top_m=spec["index_m"]),
-               "store": EnvConfig(lookup_store_rank_min=spec.get("store_rank_min", STORE_RANK_MIN))}
+               "store": EnvConfig(lookup_store_rank_min=spec.get("store_rank_min", STORE_RANK_MIN)),
+               "sample": EnvConfig(lookup_hub_sample=spec.get("hub_sample", HUB_SAMPLE_SIZE))}
     items = artifact.questions()[: spec["questions"]]
     # the largest pools: the lookup-able entities with the most mentions
     ents = artifact.table("entities", columns=["id", "surface", "lookupable", "mentions"]).to_pylist()
     top = sorted((e for e in ents if e["lookupable"]), key=lambda e: (-e["mentions"], e["id"]))[: spec["top_entities"]]
     m_texts = [lookup_query(item.question, []) for item in items[: spec["m_queries"]]]
     view = GraphView(store, artifact)
+    hubs = {r["id"] for r in store.query("pool_samples_get")}  # entities whose pool the sample environment samples
+    out["hubs"] = len(hubs)
     out["variants"] = {}
     for variant, cfg in configs.items():
         before = dict(view.calls)
@@ -273,6 +279,7 @@ def _scale_on(store: Any, artifact: Any, spec: dict[str, Any]) -> dict[str, Any]
                **{k: float(np.median(v)) for k, v in reps.items()}}
         row.update(_index_lookups(view, e["id"], pool, m_texts, configs, index_lookup_results, lookup_result))
         row.update(_store_lookups(view, e["id"], m_texts, configs))
+        row.update(_sample_lookups(view, e["id"], m_texts, configs, hubs))
         row.update(_entity_channel(view, e["id"], _naming(view, artifact.questions(), e["id"], spec["m_queries"]),
                                    configs))
         rows.append(row)
@@ -292,6 +299,8 @@ def lookup_ms(row: dict[str, Any], variant: str) -> float:
         return row["index_total_ms"]
     if variant == "store" and row.get("store_tried"):
         return row["store_ms"]
+    if variant == "sample" and "sample_ms" in row:
+        return row["sample_ms"]
     return row["lookup_ms"]
 
 
@@ -316,6 +325,31 @@ def _store_lookups(view: Any, entity_id: str, m_texts: list[str], configs: dict[
         times.append(1000 * (time.perf_counter() - t0))
         same += got == lookup_result(fresh, lookup_pools(fresh, [entity_id], paper)[entity_id], m_vec, set(), set(), paper)
     return {"store_tried": True, "store_ms": float(np.median(times)), "store_same": same}
+
+
+def _sample_lookups(view: Any, entity_id: str, m_texts: list[str], configs: dict[str, Any],
+                    hubs: set[str]) -> dict[str, Any]:
+    """The hub-sampled LOOKUP (``lookup_hub_sample``: the pool query ``lookup_candidates_sampled``, then the paper's
+    ranking of that pool) of one entity for each m_t of ``m_texts``, each from empty caches: the median ms, the
+    sampled pool's size, whether the entity is a hub, how many results equal the paper's and the mean share of the
+    paper's K_s sentences the sampled result shows (its overlap, in [0, 1])."""
+    from harness_g.agent.env.menu import lookup_pools, lookup_result
+
+    cfg, paper = configs["sample"], configs["paper"]
+    times, same, overlap, size = [], 0, [], 0
+    for m_text in m_texts:
+        fresh = _empty_caches(view)
+        m_vec = fresh.encode([m_text])[0]
+        t0 = time.perf_counter()
+        pool = lookup_pools(fresh, [entity_id], cfg)[entity_id]
+        got = lookup_result(fresh, pool, m_vec, set(), set(), cfg)
+        times.append(1000 * (time.perf_counter() - t0))
+        size = len(pool)
+        exact = lookup_result(fresh, lookup_pools(fresh, [entity_id], paper)[entity_id], m_vec, set(), set(), paper)
+        same += got == exact
+        overlap.append(len(set(got) & set(exact)) / max(1, len(exact)))
+    return {"sample_ms": float(np.median(times)), "sample_pool": size, "sample_hub": entity_id in hubs, "sample_same": same,
+            "sample_overlap": float(np.mean(overlap))}
 
 
 def _index_lookups(view: Any, entity_id: str, pool: tuple[str, ...], m_texts: list[str], configs: dict[str, Any],
@@ -374,12 +408,13 @@ def _entity_channel(view: Any, entity_id: str, q_texts: list[str], configs: dict
     the index decided and how many bounded channels equal the paper's."""
     from harness_g.agent.env.menu import question_entity_channel
 
-    t: dict[str, list[float]] = {"channel_paper_ms": [], "channel_index_ms": [], "channel_store_ms": []}
-    decided = same = store_same = 0
+    t: dict[str, list[float]] = {"channel_paper_ms": [], "channel_index_ms": [], "channel_store_ms": [],
+                                 "channel_sample_ms": []}
+    decided = same = store_same = sample_same = 0
     for q_text in q_texts:
         outs = {}
         for variant, key in (("paper", "channel_paper_ms"), ("index", "channel_index_ms"),
-                             ("store", "channel_store_ms")):
+                             ("store", "channel_store_ms"), ("sample", "channel_sample_ms")):
             fresh = _empty_caches(view)
             q_vec = fresh.encode([q_text])[0]
             before = fresh.calls["index_channels"]
@@ -390,8 +425,9 @@ def _entity_channel(view: Any, entity_id: str, q_texts: list[str], configs: dict
             decided += fresh.calls["index_channels"] - before
         same += outs["index"] == outs["paper"]
         store_same += outs["store"] == outs["paper"]
+        sample_same += outs["sample"] == outs["paper"]
     return {**{k: float(np.median(v)) for k, v in t.items()}, "channel_decided": decided, "channel_same": same,
-            "channel_store_same": store_same}
+            "channel_store_same": store_same, "channel_sample_same": sample_same}
 
 
 def _empty_caches(view: Any) -> Any:
@@ -424,6 +460,8 @@ def main() -> None:
     ap.add_argument("--index-m", type=int, default=1000, help="M of (c)'s bounded LOOKUP (EnvConfig.lookup_index_top_m)")
     ap.add_argument("--store-rank-min", type=int, default=STORE_RANK_MIN,
                     help="mentions from which (c)'s store-ranked LOOKUP ranks a pool in the store (lookup_store_rank_min)")
+    ap.add_argument("--hub-sample", type=int, default=HUB_SAMPLE_SIZE,
+                    help="(c)'s hub-sampled LOOKUP (lookup_hub_sample): the stores are loaded with this sample size")
     ap.add_argument("--m-queries", type=int, default=10, help="m_t per largest-pool entity for the bounded LOOKUP")
     ap.add_argument("--store", choices=("embedded", "neo4j"), default="embedded",
                     help="(c)'s store: the embedded FalkorDB, or a fresh local Neo4j 5.26 per scale, bulk-imported "
@@ -486,7 +524,8 @@ def main() -> None:
                                       "questions": args.questions, "top_entities": args.top_entities,
                                       "repeats": args.repeats, "index_m": args.index_m,
                                       "m_queries": args.m_queries, "store": args.store,
-                                      "store_rank_min": args.store_rank_min}, args.workdir)
+                                      "store_rank_min": args.store_rank_min, "hub_sample": args.hub_sample},
+                            args.workdir)
             res.update(name=name, replicate_s=replicate_s, corpus_tokens=rep["corpus_tokens"], finished=utc_stamp())
             curve.append(res)
             for variant, v in res["variants"].items():
@@ -500,7 +539,7 @@ def main() -> None:
                              "load_avg_start": scale_load, "load_avg_end": load_avg(), "machine": machine_info()}
         part["scale_options"] = {"questions": args.questions, "top_entities": args.top_entities, "repeats": args.repeats,
                                  "replica_noise": REPLICA_NOISE, "index_m": args.index_m, "m_queries": args.m_queries,
-                                 "store_rank_min": args.store_rank_min,
+                                 "store_rank_min": args.store_rank_min, "hub_sample": args.hub_sample,
                                  "base": str(base)}
     if "a" in parts:
         data["machine"]["load_avg_end"] = load_avg()
@@ -573,7 +612,8 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
     where = ("a fresh local Neo4j 5.26 per scale, bulk-imported; `load s` = CSV + offline import + server start + "
              "schema and vector index" if store == "neo4j" else "embedded FalkorDB")
     lines = [
-        f"## (c) Step cost against corpus size ({where}): the paper's LOOKUP, the bounded one and the store-ranked one",
+        f"## (c) Step cost against corpus size ({where}): the paper's LOOKUP, the bounded one, the store-ranked one "
+        "and the hub-sampled one",
         "",
         *([*part["summary"], ""] if part.get("summary") else []),  # written by hand into the JSON after a run
         f"Last run {run.get('created', data['created'])} (`python benchmarks/bench_scale.py --parts c --scales "
@@ -589,7 +629,11 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
         f"pool as the paper does)" + (f" and **store** (`lookup_store_rank_min={opt['store_rank_min']}`: entities with "
         f"at least that many mentions have their pool ranked by cosine to m_t inside the store, which returns the top "
         f"`lookup_pool_cap`; the others read their pool as the paper does; `decided` column: LOOKUPs ranked in the "
-        f"store)" if opt.get("store_rank_min") else "") + f". Env step: {opt['questions']} questions, seeded SELECT/LOOKUP walk "
+        f"store)" if opt.get("store_rank_min") else "") + (f" and **sample** (`lookup_hub_sample={opt['hub_sample']}`: "
+        f"a hub, an entity mentioned in more than {opt['hub_sample']} sentences, reads its stored sample of "
+        f"{opt['hub_sample']} of them in place of S(e) in every pool; this changes hub results, `same as paper` and "
+        f"`overlap` (the mean share of the paper's K_s sentences the sampled LOOKUP shows) say by how much; decided "
+        f"column: the graph's hubs)" if opt.get("hub_sample") else "") + f". Env step: {opt['questions']} questions, seeded SELECT/LOOKUP walk "
         f"(bench_env.py), fresh GraphView, one pass (cold caches); `decided / fell back`: the menus' LOOKUP results "
         f"the index decided / left to the whole pool. Largest pools: the {opt['top_entities']} lookup-able entities "
         f"with the most mentions, every LOOKUP from empty caches; paper: m_t of the first question, median of "
@@ -603,7 +647,8 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                    fmt(v["env"]["step"]["p50_ms"]), fmt(v["env"]["step"]["p99_ms"]),
                    fmt(v["env"]["per_step_mean_split"]["store_ms"]), fmt(v["env"]["per_step_mean_split"]["python_ms"]),
                    f"{v['env'].get('index_lookups', 0)} / {v['env'].get('index_fallbacks', 0)}" if variant == "index"
-                   else f"{v['env'].get('store_ranked', 0)} in store" if variant == "store" else "", max(r["pool"] for r in c["largest_pools"]),
+                   else f"{v['env'].get('store_ranked', 0)} in store" if variant == "store"
+                   else f"{c.get('hubs', '?')} hubs" if variant == "sample" else "", max(r["pool"] for r in c["largest_pools"]),
                    fmt(float(np.median([lookup_ms(r, variant) for r in c["largest_pools"]]))),
                    fmt(max(lookup_ms(r, variant) for r in c["largest_pools"])), fmt(c["load_s"])]
                   for c in curve for variant, v in c["variants"].items()]),
@@ -614,7 +659,8 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                   f"{c['load_avg_before']} -> {c['load_avg_after']}):", "",
                   md_table(["entity", "mentions", "pool", "paper: pool query ms", "rank ms", "LOOKUP ms",
                             f"index: top-{m} ms", "pool_members ms", "result ms", "index total ms",
-                            "decided / same as paper", "store: LOOKUP ms", "same as paper"],
+                            "decided / same as paper", "store: LOOKUP ms", "same as paper", "sample: pool read",
+                            "sample: LOOKUP ms", "same as paper / overlap"],
                            [[r["entity"], r["mentions"], r["pool"], fmt(r["pool_ms"]), fmt(r["rank_ms"]),
                              fmt(r["lookup_ms"])]
                             + ([fmt(r["index_top_ms"]), fmt(r["members_ms"]), fmt(r["index_result_ms"]),
@@ -622,6 +668,9 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                                if r.get("tried", True) else ["", "", "", "= paper", "not tried (< M mentions)"])
                             + ([fmt(r["store_ms"]), f"{r['store_same']}/{r['m_queries']}"] if r.get("store_tried")
                                else ["= paper", "not ranked in store (< min mentions)"])
+                            + ([f"{r['sample_pool']:,}" + (" (hub)" if r.get("sample_hub") else ""),
+                                fmt(r["sample_ms"]), f"{r['sample_same']}/{r['m_queries']} / {r['sample_overlap']:.2f}"]
+                               if "sample_ms" in r else ["", "", ""])
                             for r in c["largest_pools"]]), ""]
     with_channel = [c for c in curve if any("channel_paper_ms" in r for r in c["largest_pools"])]
     if with_channel:
@@ -630,10 +679,11 @@ def scale_section(data: dict[str, Any], store: str = "embedded") -> list[str]:
                   "each from empty caches, medians; index = "
                   "`lookup_index_top_m`, its fallback to the whole pool included):", "",
                   md_table(["scale", "entity", "pool", "paper channel ms", "index channel ms", "decided / same as paper",
-                            "store channel ms", "same as paper"],
+                            "store channel ms", "same as paper", "sample channel ms", "same as paper"],
                            [[c["name"], r["entity"], r["pool"], fmt(r["channel_paper_ms"]), fmt(r["channel_index_ms"]),
                              f"{r['channel_decided']}/{r['m_queries']} / {r['channel_same']}",
-                             fmt(r.get("channel_store_ms")), f"{r.get('channel_store_same', '')}/{r['m_queries']}"]
+                             fmt(r.get("channel_store_ms")), f"{r.get('channel_store_same', '')}/{r['m_queries']}",
+                             fmt(r.get("channel_sample_ms")), f"{r.get('channel_sample_same', '')}/{r['m_queries']}"]
                             for c in with_channel for r in c["largest_pools"] if "channel_paper_ms" in r]), ""]
     parts = [c for c in curve if c.get("pool_query_parts")]
     if parts:

@@ -78,6 +78,7 @@ from harness_g.graph.build import (BuildResult, CorpusSpec, _cpu_now, _EntityTab
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
 from harness_g.graph.locks import exclusive_lock
+from harness_g.graph.stores.loader import SAMPLE_IDS_PER_BATCH
 from harness_g.graph.text.canonical import canonicalize
 from harness_g.graph.text.linking import (SynonymEdge, add_embedding_candidates, embedding_candidates_of,
                                           excluded_columns, link_entities)
@@ -408,6 +409,21 @@ def _batches(rows: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, A
         yield rows[start:start + size]
 
 
+def sample_delta(store: Any, artifact: art.Artifact, hub_sample: int) -> list[dict[str, Any]]:
+    """``load_pool_samples`` rows that bring the store's hub samples to the union's: each entity of ``artifact`` whose
+    sample of size ``hub_sample`` (:mod:`harness_g.graph.stores.hub_sample`) differs from what the store holds, with
+    ``sample: null`` for an entity that stopped being a hub (title mentions can be removed). Compared with the
+    store's own ``pool_sample`` properties, so a delta leaves them as a full load of the union would."""
+    from harness_g.graph.stores.loader import artifact_samples
+
+    new = artifact_samples(artifact, hub_sample)
+    old = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+    present = set(artifact.table("entities", columns=["id"]).column("id").to_pylist())
+    rows = [{"id": eid, "sample": ids} for eid, ids in sorted(new.items()) if old.get(eid) != ids]
+    rows += [{"id": eid, "sample": None} for eid in sorted(set(old) - set(new)) if eid in present]
+    return rows
+
+
 def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_size: int = 2000) -> dict[str, float]:
     """Send ``delta`` to a store that holds ``delta.base_hash`` completely; seconds per part.
 
@@ -417,7 +433,9 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
     from harness_g.graph.stores.loader import utc_now
 
     seconds: dict[str, float] = {}
-    meta = {"embedding_model": artifact.embedding_model, "embedding_dim": artifact.embedding_dim, **graph_identity(artifact)}
+    hub_sample = (store.meta() or {}).get("hub_sample")  # load_delta sends a delta only to a store that has one
+    meta = {"embedding_model": artifact.embedding_model, "embedding_dim": artifact.embedding_dim,
+            "hub_sample": hub_sample, **graph_identity(artifact)}
     store.write("meta_begin", {"content_hash": delta.content_hash + PENDING_SUFFIX, "loaded_at": utc_now(), **meta})
     sentence_batch = max(1, min(batch_size, 262_144 // max(1, artifact.embedding_dim)))
     parts = (
@@ -441,6 +459,10 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
             store.write_batch(query, batch)
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
+    for batch in _batches(sample_delta(store, artifact, int(hub_sample)), max(1, SAMPLE_IDS_PER_BATCH // int(hub_sample))):
+        store.write_batch("load_pool_samples", batch)
+    seconds["pool_samples"] = time.perf_counter() - t
+    t = time.perf_counter()
     store.ensure_vector_index(artifact.embedding_dim)  # present already: a no-op
     store.wait_for_indexes(600.0)
     seconds["indexes"] = time.perf_counter() - t
@@ -461,7 +483,8 @@ def load_delta(graph_dir: str | Path, spec: str | None, delta: StoreDelta | None
     try:
         refuse_other_graph(store, artifact, "load")
         meta = store.meta() or {}
-        holds_base = delta is not None and meta.get("complete") is True and meta.get("content_hash") == delta.base_hash
+        holds_base = (delta is not None and meta.get("complete") is True and meta.get("content_hash") == delta.base_hash
+                      and meta.get("hub_sample") is not None)  # a store without hub samples is loaded whole
     except BaseException:
         store.close()
         raise

@@ -137,13 +137,14 @@ def open_store(graph_dir: str | Path, spec: str | None = None) -> GraphStore:
 
 def load_graph(
     graph_dir: str | Path, spec: str | None = None, *, progress: bool = True, batch_size: int = 2000, index_timeout_s: float = 600.0,
-    remember: bool = True, force: bool = False, replace: bool = False,
+    remember: bool = True, force: bool = False, replace: bool = False, hub_sample: int | None = None,
 ) -> tuple[GraphStore, LoadReport]:
     """Load the artifact (idempotent; no-op when already loaded) and wait for the vector index.
 
     A store that holds another graph (:func:`other_graph`) is refused (StoreError naming it), unless ``replace``
     (``build --replace``): then that graph is cleared and this one loaded. Read commands never pass ``replace``.
     ``force``: clear the store's graph and load the artifact again even when it is already loaded (``build --force``).
+    ``hub_sample``: the hub sample size (:meth:`GraphStore.load`; default ``HUB_SAMPLE_SIZE``).
 
     ``remember``: record the store used (``spec``, else the remembered one, else ``embedded``) in
     ``GRAPH_DIR/store.json`` as the graph's store (``build`` / ``load``); read commands pass False, so ``--store embedded:PORT`` on one call does not change where later calls go.
@@ -156,13 +157,14 @@ def load_graph(
     try:
         if not replace:
             refuse_other_graph(store, artifact, "load")
-        if not force and store.loaded_hash() == artifact.content_hash:  # completely loaded: load() is a no-op
-            report = store.load(artifact, batch_size=batch_size, progress=progress)
+        if not force and store.holds(artifact, hub_sample):  # completely loaded (with hub samples): a no-op
+            report = store.load(artifact, batch_size=batch_size, progress=progress, hub_sample=hub_sample)
         else:
             # another process loading this graph (a DDP rank, a second eval) finishes first; then ours is a no-op
             with exclusive_lock(graph_dir, "GRAPH_DIR", wait_s=LOAD_LOCK_WAIT_S, on_wait=_say_waiting(graph_dir)):
                 artifact = Artifact.open(graph_dir, verify=True)  # re-read under the lock: a build may have published
-                report = store.load(artifact, batch_size=batch_size, progress=progress, force=force)
+                report = store.load(artifact, batch_size=batch_size, progress=progress, force=force,
+                                    hub_sample=hub_sample)
         store.wait_for_indexes(index_timeout_s)
     except BaseException:
         store.close()

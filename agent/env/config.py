@@ -88,6 +88,10 @@ class EnvConfig(Config):
         0, "execution switch: LOOKUPs of entities with at least this many mentions rank their pool C(e) by cosine "
            "to m_t inside the store, which returns only the top lookup_pool_cap (the paper's result up to float "
            "rounding; cost still linear in the pool). 0: every pool is read whole", ge=0)
+    lookup_hub_sample: int = config_field(
+        0, "scale switch, changes hub results: N reads a hub's stored sample of N sentences in place of S(e) in every "
+           "pool C(e), bounding LOOKUP cost (hub_sample.py; the store must be loaded with hub samples of size N, "
+           "1000 by default). 0 (paper): S(e) whole (Harness-G §3.3)", ge=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -95,6 +99,13 @@ class EnvConfig(Config):
             on = " and ".join(n for n in ("article_pool", "anchor_slot") if getattr(self, n))
             raise ConfigError(f"lookup_store_rank_min={self.lookup_store_rank_min} ranks the paper's pool C(e) only, "
                               f"not {on}: set lookup_store_rank_min=0, or {on} false")
+        if self.lookup_hub_sample:
+            on = [n for n in ("article_pool", "anchor_slot", "lookup_index_top_m", "lookup_store_rank_min")
+                  if getattr(self, n)]
+            if on:
+                raise ConfigError(f"lookup_hub_sample={self.lookup_hub_sample} samples the paper's pool C(e) and reads "
+                                  f"it whole; it does not combine with {' and '.join(on)}: set lookup_hub_sample=0, or "
+                                  f"{' and '.join(on)} off")
         if self.lookup_index_top_m and (self.article_pool or self.anchor_slot):
             on = " and ".join(n for n in ("article_pool", "anchor_slot") if getattr(self, n))
             raise ConfigError(f"lookup_index_top_m={self.lookup_index_top_m} serves the paper's pool C(e) only, not "

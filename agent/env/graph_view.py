@@ -147,6 +147,8 @@ class GraphView:
         self._entities_of = _LRU(cache_size)
         self._pools = _LRU(cache_size)
         self._article_pools = _LRU(cache_size)  # lookup_pools(articles=True)
+        self._sampled_pools = _LRU(cache_size)  # lookup_pools(hub_sample=N): hubs' S(x) replaced by their samples
+        self._hub_sample: int | None = None  # the store's GraphMeta.hub_sample, read on the first sampled pool
         self._names = _LRU(cache_size)
         self._question_grams = _LRU(10_000)  # (question, max_n) -> its canonical n-grams (every reset of a GRPO group)
         self._mentions_of = _LRU(cache_size)
@@ -261,14 +263,42 @@ class GraphView:
         environment on this view: a GRPO group revisiting a state ranks each candidate pool once."""
         return self._lookup_results
 
-    def lookup_pools(self, entity_ids: Sequence[str], *, articles: bool) -> dict[str, tuple[str, ...]]:
+    def lookup_pools(self, entity_ids: Sequence[str], *, articles: bool,
+                     hub_sample: int = 0) -> dict[str, tuple[str, ...]]:
         """C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) for each entity: sentence ids in channel-priority order.
 
         ``articles`` (``EnvConfig.article_pool``; no default, so every caller says which pool it ranks): then, by id,
         the sentences of the article(s) e titles that C(e) does not hold (the query's ``article`` channel; one round
-        trip either way, each kind of pool cached apart)."""
+        trip either way, each kind of pool cached apart).
+        ``hub_sample`` (``EnvConfig.lookup_hub_sample``; 0 = the paper's pool): every hub's S(x) is its stored sample
+        (``lookup_candidates_sampled``; :mod:`harness_g.graph.stores.hub_sample`); StoreError unless the store was
+        loaded with hub samples of exactly that size. Not with ``articles``."""
+        if hub_sample:
+            if articles:
+                raise ValueError("hub-sampled pools have no article channel (EnvConfig refuses article_pool with it)")
+            self._check_hub_sample(hub_sample)
 
+            def fetch(missing: list[str]) -> dict[str, tuple[str, ...]]:
+                grouped: dict[str, list[str]] = {}
+                for r in self._query("lookup_candidates_sampled", {"entity_ids": missing}):
+                    grouped.setdefault(r["entity_id"], []).append(r["id"])
+                return {k: tuple(grouped.get(k, ())) for k in missing}  # unknown: empty
+
+            return self._cached_many(self._sampled_pools, entity_ids, fetch)
         return {e: pool for e, (pool, _) in self._pool_entries(entity_ids, articles).items()}
+
+    def _check_hub_sample(self, size: int) -> None:
+        """StoreError (one line) unless the store's GraphMeta records hub samples of ``size``."""
+        if self._hub_sample is None:
+            stored = (self.store.meta() or {}).get("hub_sample")
+            if stored is None:
+                raise StoreError(f"{self.store.where} holds {self.artifact.path} without hub samples (loaded by an "
+                                 f"older harness-g); load it again (`harness-g build --out {self.artifact.path} "
+                                 "--force`) or set lookup_hub_sample=0")
+            self._hub_sample = int(stored)
+        if self._hub_sample != size:
+            raise StoreError(f"lookup_hub_sample={size}, but {self.store.where} holds hub samples of "
+                             f"{self._hub_sample} sentences; set lookup_hub_sample={self._hub_sample}")
 
     def title_anchors(self, entity_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """Per entity, the title anchors (first sentences, paper appendix "Graph construction") of the article(s) it
@@ -496,6 +526,7 @@ class GraphView:
 
     def cache_stats(self) -> dict[str, Any]:
         caches = {"sentences": self._sentences, "entities_of": self._entities_of, "pools": self._pools,
-                  "article_pools": self._article_pools, "names": self._names, "question_grams": self._question_grams,
+                  "article_pools": self._article_pools,
+                  "sampled_pools": self._sampled_pools, "names": self._names, "question_grams": self._question_grams,
                   "vectors": self._vectors, "topk": self._topk}
         return {name: {"hits": c.hits, "misses": c.misses} for name, c in caches.items()} | {"timings": dict(self.timings), "calls": dict(self.calls)}

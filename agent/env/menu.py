@@ -119,8 +119,9 @@ def lookup_pools(view: GraphView, entity_ids: Sequence[str], cfg: "EnvConfig") -
     """Each entity's uncapped LOOKUP pool (cached by the view): the paper's C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e))
     (harness-g.tex, section "The Menu Environment"), with ``EnvConfig.article_pool`` followed by the other sentences
     of the article(s) e titles. Every reader of LOOKUP pools (the menu, the reachability search and its relaxed
-    closure, the batched prefetch) goes through here."""
-    return view.lookup_pools(entity_ids, articles=cfg.article_pool)
+    closure, the batched prefetch) goes through here. With ``EnvConfig.lookup_hub_sample`` a hub's S(x) is its stored
+    sample (:mod:`harness_g.graph.stores.hub_sample`)."""
+    return view.lookup_pools(entity_ids, articles=cfg.article_pool, hub_sample=cfg.lookup_hub_sample)
 
 
 def lookup_rules(cfg: "EnvConfig") -> tuple:
@@ -129,7 +130,7 @@ def lookup_rules(cfg: "EnvConfig") -> tuple:
     :func:`store_ranked_results`): with them, a key of the
     view's LOOKUP result cache."""
     return (cfg.visible_cap, cfg.lookup_pool_cap, cfg.article_pool, cfg.anchor_slot, cfg.lookup_index_top_m,
-            cfg.lookup_store_rank_min)
+            cfg.lookup_store_rank_min, cfg.lookup_hub_sample)
 
 
 # -- the store-ranked LOOKUP (EnvConfig.lookup_store_rank_min): a hub's pool ranked where it is stored -------------
@@ -261,7 +262,7 @@ def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: n
         view.calls["index_channel_fallbacks"] += 1
     in_store = set(store_ranked(view, ids, cfg))
     rest = [e for e in ids if e not in in_store]
-    pools = view.lookup_pools(rest, articles=False) if rest else {}
+    pools = view.lookup_pools(rest, articles=False, hub_sample=cfg.lookup_hub_sample) if rest else {}
     # a store-ranked pool's first k by cosine to q hold all it can add to the first k entries
     pools.update({e: view.store_ranked_pool(e, q_vec, k) for e in in_store})
     return [sid for sid, _ in view.rank(q_vec, [sid for e in ids for sid in pools.get(e, ())])][:k]

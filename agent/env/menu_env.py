@@ -115,7 +115,7 @@ def init_retrieve(view: GraphView, question: str, q_vec: np.ndarray, cfg: EnvCon
     head = fused[: cfg.visible_cap * 3]
     visible = dedup_by_text(head, view.sentences(head), set())[: cfg.visible_cap]
     if cfg.init_entity_reserve and q_entities:  # an extension (not the paper's): it reads the whole pools
-        mention_pool = view.lookup_pools([e.id for e in q_entities], articles=False)
+        mention_pool = view.lookup_pools([e.id for e in q_entities], articles=False, hub_sample=cfg.lookup_hub_sample)
         visible = _reserve_entity_slots(view, visible, q_entities, mention_pool, q_vec, cfg, question)
     return visible
 

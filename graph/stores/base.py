@@ -173,6 +173,16 @@ class GraphStore(ABC):
         meta = self.meta()
         return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
 
+    def holds(self, artifact: Artifact, hub_sample: int | None = None) -> bool:
+        """Whether the store holds ``artifact`` completely with hub samples of size ``hub_sample`` (default
+        :data:`~harness_g.graph.stores.hub_sample.HUB_SAMPLE_SIZE`): what makes :meth:`load` a no-op. A store loaded
+        before hub samples existed (GraphMeta.hub_sample null) does not, so it is loaded once more."""
+        from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+
+        meta = self.meta()
+        return bool(meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash
+                    and meta.get("hub_sample") == (HUB_SAMPLE_SIZE if hub_sample is None else hub_sample))
+
     def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
         """Block until every index of ours that exists is ready and the vector index exists.
 
@@ -237,7 +247,7 @@ class GraphStore(ABC):
 
     # -- shared: load ---------------------------------------------------------------------------------
     def load(self, artifact: Artifact, *, batch_size: int = 2000, progress: bool = True,
-             index_timeout_s: float | None = None, force: bool = False) -> LoadReport:
+             index_timeout_s: float | None = None, force: bool = False, hub_sample: int | None = None) -> LoadReport:
         """Load an artifact idempotently (MERGE on ids); a no-op when the same content hash is loaded and complete.
 
         skip when this artifact is completely loaded -> clear another artifact's graph -> schema (so every
@@ -247,18 +257,24 @@ class GraphStore(ABC):
         ``force`` (``build --force``): clear and load even when this content hash is loaded and complete, so the
         store holds exactly the artifact's files again (a graph edited by hand in the store, or rebuilt by a code
         change that kept the hash, is not kept by a skipped load).
+        ``hub_sample``: the hub sample size written and recorded in GraphMeta (:mod:`~harness_g.graph.stores.hub_sample`;
+        default ``HUB_SAMPLE_SIZE``; tests give a small graph hubs with a small one). A store holding the artifact with
+        another size (or none: loaded by an older harness-g) is cleared and loaded again, never left half-sampled.
         """
         from harness_g.graph.stores.loader import check_embeddings, run_stages, utc_now
         from harness_g.graph.stores.schema import LOAD_INDEX_TIMEOUT_S
 
+        from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+
+        hub_sample = HUB_SAMPLE_SIZE if hub_sample is None else int(hub_sample)
         report = LoadReport()
         started = time.perf_counter()
         meta = self.meta()
-        if not force and meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash:
+        if not force and self.holds(artifact, hub_sample):
             report.skipped = True
             return report
         embeddings = check_embeddings(artifact)  # bad input fails here, before the old graph is touched
-        if meta and (force or meta.get("content_hash") != artifact.content_hash):
+        if meta and (force or meta.get("content_hash") != artifact.content_hash or meta.get("hub_sample") != hub_sample):
             # a graph holds exactly one artifact: another artifact's nodes (complete or not) go first
             t = time.perf_counter()
             self.clear()
@@ -271,10 +287,11 @@ class GraphStore(ABC):
             "embedding_model": artifact.embedding_model,
             "embedding_dim": artifact.embedding_dim,
             "loaded_at": utc_now(),
+            "hub_sample": hub_sample,
             **graph_identity(artifact),
         })
         run_stages(artifact, self.write_batch, report, batch_size=batch_size, progress=progress,
-                   encode_vector=self.encode_vector, embeddings=embeddings)
+                   encode_vector=self.encode_vector, embeddings=embeddings, hub_sample=hub_sample)
         t = time.perf_counter()
         # created last: building HNSW over all vectors at once is no slower than inserting into it, and
         # it keeps the table stages' timings clean (an index building in the background slows every write)
@@ -313,6 +330,7 @@ class GraphStore(ABC):
             "loaded_at": meta.get("loaded_at"),
             "graph_dir": meta.get("graph_dir"),
             "graph_name": meta.get("graph_name"),
+            "hub_sample": meta.get("hub_sample"),
         }
 
     def __enter__(self) -> "GraphStore":

@@ -2,7 +2,8 @@
 
 Both stores feed the same stages through their own ``write_batch(query_name, rows)``; a stage's rows
 come straight from the artifact's Parquet tables, except NEXT pairs (derived from sentence
-order) and sentence embeddings (joined by row number with ``sentence_embeddings.npy``).
+order), sentence embeddings (joined by row number with ``sentence_embeddings.npy``) and hub samples (derived from
+the mentions: :mod:`harness_g.graph.stores.hub_sample`).
 """
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ from tqdm import tqdm
 from harness_g.errors import InputError
 from harness_g.graph.artifact import EMBEDDINGS, Artifact
 from harness_g.graph.stores.base import LoadReport, Rows
+from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE, hub_samples, sample_rows
 
 #: at most this many embedding floats per sentence batch (682 rows at dim 384): the text of a larger
 #: batch is parsed more slowly per row (measured on FalkorDB: 500 rows ~1.5-2x the rows/s of 5000)
 SENTENCE_FLOATS_PER_BATCH = 262_144
+#: at most this many sentence ids per hub-sample batch (200 hubs at the default sample size of 1000)
+SAMPLE_IDS_PER_BATCH = 200_000
 #: turns one float32 embedding row into the parameter value a store sends (store-specific encoding)
 VectorEncoder = Callable[[np.ndarray], Any]
 
@@ -37,7 +41,8 @@ class Stage:
     source: str  # artifact table the rows come from
 
 
-#: nodes before the relationships that MATCH them; CONTAINS/NEXT after sentences, MENTIONS after entities
+#: nodes before the relationships that MATCH them; CONTAINS/NEXT after sentences, MENTIONS after entities;
+#: hub samples (an Entity property derived from the mentions) last
 STAGES: tuple[Stage, ...] = (
     Stage("paragraphs", "load_paragraphs", "paragraphs"),
     Stage("sentences", "load_sentences", "sentences"),
@@ -46,6 +51,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("next", "load_next", "sentences"),
     Stage("mentions", "load_mentions", "mentions"),
     Stage("synonyms", "load_synonyms", "synonyms"),
+    Stage("pool_samples", "load_pool_samples", "mentions"),
 )
 
 
@@ -92,8 +98,16 @@ def next_pairs(artifact: Artifact) -> list[tuple[str, str]]:
     return [(ids[i], ids[i + 1]) for i in np.flatnonzero(same)]
 
 
-def stage_size(artifact: Artifact, stage: Stage, pairs: Sequence[tuple[str, str]] | None = None) -> int:
-    """Number of rows a stage sends."""
+def artifact_samples(artifact: Artifact, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[str]]:
+    """The artifact's hub samples of ``size`` (:func:`harness_g.graph.stores.hub_sample.hub_samples`)."""
+    return hub_samples(artifact.table("mentions", columns=["sentence_id", "entity_id"]), size)
+
+
+def stage_size(artifact: Artifact, stage: Stage, pairs: Sequence[tuple[str, str]] | None = None,
+               samples: dict[str, list[str]] | None = None) -> int:
+    """Number of rows a stage sends (``samples``: the hub samples, computed at the default size when None)."""
+    if stage.name == "pool_samples":
+        return len(artifact_samples(artifact) if samples is None else samples)
     if stage.name == "next":
         return len(pairs if pairs is not None else next_pairs(artifact))
     return int(artifact.table(stage.source, columns=[_first_column(stage.source)]).num_rows)
@@ -111,8 +125,15 @@ def stage_batches(
     *,
     embeddings: np.ndarray | None = None,
     pairs: Sequence[tuple[str, str]] | None = None,
+    samples: dict[str, list[str]] | None = None,
 ) -> Iterator[Rows]:
-    """Row dicts for ``stage`` in batches of at most ``batch_size`` (artifact file order)."""
+    """Row dicts for ``stage`` in batches of at most ``batch_size`` (artifact file order; hub samples by entity id,
+    at most :data:`SAMPLE_IDS_PER_BATCH` ids a batch)."""
+    if stage.name == "pool_samples":
+        samples = artifact_samples(artifact) if samples is None else samples
+        longest = max((len(ids) for ids in samples.values()), default=1)
+        yield from sample_rows(samples, max(1, min(batch_size, SAMPLE_IDS_PER_BATCH // max(1, longest))))
+        return
     if stage.name == "next":
         pairs = next_pairs(artifact) if pairs is None else pairs
         for start in range(0, len(pairs), batch_size):
@@ -193,24 +214,29 @@ def run_stages(
     progress: bool,
     encode_vector: VectorEncoder,
     embeddings: np.ndarray | None = None,
+    hub_sample: int = HUB_SAMPLE_SIZE,
+    stages: Sequence[Stage] = STAGES,
 ) -> None:
     """Send every stage's batches through ``write``; rows and seconds per stage go into ``report``.
 
-    ``embeddings`` is the checked ``(n_sentences, dim)`` float32 matrix (read and checked here when None).
+    ``embeddings`` is the checked ``(n_sentences, dim)`` float32 matrix (read and checked here when None);
+    ``hub_sample``: the hub sample size (GraphMeta.hub_sample, the caller records it); ``stages``: which to run.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     embeddings = check_embeddings(artifact) if embeddings is None else embeddings
     pairs = next_pairs(artifact)
-    for stage in STAGES:
+    samples = artifact_samples(artifact, hub_sample)
+    for stage in stages:
         started = time.perf_counter()
-        total = stage_size(artifact, stage, pairs)
+        total = stage_size(artifact, stage, pairs, samples)
         sent = 0
         with tqdm(total=total, desc=f"load {stage.name}", unit="row", disable=not progress, leave=False) as bar:
             size = batch_size
             if stage.name == "sentences":
                 size = max(1, min(batch_size, SENTENCE_FLOATS_PER_BATCH // max(1, embeddings.shape[1])))
-            batches = stage_batches(artifact, stage, size, encode_vector, embeddings=embeddings, pairs=pairs)
+            batches = stage_batches(artifact, stage, size, encode_vector, embeddings=embeddings, pairs=pairs,
+                                    samples=samples)
             for rows in prefetch(batches):
                 write(stage.query, rows)
                 sent += len(rows)
@@ -238,5 +264,5 @@ def table_counts(artifact: Artifact) -> dict[str, int]:
     }
 
 
-__all__ = ["STAGES", "Stage", "check_embeddings", "next_pairs", "run_stages", "stage_batches", "table_counts", "utc_now"]
+__all__ = ["STAGES", "Stage", "artifact_samples", "check_embeddings", "next_pairs", "run_stages", "stage_batches", "table_counts", "utc_now"]
 

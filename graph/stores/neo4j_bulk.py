@@ -254,17 +254,29 @@ def import_failure(output: str) -> str:
 
 
 # -- after the import: the Bolt loader's schema, GraphMeta and vector index -----------------------------------
-def finish_import(store: Any, artifact: Artifact, report: BulkReport) -> None:
-    """On the started server: the constraints/indexes of ``schema.cypher``, GraphMeta (complete=false), the vector
-    index (waited for), then GraphMeta complete=true -- the steps :meth:`GraphStore.load` runs around its batches."""
+def finish_import(store: Any, artifact: Artifact, report: BulkReport, hub_sample: int | None = None) -> None:
+    """On the started server: the constraints/indexes of ``schema.cypher``, GraphMeta (complete=false), the hub
+    samples (the loader's last stage, over Bolt: one property on a few entities), the vector index (waited for), then
+    GraphMeta complete=true -- the steps :meth:`GraphStore.load` runs around its batches. ``hub_sample``: the sample
+    size (default ``HUB_SAMPLE_SIZE``)."""
+    from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+    from harness_g.graph.stores.loader import STAGES, artifact_samples, stage_batches
     from harness_g.graph.stores.schema import LOAD_INDEX_TIMEOUT_S
 
+    size = HUB_SAMPLE_SIZE if hub_sample is None else int(hub_sample)
     t = time.perf_counter()
     store.ensure_schema()
     store.write("meta_begin", {"content_hash": artifact.content_hash, "embedding_model": artifact.embedding_model,
                                "embedding_dim": artifact.embedding_dim, "loaded_at": utc_now(),
-                               **graph_identity(artifact)})
+                               "hub_sample": size, **graph_identity(artifact)})
     report.seconds["schema"] = time.perf_counter() - t
+    t = time.perf_counter()
+    stage = next(s for s in STAGES if s.name == "pool_samples")
+    samples = artifact_samples(artifact, size)
+    for rows in stage_batches(artifact, stage, 2000, store.encode_vector, samples=samples):
+        store.write_batch(stage.query, rows)
+    report.rows[stage.name] = len(samples)
+    report.seconds["pool_samples"] = time.perf_counter() - t
     t = time.perf_counter()
     store.ensure_vector_index(artifact.embedding_dim)
     store.wait_for_indexes(LOAD_INDEX_TIMEOUT_S)
@@ -292,13 +304,15 @@ def _seed_with(artifact: Artifact, report: BulkReport, config: Any = None) -> Ca
     return seed
 
 
-def bulk_load_local(graph_dir: str | Path, config: Any = None, *, quiet: bool = True) -> tuple[Any, Any, BulkReport]:
+def bulk_load_local(graph_dir: str | Path, config: Any = None, *, quiet: bool = True,
+                    hub_sample: int | None = None) -> tuple[Any, Any, BulkReport]:
     """Start a local Neo4j (:class:`LocalNeo4j`, ``config``: its :class:`LocalNeo4jConfig`) whose database is
     GRAPH_DIR's artifact, bulk-imported before it starts, with the schema, GraphMeta and vector index in place.
 
     Returns ``(server, store, report)``: the running server (stop it; its data goes with it), a
     :class:`Neo4jStore` on it (close it) and the :class:`BulkReport`. The artifact is verified (sha256 of every
-    file) and its embeddings checked before anything starts.
+    file) and its embeddings checked before anything starts. ``hub_sample``: the hub sample size (default
+    ``HUB_SAMPLE_SIZE``).
     """
     from harness_g.graph.stores.local_neo4j import LocalNeo4j
     from harness_g.graph.stores.neo4j_store import Neo4jStore
@@ -314,7 +328,7 @@ def bulk_load_local(graph_dir: str | Path, config: Any = None, *, quiet: bool = 
     try:
         store = Neo4jStore(server.bolt_uri, *server.auth)
         try:
-            finish_import(store, artifact, report)
+            finish_import(store, artifact, report, hub_sample)
         except BaseException:
             store.close()
             raise

@@ -41,7 +41,7 @@ from harness_g.graph.append import PENDING_SUFFIX, StoreDelta, append_graph, app
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.build import CorpusSpec, build_graph
 from harness_g.graph.config import BuildConfig
-from harness_g.graph.stores.loader import table_counts
+from harness_g.graph.stores.loader import artifact_samples, table_counts
 
 APPEND_DATA = TEST_DATA / "append"
 A_FILE, B_FILE = APPEND_DATA / "a.jsonl", APPEND_DATA / "b.jsonl"
@@ -230,6 +230,7 @@ DUMP = {
     "next": "MATCH (a:Sentence)-[:NEXT]->(b:Sentence) RETURN a.id, b.id",
     "mentions": "MATCH (s:Sentence)-[m:MENTIONS]->(e:Entity) RETURN s.id, e.id, m.surface, m.start, m.`end`, m.kind",
     "synonyms": "MATCH (a:Entity)-[y:SYNONYM]->(b:Entity) RETURN a.id, b.id, y.kind, round(y.score * 10000)",
+    "hub_samples": "MATCH (e:Entity) WHERE e.pool_sample IS NOT NULL RETURN e.id, e.pool_sample",
 }
 
 
@@ -273,6 +274,25 @@ def test_store_receives_only_the_delta_and_holds_the_union(built: Built, scratch
     # the delta is a delta: new sentences only, a handful of changed entities and links
     assert len(built.delta.sentences) == full.counts["sentences"] - Artifact.open(built.a).counts["sentences"]
     assert len(built.delta.entities_upsert) < full.counts["entities"]
+
+
+def test_the_delta_brings_the_hub_samples_to_the_unions(built: Built, scratch_store: Any) -> None:
+    """Loaded with tiny hub samples (an entity mentioned in more sentences than the size is a hub; the smallest size
+    whose samples the append changes), A's store receives the delta: its samples are those of the union, as a full
+    load of the union with the same size writes."""
+    store = scratch_store
+    base, appended = Artifact.open(built.a), Artifact.open(built.g, verify=True)
+    size = next(n for n in (1, 2, 3) if artifact_samples(base, n) != artifact_samples(appended, n))
+    store.load(base, progress=False, hub_sample=size)
+    before = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+    assert before == artifact_samples(base, size) and before
+    seconds = apply_delta(store, appended, built.delta)
+    assert "pool_samples" in seconds and store.meta()["hub_sample"] == size
+    after = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+    assert after == artifact_samples(appended, size) and after != before
+    after_delta = _dump(store, appended, every=10, per_entity=False)
+    store.load(Artifact.open(built.u), progress=False, hub_sample=size)
+    assert after_delta == _dump(store, Artifact.open(built.u), every=10, per_entity=False)
 
 
 def test_an_interrupted_store_delta_is_reloaded_whole(built: Built, scratch_store: Any) -> None:

@@ -32,6 +32,7 @@ from harness_g.graph import artifact as art
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.locks import LOCK_FILE, BusyError, exclusive_lock
 from harness_g.graph.stores.base import GraphStore, graph_identity
+from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
 
 OTHER_DOCS = [
     {"id": "rome", "title": "Rome", "text": "Rome is the capital of Italy. The Colosseum stands in Rome."},
@@ -161,7 +162,7 @@ def test_incomplete_load_with_the_same_hash_is_reloaded(scratch_store: GraphStor
     # a load that died after meta_begin: GraphMeta has the same hash but complete = false
     scratch_store.write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": tiny_artifact.embedding_model,
                                        "embedding_dim": tiny_artifact.embedding_dim, "loaded_at": "2000-01-01T00:00:00Z",
-                                       **graph_identity(tiny_artifact)})
+                                       "hub_sample": HUB_SAMPLE_SIZE, **graph_identity(tiny_artifact)})
     assert scratch_store.loaded_hash() is None and scratch_store.stats()["complete"] is False
     report = scratch_store.load(tiny_artifact, progress=False)
     assert not report.skipped and "total" in report.seconds

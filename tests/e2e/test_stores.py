@@ -21,6 +21,7 @@ from helpers.tiny_artifact import build_tiny_artifact
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.base import GraphStore, graph_identity
+from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
 from harness_g.graph.stores import connect_store
 from harness_g.graph.stores.falkordb_server import HANDOVER_FILE, PID_FILE, EmbeddedFalkorDB, socket_path_for
 from harness_g.graph.stores.falkordb_store import FalkorDBStore
@@ -48,7 +49,7 @@ def test_forced_reload_merges_without_duplicates(scratch_store: GraphStore, tiny
     assert not first.skipped and first.rows["mentions"] == 14 and first.rows["next"] == 7
     # un-finish the load (what a crash right after meta_begin leaves): the next load must re-run everything
     scratch_store.write("meta_begin", {"content_hash": tiny_artifact.content_hash, "embedding_model": "m",
-                                       "embedding_dim": 8, "loaded_at": "x", **graph_identity(tiny_artifact)})
+                                       "embedding_dim": 8, "loaded_at": "x", "hub_sample": HUB_SAMPLE_SIZE, **graph_identity(tiny_artifact)})
     assert scratch_store.loaded_hash() is None
     again = scratch_store.load(tiny_artifact, progress=False, batch_size=4)
     assert not again.skipped and again.rows == first.rows

@@ -25,7 +25,7 @@ SAMPLE_PARAMS = {
     "entity_id": "e_curie", "lookupable_only": True, "articles": True, "rows": [], "vector": [0.1] * 8, "k": 3, "dim": 8,
     "exclude": ["p_paris:1"],
     "ef_runtime": 10, "ef_construction": 50, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m", "embedding_dim": 8, "loaded_at": "now", "limit": 0,
-    "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
+    "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny", "hub_sample": 1000,
 }
 #: a ``$parameter`` reference in Cypher text (group 1: its name)
 PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -23,7 +23,7 @@ from harness_g.graph.stores.queries import DIALECTS, list_queries, load_query, q
 
 TRAVERSALS = (
     "sentences_by_ids", "paragraph_sentences", "entities_by_names", "entities_by_ids", "entities_of_sentences",
-    "lookup_candidates_multi", "pool_members", "lookup_ranked",
+    "lookup_candidates_multi", "pool_members", "lookup_ranked", "lookup_candidates_sampled", "pool_samples_get",
 )
 #: the queries only tests and benchmarks run (tests/cypher, through helpers.store_queries.run_test_query)
 TEST_ONLY = ("lookup_candidates", "sentence_neighbours", "sentences_mentioning", "synonyms_of")
@@ -73,6 +73,7 @@ def test_neo4j_store_queries_exist_in_its_dialect() -> None:
     assert neo_only == {"schema", "create_vector_index", "drop_index", "vector_top_k", "load_sentences", "list_indexes",
                         # CALL (x) { ... } subqueries (FalkorDB parses only the importing-WITH form)
                         "count_nodes_by_label", "count_relationships_by_type", "lookup_candidates_multi",
+                        "lookup_candidates_sampled",
                         # node identity: FalkorDB's id(n) integers, Neo4j's elementId(n) strings (harness-g browse)
                         "nodes_by_internal_ids",
                         # cosine in the store: FalkorDB's vec.cosineDistance, Neo4j's vector.similarity.cosine

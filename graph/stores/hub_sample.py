@@ -1,0 +1,74 @@
+"""Hub samples: a deterministic, bounded stand-in for a hub entity's mention set S(e), stored on its Entity node.
+
+The paper's LOOKUP ranks every sentence of C(e) = S(e) ∪ S(Syn(e)) ∪ N_SS(S(e)) by cosine to m_t (Harness-G §3.3,
+the equation of C(e)), so its cost grows with the entity's mentions: on a 100x replica "United States" has 37,100
+pool sentences (``benchmarks/results/scale.md``), on wiki-18 a hub has 10^5-10^6. Neither store hands out a
+bounded, deterministic subset of a node's edges without reading them all (``LIMIT`` takes storage order, which
+differs between stores and loads), so the subset is chosen at load time:
+
+- an entity is a **hub** when more than ``size`` distinct sentences mention it (any MENTIONS kind);
+- its **sample** is the ``size`` sentence ids of S(e) with the smallest :func:`sample_key` (an 8-byte BLAKE2b of
+  the id, ties by id), in key order: a uniform sample without replacement that depends only on the set S(e), not on
+  the build engine, the shard layout or the load order. It is a bottom-k sketch, so the sample of a union is the
+  bottom ``size`` of the old sample and the new mentions (what ``build --append`` relies on), and the sample of size
+  n < size is its first n ids;
+- the store keeps it as the Entity property ``pool_sample`` (a list of sentence ids; absent on non-hubs) and the
+  sample size in GraphMeta (``hub_sample``).
+
+``EnvConfig.lookup_hub_sample`` (off under both presets) then reads a hub's sample instead of S(e)
+(``cypher/lookup_candidates_sampled.cypher``), so a LOOKUP reads at most ~(3 + synonyms) x ``size`` sentences
+whatever the corpus. Results of entities whose pool touches no hub are the paper's exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterator
+
+import numpy as np
+
+#: distinct sentences above which an entity is a hub, and the size of its stored sample (GraphMeta.hub_sample)
+HUB_SAMPLE_SIZE = 1000
+
+
+def sample_key(sentence_id: str) -> bytes:
+    """The sentence's place in every sample: 8 bytes of BLAKE2b over its UTF-8 id (compare as bytes, then id)."""
+    return hashlib.blake2b(sentence_id.encode("utf-8"), digest_size=8).digest()
+
+
+def bottom_k(sentence_ids: Any, size: int) -> list[str]:
+    """The ``size`` distinct ids of ``sentence_ids`` with the smallest :func:`sample_key` (ties by id), in that
+    order."""
+    unique = set(sentence_ids)
+    return sorted(unique, key=lambda s: (sample_key(s), s))[:size]
+
+
+def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[str]]:
+    """``{entity id: its sample}`` for every hub of a mentions table (a ``pyarrow.Table`` with ``sentence_id`` and
+    ``entity_id`` columns, any row order, duplicates allowed). Linear in the mentions; only hubs' ids are hashed.
+    ``size`` < 1 means no samples."""
+    if size < 1 or mentions.num_rows == 0:
+        return {}
+    entities = np.asarray(mentions.column("entity_id").to_pylist(), dtype=object)
+    sentences = np.asarray(mentions.column("sentence_id").to_pylist(), dtype=object)
+    pairs = set(zip(entities.tolist(), sentences.tolist()))  # distinct (entity, sentence)
+    counts: dict[str, int] = {}
+    for eid, _ in pairs:
+        counts[eid] = counts.get(eid, 0) + 1
+    hubs = {eid for eid, n in counts.items() if n > size}
+    if not hubs:
+        return {}
+    members: dict[str, list[str]] = {eid: [] for eid in hubs}
+    for eid, sid in pairs:
+        if eid in hubs:
+            members[eid].append(sid)
+    return {eid: bottom_k(ids, size) for eid, ids in sorted(members.items())}
+
+
+def sample_rows(samples: dict[str, list[str]], batch_size: int) -> Iterator[list[dict[str, Any]]]:
+    """``load_pool_samples`` rows ``{id, sample}`` in batches (entity id order)."""
+    rows = [{"id": eid, "sample": ids} for eid, ids in sorted(samples.items())]
+    for start in range(0, len(rows), max(1, batch_size)):
+        yield rows[start:start + batch_size]
+
+
+__all__ = ["HUB_SAMPLE_SIZE", "bottom_k", "hub_samples", "sample_key", "sample_rows"]

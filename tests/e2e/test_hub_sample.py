@@ -1,0 +1,151 @@
+"""Hub samples (``EnvConfig.lookup_hub_sample``, issue 35 item 5): what the loaders store and what a sampled LOOKUP
+reads, on the real HotpotQA test graph and both stores.
+
+The test graph has no entity with 1000 sentences, so it is loaded here with hub samples of 3 sentences: every entity
+mentioned in more than 3 sentences is a hub. Its pool C'(e) must be P(e) ∪ P(Syn(e)) ∪ N_SS(P(e)) with P(x) the
+stored sample of a hub and S(x) otherwise, computed here from the artifact's tables; an entity whose pool touches no
+hub keeps the paper's C(e). Seeded walks then run with the switch on.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.seeded_walk import seeded_walk
+
+from harness_g.agent.env.config import EnvConfig
+from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.menu import lookup_pools
+from harness_g.errors import ConfigError, StoreError
+from harness_g.graph.artifact import Artifact
+from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+from harness_g.graph.stores.loader import artifact_samples, next_pairs
+
+H = 3
+SAMPLED = EnvConfig(lookup_hub_sample=H)
+
+
+@pytest.fixture
+def sampled_view(scratch_store: Any, hotpot_graph_dir: Path, falkordb_hotpot_view: GraphView) -> GraphView:
+    artifact = Artifact.open(hotpot_graph_dir)
+    report = scratch_store.load(artifact, progress=False, hub_sample=H)
+    assert report.rows["pool_samples"] == len(artifact_samples(artifact, H)) > 5
+    return GraphView(scratch_store, artifact, embedder=falkordb_hotpot_view.embedder)
+
+
+def _expected_pools(artifact: Artifact,
+                    samples: dict[str, list[str]]) -> tuple[dict[str, tuple[str, ...]], set[str]]:
+    """C'(e) from the artifact's tables, in the query's order (channel, then id); the entities whose C'(e) reads a
+    sample (e or a synonym is a hub)."""
+    mentions = artifact.table("mentions", columns=["sentence_id", "entity_id"])
+    mentioned: dict[str, set[str]] = defaultdict(set)
+    for sid, eid in zip(*(mentions.column(c).to_pylist() for c in ("sentence_id", "entity_id"))):
+        mentioned[eid].add(sid)
+    synonyms: dict[str, set[str]] = defaultdict(set)
+    table = artifact.table("synonyms", columns=["src", "dst"])
+    for a, b in zip(table.column("src").to_pylist(), table.column("dst").to_pylist()):
+        synonyms[a].add(b)
+        synonyms[b].add(a)
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for a, b in next_pairs(artifact):
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+
+    def read(x: str) -> set[str]:
+        return set(samples[x]) if x in samples else mentioned[x]
+
+    out, touched = {}, set()
+    for eid in artifact.table("entities", columns=["id"]).column("id").to_pylist():
+        if eid in samples or synonyms[eid] & set(samples):
+            touched.add(eid)
+        channel: dict[str, int] = {}
+        for sid in read(eid):
+            channel[sid] = 0
+        for other in synonyms[eid]:
+            for sid in read(other):
+                channel.setdefault(sid, 1)
+        for sid in read(eid):
+            for n in neighbours[sid]:
+                channel.setdefault(n, 2)
+        out[eid] = tuple(sid for sid, _ in sorted(channel.items(), key=lambda kv: (kv[1], kv[0])))
+    return out, touched
+
+
+def test_the_store_holds_each_hubs_sample(sampled_view: GraphView) -> None:
+    store, artifact = sampled_view.store, sampled_view.artifact
+    stored = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+    assert stored == artifact_samples(artifact, H)
+    assert store.meta()["hub_sample"] == H and store.stats()["hub_sample"] == H
+    assert all(len(ids) == H for ids in stored.values())
+
+
+def test_every_sampled_pool_is_the_sampled_equation(sampled_view: GraphView) -> None:
+    view = sampled_view
+    samples = artifact_samples(view.artifact, H)
+    expected, touched = _expected_pools(view.artifact, samples)
+    ids = sorted(expected)
+    got = lookup_pools(view, ids, SAMPLED)
+    assert got == expected, [e for e in ids if got[e] != expected[e]][:5]
+    paper = lookup_pools(view, ids, EnvConfig())
+    hubs = set(samples)
+    # an entity whose pool reads no sample keeps the paper's pool; a hub's pool is smaller than the paper's
+    assert all(got[e] == paper[e] for e in ids if e not in touched) and len(touched) < len(ids) // 2
+    assert all(set(got[e]) <= set(paper[e]) for e in ids)
+    assert any(len(got[e]) < len(paper[e]) for e in hubs)
+    assert max(len(got[e]) for e in hubs) < max(len(paper[e]) for e in hubs)
+
+
+def test_walks_with_the_switch_read_only_sampled_pools(sampled_view: GraphView, hotpot_questions) -> None:
+    view = sampled_view
+    pools = {}
+    lookups = 0
+    for item in hotpot_questions[:3]:
+        for seed in range(2):
+            for step in seeded_walk(view, SAMPLED, item, seed):
+                for entity, result in step["lookups"].items():
+                    pools.setdefault(entity, set(lookup_pools(view, [entity], SAMPLED)[entity]))
+                    assert set(result) <= pools[entity], entity
+                    lookups += 1
+    assert lookups > 10
+
+
+def test_without_hubs_the_switch_is_the_paper(hotpot_view: GraphView, hotpot_questions) -> None:
+    """The session graph is loaded with the default size: no entity of the test graph has 1000 sentences."""
+    assert hotpot_view.store.meta()["hub_sample"] == HUB_SAMPLE_SIZE
+    assert not artifact_samples(hotpot_view.artifact, HUB_SAMPLE_SIZE)
+    switch = EnvConfig(lookup_hub_sample=HUB_SAMPLE_SIZE)
+    for item in hotpot_questions[:2]:
+        assert seeded_walk(hotpot_view, switch, item, 0) == seeded_walk(hotpot_view, EnvConfig(), item, 0)
+
+
+def test_a_store_with_other_samples_or_none_is_refused(sampled_view: GraphView) -> None:
+    view = sampled_view
+    with pytest.raises(StoreError, match=r"lookup_hub_sample=4, but .* holds hub samples of 3 sentences; set "
+                                         r"lookup_hub_sample=3$"):
+        view.lookup_pools(["x"], articles=False, hub_sample=4)
+    store, artifact = view.store, view.artifact
+    meta = store.meta()
+    store.write("meta_begin", {**{k: meta[k] for k in ("content_hash", "embedding_model", "embedding_dim",
+                                                         "loaded_at", "graph_dir", "graph_host", "graph_name")},
+                               "hub_sample": None})
+    store.write("meta_complete", {"content_hash": meta["content_hash"], "loaded_at": meta["loaded_at"]})
+    fresh = GraphView(store, artifact, embedder=view.embedder)
+    with pytest.raises(StoreError, match=r"without hub samples .*harness-g build --out .* --force`\) or set "
+                                         r"lookup_hub_sample=0$"):
+        fresh.lookup_pools(["x"], articles=False, hub_sample=H)
+    # a load with a size the store does not hold is not a no-op: cleared and written again
+    assert not store.holds(artifact, H)
+    report = store.load(artifact, progress=False, hub_sample=2)
+    assert not report.skipped and "clear" in report.seconds
+    assert {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")} == artifact_samples(artifact, 2)
+    assert store.load(artifact, progress=False, hub_sample=2).skipped
+
+
+@pytest.mark.parametrize("other", [{"article_pool": True}, {"anchor_slot": True}, {"lookup_index_top_m": 100},
+                                   {"lookup_store_rank_min": 10}])
+def test_the_switch_refuses_what_it_does_not_sample(other: dict) -> None:
+    name = next(iter(other))
+    with pytest.raises(ConfigError, match=rf"^lookup_hub_sample=3 samples the paper's pool C\(e\) .* with {name}"):
+        EnvConfig(lookup_hub_sample=3, **other)

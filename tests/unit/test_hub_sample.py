@@ -1,0 +1,55 @@
+"""The hub sample (``harness_g.graph.stores.hub_sample``): which entities are hubs, which sentences their sample holds,
+and the properties the loaders and ``build --append`` rely on (order-free, a prefix for a smaller size, mergeable)."""
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+
+from harness_g.graph.stores.hub_sample import bottom_k, hub_samples, sample_key, sample_rows
+
+
+def _mentions(pairs: list[tuple[str, str]]) -> pa.Table:
+    return pa.table({"sentence_id": [s for s, _ in pairs], "entity_id": [e for _, e in pairs]})
+
+
+def _pairs(n_hub: int, n_small: int) -> list[tuple[str, str]]:
+    pairs = [(f"p{i // 5}:{i % 5}", "e_hub") for i in range(n_hub)]
+    pairs += [(f"q{i}:0", "e_small") for i in range(n_small)]
+    return pairs
+
+
+def test_only_entities_with_more_distinct_sentences_than_the_size_are_hubs() -> None:
+    pairs = _pairs(12, 4)
+    pairs += [("q0:0", "e_small")] * 5  # duplicate mentions of one sentence count once
+    assert set(hub_samples(_mentions(pairs), 4)) == {"e_hub"}  # e_small: exactly 4 distinct sentences, not a hub
+    assert set(hub_samples(_mentions(pairs), 3)) == {"e_hub", "e_small"}
+    assert hub_samples(_mentions(pairs), 12) == {} and hub_samples(_mentions(pairs), 0) == {}
+
+
+def test_the_sample_is_the_smallest_keys_in_key_order_whatever_the_row_order() -> None:
+    pairs = _pairs(40, 2)
+    sample = hub_samples(_mentions(pairs), 7)["e_hub"]
+    ids = {s for s, e in pairs if e == "e_hub"}
+    assert sample == sorted(ids, key=lambda s: (sample_key(s), s))[:7] and len(set(sample)) == 7
+    for seed in range(3):
+        shuffled = pairs[:]
+        random.Random(seed).shuffle(shuffled)
+        assert hub_samples(_mentions(shuffled), 7)["e_hub"] == sample
+    # a smaller size is a prefix: the first n ids are the sample of size n
+    assert hub_samples(_mentions(pairs), 3)["e_hub"] == sample[:3]
+
+
+def test_the_sample_of_a_union_is_the_bottom_k_of_the_old_sample_and_the_new_mentions() -> None:
+    old = [f"a{i}:0" for i in range(30)]
+    new = [f"b{i}:0" for i in range(30)]
+    assert bottom_k(bottom_k(old, 8) + new, 8) == bottom_k(old + new, 8)
+    # keys are a hash of the id, not its order: the sample is not the first ids
+    assert bottom_k(old, 8) != sorted(old)[:8]
+
+
+def test_sample_rows_batches_by_entity_id() -> None:
+    samples = {"e_b": ["s1"], "e_a": ["s2", "s3"], "e_c": ["s4"]}
+    batches = list(sample_rows(samples, 2))
+    assert batches == [[{"id": "e_a", "sample": ["s2", "s3"]}, {"id": "e_b", "sample": ["s1"]}],
+                       [{"id": "e_c", "sample": ["s4"]}]]
