@@ -30,6 +30,10 @@ What is computed for the new documents only, and what is re-derived for the unio
   changed (a rule link excludes a pair from the embedding ranking), entities with a cosine >= ``link_min_cosine``
   to a new or changed vector, and the old embedding neighbours of all of these (an undirected edge may come from
   either end's list). Every other entity's neighbour list is provably unchanged, so its stored edges are kept.
+- **hub samples** (:mod:`harness_g.graph.stores.hub_sample`, ``EnvConfig.lookup_hub_sample``): recomputed for the
+  union at the store's own size (``GraphMeta.hub_sample``) and compared with the store's ``pool_sample`` properties
+  (:func:`sample_delta`): only entities whose sample changed are written. A store without hub samples (loaded by an
+  older harness-g) gets a full load.
 
 **Atomicity.** The artifact: the union is written into ``GRAPH_DIR/.staging-<pid>/`` and published with the build's
 own atomic switch (:func:`harness_g.graph.artifact.publish`), under ``GRAPH_DIR/.lock``: a crash at any instant

@@ -90,8 +90,8 @@ class EnvConfig(Config):
            "rounding; cost still linear in the pool). 0: every pool is read whole", ge=0)
     lookup_hub_sample: int = config_field(
         0, "scale switch, changes hub results: N reads a hub's stored sample of N sentences in place of S(e) in every "
-           "pool C(e), bounding LOOKUP cost (hub_sample.py; the store must be loaded with hub samples of size N, "
-           "1000 by default). 0 (paper): S(e) whole (Harness-G §3.3)", ge=0)
+           "pool C(e), bounding LOOKUP cost (the store needs samples of size N, 1000 by default; with "
+           "lookup_index_top_m the index decides first). 0 (paper): S(e) whole (Harness-G §3.3)", ge=0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -100,8 +100,7 @@ class EnvConfig(Config):
             raise ConfigError(f"lookup_store_rank_min={self.lookup_store_rank_min} ranks the paper's pool C(e) only, "
                               f"not {on}: set lookup_store_rank_min=0, or {on} false")
         if self.lookup_hub_sample:
-            on = [n for n in ("article_pool", "anchor_slot", "lookup_index_top_m", "lookup_store_rank_min")
-                  if getattr(self, n)]
+            on = [n for n in ("article_pool", "anchor_slot", "lookup_store_rank_min") if getattr(self, n)]
             if on:
                 raise ConfigError(f"lookup_hub_sample={self.lookup_hub_sample} samples the paper's pool C(e) and reads "
                                   f"it whole; it does not combine with {' and '.join(on)}: set lookup_hub_sample=0, or "

@@ -253,7 +253,7 @@ def question_entity_channel(view: GraphView, entity_ids: Sequence[str], q_vec: n
         floor = None if complete or not cosines else cosines[max(1, math.ceil(len(cosines) * INDEX_TRUSTED_SHARE)) - 1]
         members = view.pool_members(top, tried)
         rest = [e for e in ids if e not in members]
-        pools = view.lookup_pools(rest, articles=False) if rest else {}
+        pools = view.lookup_pools(rest, articles=False, hub_sample=cfg.lookup_hub_sample) if rest else {}
         entries = [sid for e in ids for sid in (sorted(members[e]) if e in members else pools.get(e, ()))]
         ranked = view.rank(q_vec, entries)
         if floor is None or (len(ranked) >= k and ranked[k - 1][1] > floor + INDEX_MARGIN):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterator
 
-import numpy as np
+import pyarrow.compute as pc
 
 #: distinct sentences above which an entity is a hub, and the size of its stored sample (GraphMeta.hub_sample)
 HUB_SAMPLE_SIZE = 1000
@@ -44,23 +44,19 @@ def bottom_k(sentence_ids: Any, size: int) -> list[str]:
 
 def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[str]]:
     """``{entity id: its sample}`` for every hub of a mentions table (a ``pyarrow.Table`` with ``sentence_id`` and
-    ``entity_id`` columns, any row order, duplicates allowed). Linear in the mentions; only hubs' ids are hashed.
-    ``size`` < 1 means no samples."""
+    ``entity_id`` columns, any row order, duplicates allowed). The distinct-sentence counts are one Arrow group-by;
+    only the hubs' rows reach Python to be hashed. ``size`` < 1 means no samples."""
     if size < 1 or mentions.num_rows == 0:
         return {}
-    entities = np.asarray(mentions.column("entity_id").to_pylist(), dtype=object)
-    sentences = np.asarray(mentions.column("sentence_id").to_pylist(), dtype=object)
-    pairs = set(zip(entities.tolist(), sentences.tolist()))  # distinct (entity, sentence)
-    counts: dict[str, int] = {}
-    for eid, _ in pairs:
-        counts[eid] = counts.get(eid, 0) + 1
-    hubs = {eid for eid, n in counts.items() if n > size}
-    if not hubs:
+    pairs = mentions.select(["entity_id", "sentence_id"])
+    counts = pairs.group_by("entity_id").aggregate([("sentence_id", "count_distinct")])
+    hubs = counts.filter(pc.greater(counts.column("sentence_id_count_distinct"), size)).column("entity_id")
+    if len(hubs) == 0:
         return {}
-    members: dict[str, list[str]] = {eid: [] for eid in hubs}
-    for eid, sid in pairs:
-        if eid in hubs:
-            members[eid].append(sid)
+    rows = pairs.filter(pc.is_in(pairs.column("entity_id"), value_set=hubs))
+    members: dict[str, set[str]] = {}
+    for eid, sid in zip(rows.column("entity_id").to_pylist(), rows.column("sentence_id").to_pylist()):
+        members.setdefault(eid, set()).add(sid)
     return {eid: bottom_k(ids, size) for eid, ids in sorted(members.items())}
 
 

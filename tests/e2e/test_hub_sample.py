@@ -17,7 +17,8 @@ from helpers.seeded_walk import seeded_walk
 
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.graph_view import GraphView
-from harness_g.agent.env.menu import lookup_pools
+from harness_g.agent.env import menu
+from harness_g.agent.env.menu import index_lookup_results, lookup_pools, lookup_result, lookup_results_for
 from harness_g.errors import ConfigError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
@@ -143,8 +144,33 @@ def test_a_store_with_other_samples_or_none_is_refused(sampled_view: GraphView) 
     assert store.load(artifact, progress=False, hub_sample=2).skipped
 
 
-@pytest.mark.parametrize("other", [{"article_pool": True}, {"anchor_slot": True}, {"lookup_index_top_m": 100},
-                                   {"lookup_store_rank_min": 10}])
+def test_with_the_index_a_lookup_is_the_papers_where_it_decides_and_sampled_elsewhere(
+        sampled_view: GraphView, hotpot_questions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lookup_index_top_m`` with ``lookup_hub_sample``: the index's decided LOOKUPs are the paper's (exact when the
+    index is), the others rank the sampled pool instead of the whole one. M = 40 and every entity tried, so both
+    branches run."""
+    monkeypatch.setattr(menu, "INDEX_MENTIONS_PER_M", 0.0)
+    view = sampled_view
+    both, paper = EnvConfig(lookup_hub_sample=H, lookup_index_top_m=40), EnvConfig()
+    ids = sorted(artifact_samples(view.artifact, 1))  # entities mentioned in two or more sentences
+    sampled, whole = lookup_pools(view, ids, SAMPLED), lookup_pools(view, ids, paper)
+    decided_total = sampled_only = 0
+    for item in hotpot_questions[:3]:
+        m_vec = view.encode([item.question])[0]
+        decided = index_lookup_results(view, ids, m_vec, set(), set(), both)
+        got = lookup_results_for(view, ids, m_vec, set(), set(), both)
+        for e in ids:
+            exact = lookup_result(view, whole[e], m_vec, set(), set(), paper)
+            if e in decided:
+                assert got[e] == decided[e] == exact, e
+            else:
+                assert got[e] == lookup_result(view, sampled[e], m_vec, set(), set(), SAMPLED), e
+                sampled_only += got[e] != exact
+        decided_total += len(decided)
+    assert decided_total > 0 and sampled_only > 0
+
+
+@pytest.mark.parametrize("other", [{"article_pool": True}, {"anchor_slot": True}, {"lookup_store_rank_min": 10}])
 def test_the_switch_refuses_what_it_does_not_sample(other: dict) -> None:
     name = next(iter(other))
     with pytest.raises(ConfigError, match=rf"^lookup_hub_sample=3 samples the paper's pool C\(e\) .* with {name}"):
