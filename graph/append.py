@@ -437,7 +437,7 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
     from harness_g.graph.stores.loader import utc_now
 
     seconds: dict[str, float] = {}
-    hub_sample = (store.meta() or {}).get("hub_sample")  # load_delta sends a delta only to a store that has one
+    hub_sample = (store.meta() or {}).get("hub_sample")  # the size the store's samples have
     meta = {"embedding_model": artifact.embedding_model, "embedding_dim": artifact.embedding_dim,
             "hub_sample": hub_sample, **graph_identity(artifact)}
     store.write("meta_begin", {"content_hash": delta.content_hash + PENDING_SUFFIX, "loaded_at": utc_now(), **meta})
@@ -463,8 +463,10 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
             store.write_batch(query, batch)
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
-    for batch in _batches(sample_delta(store, artifact, int(hub_sample)), max(1, SAMPLE_IDS_PER_BATCH // int(hub_sample))):
-        store.write_batch("load_pool_samples", batch)
+    if hub_sample is not None:  # a store without samples stays without (GraphMeta.hub_sample null): load_delta
+        for batch in _batches(sample_delta(store, artifact, int(hub_sample)),  # reloads such a store whole instead
+                              max(1, SAMPLE_IDS_PER_BATCH // max(1, int(hub_sample)))):
+            store.write_batch("load_pool_samples", batch)
     seconds["pool_samples"] = time.perf_counter() - t
     t = time.perf_counter()
     store.ensure_vector_index(artifact.embedding_dim)  # present already: a no-op

@@ -215,19 +215,18 @@ def run_stages(
     encode_vector: VectorEncoder,
     embeddings: np.ndarray | None = None,
     hub_sample: int = HUB_SAMPLE_SIZE,
-    stages: Sequence[Stage] = STAGES,
 ) -> None:
     """Send every stage's batches through ``write``; rows and seconds per stage go into ``report``.
 
     ``embeddings`` is the checked ``(n_sentences, dim)`` float32 matrix (read and checked here when None);
-    ``hub_sample``: the hub sample size (GraphMeta.hub_sample, the caller records it); ``stages``: which to run.
+    ``hub_sample``: the hub sample size (GraphMeta.hub_sample, the caller records it).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     embeddings = check_embeddings(artifact) if embeddings is None else embeddings
     pairs = next_pairs(artifact)
     samples = artifact_samples(artifact, hub_sample)
-    for stage in stages:
+    for stage in STAGES:
         started = time.perf_counter()
         total = stage_size(artifact, stage, pairs, samples)
         sent = 0

@@ -32,10 +32,11 @@ PARAMS: dict[str, Any] = {
     "entity_ids": ["e_curie", "e_sorbonne"], "sentence_ids": ["p_curie:0", "p_paris:1"], "entity_id": "e_curie", "lookupable_only": True, "articles": True, "vector": [0.1] * 8, "exclude": [],
     "k": 3, "dim": 8, "limit": 1, "name": "no_such_index", "content_hash": "sample", "embedding_model": "m",
     "embedding_dim": 8, "loaded_at": "2024-01-01T00:00:00Z", "graph_dir": "/tmp/g", "graph_host": "h", "graph_name": "tiny",
-    "rows": [],  # load_*: UNWIND over no rows; the statement is still planned, so notifications still come
+    "hub_sample": 1000, "rows": [],  # load_*: UNWIND over no rows; the statement is still planned, so notifications still come
 }
 #: the queries whose shared text Neo4j reports as deprecated, overridden in cypher/neo4j/
-OVERRIDDEN = ("count_nodes_by_label", "count_relationships_by_type", "lookup_candidates", "lookup_candidates_multi")
+OVERRIDDEN = ("count_nodes_by_label", "count_relationships_by_type", "lookup_candidates", "lookup_candidates_multi",
+              "lookup_candidates_sampled")
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +121,8 @@ def test_overrides_return_the_shared_rows(tiny: Neo4jStore, driver: neo4j.Driver
     elif name == "lookup_candidates_multi":
         lists = (list(LOOKUP), ["e_univ", "e_curie", "e_curie", "e_unknown"], ["e_1903"], [])
         cases = [{"entity_ids": ids, "articles": articles} for ids in lists for articles in (False, True)]
+    elif name == "lookup_candidates_sampled":
+        cases = [{"entity_ids": ids} for ids in (list(LOOKUP), ["e_univ", "e_curie", "e_curie", "e_unknown"], [])]
     else:
         cases = [{}]
     for params in cases:
