@@ -46,6 +46,12 @@ from harness_g.graph.stores.schema import LABELS, MISSING, REL_TYPES, TIE_MARGIN
 Rows = list[dict[str, Any]]
 
 
+def _holds(meta: dict[str, Any] | None, artifact: Artifact, hub_sample: int) -> bool:
+    """Whether GraphMeta row ``meta`` records ``artifact`` completely loaded with hub samples of ``hub_sample``."""
+    return bool(meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash
+                and meta.get("hub_sample") == hub_sample)
+
+
 def graph_identity(artifact: Artifact) -> dict[str, str]:
     """Which graph an artifact is, as GraphMeta records it: ``graph_dir`` (absolute path), ``graph_host`` (the
     machine's host name: paths are per machine) and ``graph_name`` (the dataset name, for messages)."""
@@ -179,9 +185,7 @@ class GraphStore(ABC):
         before hub samples existed (GraphMeta.hub_sample null) does not, so it is loaded once more."""
         from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
 
-        meta = self.meta()
-        return bool(meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash
-                    and meta.get("hub_sample") == (HUB_SAMPLE_SIZE if hub_sample is None else hub_sample))
+        return _holds(self.meta(), artifact, HUB_SAMPLE_SIZE if hub_sample is None else hub_sample)
 
     def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
         """Block until every index of ours that exists is ready and the vector index exists.
@@ -270,7 +274,7 @@ class GraphStore(ABC):
         report = LoadReport()
         started = time.perf_counter()
         meta = self.meta()
-        if not force and self.holds(artifact, hub_sample):
+        if not force and _holds(meta, artifact, hub_sample):  # the GraphMeta just read, not a second query
             report.skipped = True
             return report
         embeddings = check_embeddings(artifact)  # bad input fails here, before the old graph is touched
