@@ -32,7 +32,7 @@ What is computed for the new documents only, and what is re-derived for the unio
   either end's list). Every other entity's neighbour list is provably unchanged, so its stored edges are kept.
 - **hub samples** (:mod:`harness_g.graph.stores.hub_sample`, ``EnvConfig.lookup_hub_sample``): recomputed for the
   union at the store's own size (``GraphMeta.hub_sample``) and compared with the store's ``pool_sample`` properties
-  (:func:`sample_delta`): only entities whose sample changed are written. A store without hub samples (loaded by an
+  (:func:`~harness_g.graph.stores.loader.sample_delta`): only entities whose sample changed are written. A store without hub samples (loaded by an
   older harness-g) gets a full load.
 
 **Atomicity.** The artifact: the union is written into ``GRAPH_DIR/.staging-<pid>/`` and published with the build's
@@ -82,11 +82,10 @@ from harness_g.graph.build import (BuildResult, CorpusSpec, _cpu_now, _EntityTab
 from harness_g.graph.config import BuildConfig
 from harness_g.graph.embed import get_embedder
 from harness_g.graph.locks import exclusive_lock
-from harness_g.graph.stores.loader import SAMPLE_IDS_PER_BATCH
-from harness_g.graph.text.canonical import canonicalize
+from harness_g.graph.stores.loader import sample_delta, write_sample_rows
 from harness_g.graph.text.linking import (SynonymEdge, add_embedding_candidates, embedding_candidates_of,
                                           excluded_columns, link_entities)
-from harness_g.graph.types import Dataset, Mention, Paragraph, QAItem, entity_id
+from harness_g.graph.types import Dataset, Mention, Paragraph, QAItem
 
 #: ``GraphMeta.content_hash`` while a delta is being applied: never an artifact's hash, so an interrupted delta
 #: is reloaded whole by the next ``load_graph``
@@ -413,21 +412,6 @@ def _batches(rows: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, A
         yield rows[start:start + size]
 
 
-def sample_delta(store: Any, artifact: art.Artifact, hub_sample: int) -> list[dict[str, Any]]:
-    """``load_pool_samples`` rows that bring the store's hub samples to the union's: each entity of ``artifact`` whose
-    sample of size ``hub_sample`` (:mod:`harness_g.graph.stores.hub_sample`) differs from what the store holds, with
-    ``sample: null`` for an entity that stopped being a hub (title mentions can be removed). Compared with the
-    store's own ``pool_sample`` properties, so a delta leaves them as a full load of the union would."""
-    from harness_g.graph.stores.loader import artifact_samples
-
-    new = artifact_samples(artifact, hub_sample)
-    old = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
-    present = set(artifact.table("entities", columns=["id"]).column("id").to_pylist())
-    rows = [{"id": eid, "sample": ids} for eid, ids in sorted(new.items()) if old.get(eid) != ids]
-    rows += [{"id": eid, "sample": None} for eid in sorted(set(old) - set(new)) if eid in present]
-    return rows
-
-
 def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_size: int = 2000) -> dict[str, float]:
     """Send ``delta`` to a store that holds ``delta.base_hash`` completely; seconds per part.
 
@@ -464,9 +448,9 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
     if hub_sample is not None:  # a store without samples stays without (GraphMeta.hub_sample null): load_delta
-        for batch in _batches(sample_delta(store, artifact, int(hub_sample)),  # reloads such a store whole instead
-                              max(1, SAMPLE_IDS_PER_BATCH // max(1, int(hub_sample)))):
-            store.write_batch("load_pool_samples", batch)
+        # resamples such a store after the delta instead (GraphStore.load)
+        write_sample_rows(store.write_batch, sample_delta(store, artifact, int(hub_sample)), int(hub_sample),
+                          batch_size)
     seconds["pool_samples"] = time.perf_counter() - t
     t = time.perf_counter()
     store.ensure_vector_index(artifact.embedding_dim)  # present already: a no-op

@@ -41,6 +41,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise ConfigError("--ray-address needs --engine ray")
     if args.append and args.engine != "local":
         raise ConfigError("--append runs on the local engine (graph/append.py); drop --engine ray")
+    if args.hub_sample is not None:
+        if args.no_load:
+            raise ConfigError("--hub-sample sets what the load writes; drop --no-load")
+        if args.append:
+            raise ConfigError("--hub-sample does not combine with --append (the delta keeps the store's sample "
+                              "size); append first, then run the same build without --append and with --hub-sample")
+        if args.hub_sample < 1:
+            raise ConfigError(f"--hub-sample must be >= 1 sentence, got {args.hub_sample}")
     if not args.no_load:
         parse_store_spec(args.store)  # a malformed --store fails now, not after a long build
     inputs = []
@@ -104,9 +112,13 @@ def _build_and_load(args: argparse.Namespace, inputs: list, config: Any) -> int:
     if args.no_load:
         return 0
     # --force rebuilds the artifact and reloads the store: a skipped load would keep whatever the store holds now
-    store, report = load_graph(args.out, args.store, progress=progress, force=args.force, replace=args.replace)
+    store, report = load_graph(args.out, args.store, progress=progress, force=args.force, replace=args.replace,
+                               hub_sample=args.hub_sample)
     with store:
         what = "already loaded (no-op)" if report.skipped else f"loaded in {report.seconds.get('total', 0.0):.1f}s"
+        if report.resampled:
+            what = (f"hub samples of {store.meta()['hub_sample']} rewritten for {report.rows['pool_samples']} "
+                    f"entities in {report.seconds['total']:.1f}s (the graph was loaded already)")
         # the store actually used: --store, else the one remembered in GRAPH_DIR/store.json
         print(f"  store {store.where}: {what}; indexes: {store.index_state()}")
     return 0
@@ -203,12 +215,18 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     from harness_g.graph.stores.local_neo4j import LocalNeo4j
 
     config = local_neo4j_config(args)
+    hub_sample = getattr(args, "hub_sample", None)
+    if hub_sample is not None and not args.bulk_load:
+        raise ConfigError("--hub-sample needs --bulk-load GRAPH_DIR (a graph loaded later with `harness-g build "
+                          "--store ...` takes build's --hub-sample)")
+    if hub_sample is not None and hub_sample < 1:
+        raise ConfigError(f"--hub-sample must be >= 1 sentence, got {hub_sample}")
     chosen = config.password
     print("neo4j: starting (first time: Maven fetches Neo4j from Maven Central, ~1 min)", flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        with (_bulk_loaded(args.bulk_load, config) if args.bulk_load else LocalNeo4j(config, quiet=False)) as server:
+        with (_bulk_loaded(args.bulk_load, config, hub_sample) if args.bulk_load else LocalNeo4j(config, quiet=False)) as server:
             print(f"neo4j: Neo4j {server.version} ready (data is deleted when it stops)")
             print(f"  bolt     {server.bolt_uri}")
             print(f"  user     {server.user}")
@@ -230,13 +248,13 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bulk_loaded(graph_dir: str, config: Any) -> Any:
+def _bulk_loaded(graph_dir: str, config: Any, hub_sample: int | None = None) -> Any:
     """``neo4j --bulk-load GRAPH_DIR``: a started LocalNeo4j whose database is the artifact, imported offline by
     ``neo4j-admin database import full`` (graph/stores/neo4j_bulk.py); GRAPH_DIR's store.json then names it."""
     from harness_g.graph.load import remember_store
     from harness_g.graph.stores.neo4j_bulk import bulk_load_local
 
-    server, store, report = bulk_load_local(graph_dir, config, quiet=False)
+    server, store, report = bulk_load_local(graph_dir, config, quiet=False, hub_sample=hub_sample)
     store.close()
     remember_store(graph_dir, server.bolt_uri)
     nodes = sum(report.rows[k] for k in ("paragraphs", "sentences", "entities"))
@@ -320,6 +338,10 @@ def _add_build(sub: Any) -> None:
     p.add_argument("--replace", action="store_true",
                    help="load even when the store (a Neo4j database, a FalkorDB server's graph) holds another graph, "
                         "replacing it; without it that is refused: one database holds one graph")
+    p.add_argument("--hub-sample", type=int, metavar="N",
+                   help="hub sample size the load writes (Entity.pool_sample of entities in more than N sentences, "
+                        "read by EnvConfig.lookup_hub_sample=N; default: the store's current size, else 1000); a "
+                        "store holding the graph gets only its samples rewritten")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_build)
 
@@ -371,4 +393,6 @@ def _add_neo4j(sub: Any) -> None:
                    help="start with GRAPH_DIR's graph in the database, bulk-imported offline by neo4j-admin's importer "
                         "(CSV; much faster than the Bolt loader on large graphs), then constraints and vector index; "
                         "GRAPH_DIR's store.json then names this server")
+    p.add_argument("--hub-sample", type=int, metavar="N",
+                   help="with --bulk-load: the hub sample size written (EnvConfig.lookup_hub_sample=N; default 1000)")
     p.set_defaults(func=cmd_neo4j)

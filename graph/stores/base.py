@@ -38,12 +38,27 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness_g.errors import StoreError
+from harness_g.errors import ConfigError, StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.queries import load_query, split_statements
 from harness_g.graph.stores.schema import LABELS, MISSING, REL_TYPES, TIE_MARGIN, VECTOR_INDEX
 
 Rows = list[dict[str, Any]]
+
+
+def resolve_hub_sample(meta: dict[str, Any] | None, artifact: Artifact, requested: int | None) -> int:
+    """The hub sample size a load of ``artifact`` writes: ``requested``; when None, the size the store records for
+    this artifact (GraphMeta ``meta`` with its content hash and a ``hub_sample``), so reading a graph never resamples
+    it; else :data:`~harness_g.graph.stores.hub_sample.HUB_SAMPLE_SIZE`."""
+    from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+
+    if requested is not None:
+        if int(requested) < 1:
+            raise ConfigError(f"hub sample size must be >= 1 sentence, got {requested}")
+        return int(requested)
+    if meta and meta.get("content_hash") == artifact.content_hash and meta.get("hub_sample") is not None:
+        return int(meta["hub_sample"])
+    return HUB_SAMPLE_SIZE
 
 
 def _holds(meta: dict[str, Any] | None, artifact: Artifact, hub_sample: int) -> bool:
@@ -63,9 +78,11 @@ def graph_identity(artifact: Artifact) -> dict[str, str]:
 
 @dataclass
 class LoadReport:
-    """What a load did: rows sent per table, seconds per stage, whether it was a no-op."""
+    """What a load did: rows sent per table, seconds per stage, whether it was a no-op, whether it only rewrote the
+    hub samples of a graph the store held (:meth:`GraphStore._resample`)."""
 
     skipped: bool = False
+    resampled: bool = False
     rows: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -180,12 +197,11 @@ class GraphStore(ABC):
         return str(meta["content_hash"]) if meta and meta.get("complete") is True else None
 
     def holds(self, artifact: Artifact, hub_sample: int | None = None) -> bool:
-        """Whether the store holds ``artifact`` completely with hub samples of size ``hub_sample`` (default
-        :data:`~harness_g.graph.stores.hub_sample.HUB_SAMPLE_SIZE`): what makes :meth:`load` a no-op. A store loaded
-        before hub samples existed (GraphMeta.hub_sample null) does not, so it is loaded once more."""
-        from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
-
-        return _holds(self.meta(), artifact, HUB_SAMPLE_SIZE if hub_sample is None else hub_sample)
+        """Whether the store holds ``artifact`` completely with hub samples of size ``hub_sample`` (None: of any
+        size, :func:`resolve_hub_sample`): what makes :meth:`load` a no-op. A store loaded before hub samples existed
+        (GraphMeta.hub_sample null) does not, so its samples are written once."""
+        meta = self.meta()
+        return _holds(meta, artifact, resolve_hub_sample(meta, artifact, hub_sample))
 
     def wait_for_indexes(self, timeout_s: float = 300.0) -> None:
         """Block until every index of ours that exists is ready and the vector index exists.
@@ -262,20 +278,24 @@ class GraphStore(ABC):
         store holds exactly the artifact's files again (a graph edited by hand in the store, or rebuilt by a code
         change that kept the hash, is not kept by a skipped load).
         ``hub_sample``: the hub sample size written and recorded in GraphMeta (:mod:`~harness_g.graph.stores.hub_sample`;
-        default ``HUB_SAMPLE_SIZE``; tests give a small graph hubs with a small one). A store holding the artifact with
-        another size (or none: loaded by an older harness-g) is cleared and loaded again, never left half-sampled.
+        None: the size the store holds this artifact with, else ``HUB_SAMPLE_SIZE``: :func:`resolve_hub_sample`;
+        tests give a small graph hubs with a small one). A store holding the artifact completely with another size
+        (or none: loaded by an older harness-g) gets only its samples rewritten (:meth:`_resample`).
         """
         from harness_g.graph.stores.loader import check_embeddings, run_stages, utc_now
         from harness_g.graph.stores.schema import LOAD_INDEX_TIMEOUT_S
 
-        from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
-
-        hub_sample = HUB_SAMPLE_SIZE if hub_sample is None else int(hub_sample)
         report = LoadReport()
         started = time.perf_counter()
         meta = self.meta()
+        hub_sample = resolve_hub_sample(meta, artifact, hub_sample)
         if not force and _holds(meta, artifact, hub_sample):  # the GraphMeta just read, not a second query
             report.skipped = True
+            return report
+        if (not force and meta and meta.get("complete") is True
+                and meta.get("content_hash") == artifact.content_hash):  # the graph is here; its samples are not
+            self._resample(artifact, hub_sample, report, batch_size)
+            report.seconds["total"] = time.perf_counter() - started
             return report
         embeddings = check_embeddings(artifact)  # bad input fails here, before the old graph is touched
         if meta and (force or meta.get("content_hash") != artifact.content_hash or meta.get("hub_sample") != hub_sample):
@@ -307,6 +327,27 @@ class GraphStore(ABC):
         self._after_load(report)
         report.seconds["total"] = time.perf_counter() - started
         return report
+
+    def _resample(self, artifact: Artifact, hub_sample: int, report: LoadReport, batch_size: int) -> None:
+        """Bring the hub samples of a store that holds ``artifact`` completely to size ``hub_sample``, writing only the
+        entities whose sample differs (:func:`~harness_g.graph.stores.loader.sample_delta`). GraphMeta says
+        ``complete=false, hub_sample=null`` meanwhile, so a crash leaves a graph the next load reloads whole and a
+        sampled LOOKUP refuses (one line) rather than reading a mix of two sizes."""
+        from harness_g.graph.stores.loader import sample_delta, utc_now, write_sample_rows
+
+        t = time.perf_counter()
+        begin = {"content_hash": artifact.content_hash, "embedding_model": artifact.embedding_model,
+                 "embedding_dim": artifact.embedding_dim, "loaded_at": utc_now(), **graph_identity(artifact)}
+        self.write("meta_begin", {**begin, "hub_sample": None})
+        rows = sample_delta(self, artifact, hub_sample)
+        write_sample_rows(self.write_batch, rows, hub_sample, batch_size)
+        self.write("meta_begin", {**begin, "hub_sample": hub_sample})
+        if not self.write("meta_complete", {"content_hash": artifact.content_hash, "loaded_at": begin["loaded_at"]}):
+            raise StoreError(f"resampling {artifact.content_hash} was superseded by another load of {self.where}")
+        report.rows["pool_samples"] = len(rows)
+        report.seconds["pool_samples"] = time.perf_counter() - t
+        report.resampled = True
+        self._after_load(report)
 
     def _after_load(self, report: LoadReport) -> None:
         """Hook for backend work after a completed (not skipped) load, e.g. a snapshot to disk."""

@@ -103,6 +103,34 @@ def artifact_samples(artifact: Artifact, size: int = HUB_SAMPLE_SIZE) -> dict[st
     return hub_samples(artifact.table("mentions", columns=["sentence_id", "entity_id"]), size)
 
 
+def sample_batch_size(batch_size: int, longest: int) -> int:
+    """Rows per ``load_pool_samples`` batch when a sample holds at most ``longest`` ids: ``batch_size``, capped so a
+    batch carries at most :data:`SAMPLE_IDS_PER_BATCH` ids (every load path batches samples by this rule)."""
+    return max(1, min(batch_size, SAMPLE_IDS_PER_BATCH // max(1, longest)))
+
+
+def sample_delta(store: Any, artifact: Artifact, size: int) -> list[dict[str, Any]]:
+    """``load_pool_samples`` rows that bring ``store``'s hub samples to ``artifact``'s of ``size``: each entity whose
+    sample differs from the one the store holds, and ``sample: null`` (the property removed) for an entity the store
+    holds a sample of that is no hub at ``size`` (a larger size, or title mentions removed by ``build --append``).
+    Compared with the store's own ``pool_sample`` properties, so the result is what a full load would write."""
+    new = artifact_samples(artifact, size)
+    old = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+    present = set(artifact.table("entities", columns=["id"]).column("id").to_pylist())
+    rows = [{"id": eid, "sample": ids} for eid, ids in sorted(new.items()) if old.get(eid) != ids]
+    rows += [{"id": eid, "sample": None} for eid in sorted(set(old) - set(new)) if eid in present]
+    return rows
+
+
+def write_sample_rows(write_batch: Callable[[str, Rows], Any], rows: list[dict[str, Any]], size: int,
+                      batch_size: int = 2000) -> None:
+    """Send ``load_pool_samples`` rows (samples of at most ``size`` ids, or null) in :func:`sample_batch_size`
+    batches."""
+    step = sample_batch_size(batch_size, size)
+    for start in range(0, len(rows), step):
+        write_batch("load_pool_samples", rows[start:start + step])
+
+
 def stage_size(artifact: Artifact, stage: Stage, pairs: Sequence[tuple[str, str]] | None = None,
                samples: dict[str, list[str]] | None = None) -> int:
     """Number of rows a stage sends (``samples``: the hub samples, computed at the default size when None)."""
@@ -132,7 +160,7 @@ def stage_batches(
     if stage.name == "pool_samples":
         samples = artifact_samples(artifact) if samples is None else samples
         longest = max((len(ids) for ids in samples.values()), default=1)
-        yield from sample_rows(samples, max(1, min(batch_size, SAMPLE_IDS_PER_BATCH // max(1, longest))))
+        yield from sample_rows(samples, sample_batch_size(batch_size, longest))
         return
     if stage.name == "next":
         pairs = next_pairs(artifact) if pairs is None else pairs

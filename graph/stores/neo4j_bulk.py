@@ -259,11 +259,11 @@ def finish_import(store: Any, artifact: Artifact, report: BulkReport, hub_sample
     samples (the loader's last stage, over Bolt: one property on a few entities), the vector index (waited for), then
     GraphMeta complete=true -- the steps :meth:`GraphStore.load` runs around its batches. ``hub_sample``: the sample
     size (default ``HUB_SAMPLE_SIZE``)."""
-    from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+    from harness_g.graph.stores.base import resolve_hub_sample
     from harness_g.graph.stores.loader import STAGES, artifact_samples, stage_batches
     from harness_g.graph.stores.schema import LOAD_INDEX_TIMEOUT_S
 
-    size = HUB_SAMPLE_SIZE if hub_sample is None else int(hub_sample)
+    size = resolve_hub_sample(None, artifact, hub_sample)  # a new database: the requested size, else the default
     t = time.perf_counter()
     store.ensure_schema()
     store.write("meta_begin", {"content_hash": artifact.content_hash, "embedding_model": artifact.embedding_model,

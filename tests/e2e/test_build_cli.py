@@ -72,6 +72,42 @@ def test_build_force_rebuilds_and_reloads_the_store(tmp_path: Path, capsys) -> N
     assert rc == 0 and stdout.startswith("built:") and "loaded in" in stdout and "no-op" not in stdout, err
 
 
+def test_build_hub_sample_rewrites_the_samples_and_reads_keep_them(tmp_path: Path, capsys) -> None:
+    """``--hub-sample N`` on a store that holds the graph rewrites only the hub samples (no reload); a read
+    (``open_view``: eval, train, serve) then keeps that size instead of resampling to the default; flags that cannot
+    apply are one-line refusals that leave the store as it is."""
+    from harness_g.agent.env.session import open_view
+    from harness_g.graph.load import open_store
+    from harness_g.graph.stores.loader import artifact_samples
+
+    out = tmp_path / "g"
+    args = ("build", "--format", "hotpotqa", "--input", HOTPOT_FILE, "--out", out, "--limit", "1", "-q")
+    rc, stdout, err = run(capsys, *args)
+    assert rc == 0 and "loaded in" in stdout, err
+    samples = artifact_samples(Artifact.open(out), 2)
+    assert samples, "the one-question graph needs an entity in 3+ sentences"
+    rc, stdout, err = run(capsys, *args, "--hub-sample", "2")
+    assert rc == 0 and f"hub samples of 2 rewritten for {len(samples)} entities" in stdout, err
+    with open_store(out) as store:
+        meta = store.meta()
+        assert meta["hub_sample"] == 2 and meta["complete"] is True
+        assert {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")} == samples
+    with open_view(out) as view:  # no size: the store's own
+        assert view.store.meta()["loaded_at"] == meta["loaded_at"]
+        assert view.lookup_pools(sorted(samples), articles=False, hub_sample=2)
+    rc, stdout, err = run(capsys, *args, "--hub-sample", "2")
+    assert rc == 0 and "already loaded (no-op)" in stdout, err
+    for extra, message in ((("--hub-sample", "0"), "--hub-sample must be >= 1 sentence, got 0"),
+                           (("--hub-sample", "3", "--no-load"), "--hub-sample sets what the load writes; drop --no-load"),
+                           (("--hub-sample", "3", "--append"), "--hub-sample does not combine with --append")):
+        rc, _, err = run(capsys, *args, *extra)
+        assert_one_line_error(rc, err, message)
+    rc, _, err = run(capsys, "neo4j", "--hub-sample", "3")
+    assert_one_line_error(rc, err, "--hub-sample needs --bulk-load GRAPH_DIR")
+    with open_store(out) as store:
+        assert store.meta()["hub_sample"] == 2 and store.meta()["loaded_at"] == meta["loaded_at"]
+
+
 def test_build_store_port_taken(artifact_copy, capsys) -> None:
     graph_dir = artifact_copy("g")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:

@@ -136,12 +136,60 @@ def test_a_store_with_other_samples_or_none_is_refused(sampled_view: GraphView) 
     with pytest.raises(StoreError, match=r"without hub samples .*harness-g build --out .* --force`\) or set "
                                          r"lookup_hub_sample=0$"):
         fresh.lookup_pools(["x"], articles=False, hub_sample=H)
-    # a load with a size the store does not hold is not a no-op: cleared and written again
-    assert not store.holds(artifact, H)
+    # a store holding the graph without recorded samples gets its samples written, the graph kept: no clear, no
+    # stage but the samples; a load without a size then keeps the size the store holds
+    assert not store.holds(artifact, H) and not store.holds(artifact)
+    nodes = store.stats()["nodes"]
     report = store.load(artifact, progress=False, hub_sample=2)
-    assert not report.skipped and "clear" in report.seconds
-    assert {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")} == artifact_samples(artifact, 2)
+    assert report.resampled and set(report.rows) == {"pool_samples"} and "clear" not in report.seconds
+    assert _stored(store) == artifact_samples(artifact, 2) and store.meta()["hub_sample"] == 2
+    assert store.meta()["complete"] is True and store.stats()["nodes"] == nodes
+    assert store.load(artifact, progress=False).skipped and store.holds(artifact)
     assert store.load(artifact, progress=False, hub_sample=2).skipped
+
+
+def _stored(store: Any) -> dict[str, list[str]]:
+    return {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+
+
+def test_another_size_rewrites_only_the_samples_that_change(sampled_view: GraphView) -> None:
+    """3 -> 6: fewer hubs; the entities that stop being hubs lose their sample (null), the others get the new one,
+    exactly what a full load at 6 writes; the same rows on a store loaded at 6 from empty (the full-load path)."""
+    store, artifact = sampled_view.store, sampled_view.artifact
+    at3, at6 = artifact_samples(artifact, H), artifact_samples(artifact, 6)
+    assert set(at6) < set(at3), "the test graph needs entities in 4-6 sentences"
+    report = store.load(artifact, progress=False, hub_sample=6)
+    assert report.rows["pool_samples"] == len(set(at3) - set(at6)) + sum(at3.get(e) != v for e, v in at6.items())
+    assert _stored(store) == at6 and store.meta()["hub_sample"] == 6
+    view = GraphView(store, artifact, embedder=sampled_view.embedder)
+    assert view.lookup_pools(sorted(at6), articles=False, hub_sample=6)  # the view reads the new size
+    store.clear()
+    assert store.load(artifact, progress=False, hub_sample=6).rows["pool_samples"] == len(at6)
+    assert _stored(store) == at6
+
+
+def test_a_resample_cut_short_reloads_the_graph_whole(sampled_view: GraphView, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash while samples of another size are written leaves GraphMeta incomplete with no size: a
+    view refuses it (an incomplete graph), and the next load clears the graph and loads it whole (never a mix of two
+    sizes)."""
+    from harness_g.graph.stores import loader
+
+    store, artifact = sampled_view.store, sampled_view.artifact
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loader, "write_sample_rows", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.load(artifact, progress=False, hub_sample=2)
+    meta = store.meta()
+    assert meta["complete"] is False and meta["hub_sample"] is None
+    with pytest.raises(StoreError, match="holds no complete graph"):
+        GraphView(store, artifact, embedder=sampled_view.embedder).lookup_pools(["x"], articles=False, hub_sample=2)
+    monkeypatch.undo()
+    report = store.load(artifact, progress=False, hub_sample=2)
+    assert "clear" in report.seconds and report.rows["sentences"] > 0 and not report.resampled
+    assert _stored(store) == artifact_samples(artifact, 2) and store.meta()["complete"] is True
 
 
 def test_with_the_index_a_lookup_is_the_papers_where_it_decides_and_sampled_elsewhere(

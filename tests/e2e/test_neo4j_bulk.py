@@ -31,7 +31,7 @@ from harness_g.agent.policies.lookahead import LookaheadPolicy
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import (ARTIFACT_FILES, MANIFEST, Artifact, file_digests, write_manifest,
                                       write_table)
-from harness_g.graph.stores.loader import STAGES, stage_size, table_counts
+from harness_g.graph.stores.loader import STAGES, artifact_samples, stage_size, table_counts
 from harness_g.graph.stores.local_neo4j import build_launcher
 from harness_g.graph.stores.neo4j_bulk import (admin_tool_command, bulk_load_local, csv_field, database_dir,
                                                import_database, write_import_csvs)
@@ -41,6 +41,10 @@ pytestmark = pytest.mark.neo4j
 
 #: questions of the slice whose lookahead episodes are compared (every LOOKUP result of every menu on the way)
 EPISODES = 6
+
+#: hub sample size of both loads: the slice has no entity in 1,000 sentences, so a small size gives it hubs and the
+#: bulk path's samples (written over Bolt after the importer) are compared with the Bolt loader's
+HUB_SAMPLE = 3
 
 #: paragraph texts of the bulk-loaded copy of the slice, by row of its paragraphs table: quotes, separators, a
 #: backslash, line breaks (LF, CRLF); an empty string
@@ -66,7 +70,7 @@ def bulk_dir(slice_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def bulk_slice(bulk_dir: Path) -> Iterator[tuple[Neo4jStore, Any]]:
-    server, store, report = bulk_load_local(bulk_dir)
+    server, store, report = bulk_load_local(bulk_dir, hub_sample=HUB_SAMPLE)
     try:
         yield store, report
     finally:
@@ -105,7 +109,8 @@ def graph_dump(store: Neo4jStore) -> dict[str, Any]:
     return {
         "nodes": sorted((repr(r[0]), repr(sorted(r[1].items()))) for r in nodes.rows),
         "relationships": sorted((r[0], r[1], r[2], repr(sorted(r[3].items()))) for r in rels.rows),
-        "meta": {k: meta.get(k) for k in ("content_hash", "complete", "graph_dir", "graph_name", "embedding_dim")},
+        "meta": {k: meta.get(k) for k in ("content_hash", "complete", "graph_dir", "graph_name", "embedding_dim",
+                                          "hub_sample")},
     }
 
 
@@ -126,37 +131,41 @@ def test_bulk_loaded_slice_is_the_bolt_loaded_graph(bulk_slice: tuple[Neo4jStore
                                                     bulk_dir: Path) -> None:
     bulk, report = bulk_slice
     artifact = Artifact.open(bulk_dir)
-    neo4j_store.load(artifact, progress=False)
+    neo4j_store.load(artifact, progress=False, hub_sample=HUB_SAMPLE)
     _assert_same_graph(bulk, neo4j_store, artifact)
-    assert report.rows == {stage.name: stage_size(artifact, stage) for stage in STAGES}  # what the Bolt loader sends
+    samples = artifact_samples(artifact, HUB_SAMPLE)
+    assert len(samples) > 5 and bulk.meta()["hub_sample"] == HUB_SAMPLE
+    assert {r["id"]: list(r["sample"]) for r in bulk.query("pool_samples_get")} == samples
+    assert report.rows == {stage.name: stage_size(artifact, stage, samples=samples)  # what the Bolt loader sends
+                           for stage in STAGES}
     assert report.rows_per_s > 0 and {"csv", "import", "start", "schema", "indexes", "total"} <= set(report.seconds)
 
 
 def test_bulk_loaded_slice_serves_the_same_search_and_menus(bulk_slice: tuple[Neo4jStore, Any],
                                                            neo4j_store: Neo4jStore, bulk_dir: Path) -> None:
     artifact = Artifact.open(bulk_dir)
-    neo4j_store.load(artifact, progress=False)
+    neo4j_store.load(artifact, progress=False, hub_sample=HUB_SAMPLE)
     bolt_view = GraphView(neo4j_store, artifact)
     bulk_view = GraphView(bulk_slice[0], artifact, embedder=bolt_view.embedder)
     items = artifact.questions()[:EPISODES]
     for item in items:
         vector = bolt_view.embedder.encode([item.question])[0]
         assert bulk_slice[0].vector_top_k(vector, 20) == neo4j_store.vector_top_k(vector, 20)
-    cfg = EnvConfig(preset="paper")
-    episodes = {}
-    for name, view in (("bolt", bolt_view), ("bulk", bulk_view)):
-        env, policy = MenuEnv(view, cfg), LookaheadPolicy()
-        episodes[name] = [record_episode(env, policy, item) for item in items]
-    lookups = sum(len(t["lookups"]) for e in episodes["bolt"] for t in e["turns"])
-    assert lookups > 20  # the episodes exercise LOOKUP menus
-    assert episodes["bulk"] == episodes["bolt"]
+    for cfg in (EnvConfig(preset="paper"), EnvConfig(preset="paper", lookup_hub_sample=HUB_SAMPLE)):
+        episodes = {}
+        for name, view in (("bolt", bolt_view), ("bulk", bulk_view)):
+            env, policy = MenuEnv(view, cfg), LookaheadPolicy()
+            episodes[name] = [record_episode(env, policy, item) for item in items]
+        lookups = sum(len(t["lookups"]) for e in episodes["bolt"] for t in e["turns"])
+        assert lookups > 20  # the episodes exercise LOOKUP menus (with hub samples: sampled pools)
+        assert episodes["bulk"] == episodes["bolt"]
 
 
 def test_awkward_strings_survive_the_csv_files(bulk_slice: tuple[Neo4jStore, Any], neo4j_store: Neo4jStore,
                                                bulk_dir: Path) -> None:
     artifact = Artifact.open(bulk_dir)
     rows = artifact.table("paragraphs", ["id"]).column("id").to_pylist()
-    neo4j_store.load(artifact, progress=False)
+    neo4j_store.load(artifact, progress=False, hub_sample=HUB_SAMPLE)
     bulk = bulk_slice[0]
     _assert_same_graph(bulk, neo4j_store, artifact)
     texts = dict(bulk.run_cypher("MATCH (p:Paragraph) RETURN p.id, p.text").rows)
