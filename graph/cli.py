@@ -164,6 +164,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         rows += [["relationship", k, v] for k, v in sorted(s.get("relationships", {}).items())]
         rows += [["entities", "lookup-able", s.get("lookupable_entities")]]
         rows += [["index", k, v] for k, v in sorted(s.get("indexes", {}).items())]
+        rows += [["hub samples", "size (env.lookup_hub_sample)", s.get("hub_sample")]]
         print(format_table(["store", "type", "count/state"], rows))
     return 0
 

@@ -331,8 +331,8 @@ class GraphStore(ABC):
     def _resample(self, artifact: Artifact, hub_sample: int, report: LoadReport, batch_size: int) -> None:
         """Bring the hub samples of a store that holds ``artifact`` completely to size ``hub_sample``, writing only the
         entities whose sample differs (:func:`~harness_g.graph.stores.loader.sample_delta`). GraphMeta says
-        ``complete=false, hub_sample=null`` meanwhile, so a crash leaves a graph the next load reloads whole and a
-        sampled LOOKUP refuses (one line) rather than reading a mix of two sizes."""
+        ``complete=false, hub_sample=null`` meanwhile, so a crash leaves a graph that a GraphView refuses (incomplete, one
+        line) and the next load reloads whole: never a mix of two sizes."""
         from harness_g.graph.stores.loader import sample_delta, utc_now, write_sample_rows
 
         t = time.perf_counter()

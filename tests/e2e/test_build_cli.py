@@ -97,6 +97,8 @@ def test_build_hub_sample_rewrites_the_samples_and_reads_keep_them(tmp_path: Pat
         assert view.lookup_pools(sorted(samples), articles=False, hub_sample=2)
     rc, stdout, err = run(capsys, *args, "--hub-sample", "2")
     assert rc == 0 and "already loaded (no-op)" in stdout, err
+    rc, stdout, err = run(capsys, "stats", out)
+    assert rc == 0 and [ln.split()[-1] for ln in stdout.splitlines() if "hub samples" in ln] == ["2"], stdout
     for extra, message in ((("--hub-sample", "0"), "--hub-sample must be >= 1 sentence, got 0"),
                            (("--hub-sample", "3", "--no-load"), "--hub-sample sets what the load writes; drop --no-load"),
                            (("--hub-sample", "3", "--append"), "--hub-sample does not combine with --append")):
