@@ -429,16 +429,18 @@ def menu_query(step: dict[str, Any]) -> list[str]:
 
 def group_values(records: Sequence[dict[str, Any]], arm: str, threshold: float) -> dict[str, float]:
     """One question's N_eq, D_ret, D_query (training/diagnostics.py over its group) and descriptive numbers."""
-    from harness_g.training.diagnostics import group_diagnostics, retrieval_evidence
+    from harness_g.training.diagnostics import aliasing_rate, group_diagnostics, retrieval_evidence
 
     evidence = [retrieval_evidence(r["trajectory"]) for r in records]
     if arm == "menu":
-        queries = [q for r in records for s in r["trajectory"]["steps"] for q in menu_query(s)]
+        requests = [[q for s in r["trajectory"]["steps"] for q in menu_query(s)] for r in records]
     else:
-        queries = [q for r in records for q in r["queries"]]
-    stats = group_diagnostics([evidence], [queries], threshold)
+        requests = [list(r["queries"]) for r in records]
+    stats = group_diagnostics([evidence], [[q for rs in requests for q in rs]], threshold)
     steps = [s for r in records for s in r["trajectory"]["steps"]]
     return {"n_eq": stats.mean_n_eq, "d_ret": stats.d_ret, "d_query": float(stats.d_query or 0.0),
+            "aliasing": aliasing_rate(evidence, requests, threshold),
+            "requests": len({tuple(rs) for rs in requests}),
             "reward_f1": sum(r["reward"] for r in records) / len(records),
             "em": sum(r["em"] for r in records) / len(records),
             "turns": len(steps) / len(records),
@@ -554,14 +556,19 @@ def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
     for arm in ARMS:
         vals = per_q[arm]
         arms[arm] = {k: bootstrap_mean([v[k] for v in vals]) for k in ("n_eq", "d_ret", "d_query")}
+        arms[arm]["aliasing"] = bootstrap_mean([v["aliasing"] for v in vals if v.get("aliasing") is not None])
         arms[arm]["describe"] = {k: bootstrap_mean([v[k] for v in vals])
-                                 for k in ("reward_f1", "em", "turns", "lookups", "invalid_frac", "empty_evidence_frac")}
+                                 for k in ("reward_f1", "em", "turns", "lookups", "invalid_frac", "empty_evidence_frac",
+                                           "requests")}
         arms[arm]["settings"] = {"max_action_tokens": configs[arm].rollout.max_action_tokens,
                                  "constrain_actions": configs[arm].rollout.constrain_actions,
                                  "seconds": round(cached_seconds(run, arm, items), 1),
                                  "cpu_seconds": round(cached_seconds(run, arm, items, "cpu_s"), 1)}
     diff = {k: paired_difference([v[k] for v in per_q["menu"]], [v[k] for v in per_q["free-query"]])
             for k in ("n_eq", "d_ret")}
+    both = [(m["aliasing"], f["aliasing"]) for m, f in zip(per_q["menu"], per_q["free-query"])
+            if m.get("aliasing") is not None and f.get("aliasing") is not None]
+    diff["aliasing"] = paired_difference([m for m, _ in both], [f for _, f in both])
     data = {"kind": "equivalence", "generated": utc_stamp(), "rests_on": rests_on(run, configs["menu"], items,
             sum(cached_seconds(run, arm, items) for arm in ARMS)),
             "arms": arms, "menu_minus_free_query": diff, "jaccard_threshold": threshold,
@@ -572,6 +579,11 @@ def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                         "(training/diagnostics.py)",
                 "d_ret": "1 when N_eq >= 2", "d_query": "1 when the group wrote >= 2 distinct queries: free-query = its "
                 "search strings; menu = its LOOKUP targets (the menu arm's retrieval requests)",
+                "aliasing": "harness-g's diagnostic, not the paper's: among pairs of a group's rollouts whose request "
+                            "sequences differ, the fraction in one retrieval-equivalence class (training/diagnostics.py "
+                            "aliasing_rate); mean over the questions where some pair differs (n); the difference is "
+                            "paired over questions where both arms have one",
+                "requests": "distinct request sequences (search strings / LOOKUP targets per rollout) in a group",
                 "interval": "bootstrap 95% over questions (percentile), fixed seed"}}
     write_results(run.out / "equivalence.json", data)
     return data
@@ -737,7 +749,22 @@ def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
             f"[{_f(d['n_eq']['lo'])}, {_f(d['n_eq']['hi'])}], D_ret {_f(d['d_ret']['mean'])} "
             f"[{_f(d['d_ret']['lo'])}, {_f(d['d_ret']['hi'])}].</p>"
             f"<p class='verdict {status.replace(' ', '-')}'><b>{escape(status)}.</b> {escape(sentence)}</p>"
-            f"<div class='charts'>{chart}{chart2}</div>")
+            + aliasing_paragraph(eq) + f"<div class='charts'>{chart}{chart2}</div>")
+
+
+def aliasing_paragraph(eq: dict[str, Any]) -> str:
+    """The aliasing diagnostic (ours, not the paper's) under claim (a): per arm, and the paired difference; empty for
+    an equivalence.json written before it existed."""
+    if "aliasing" not in eq.get("menu_minus_free_query", {}):
+        return ""
+    cells = "; ".join(f"{arm} {_f(eq['arms'][arm]['aliasing']['mean'])} [{_f(eq['arms'][arm]['aliasing']['lo'])}, "
+                      f"{_f(eq['arms'][arm]['aliasing']['hi'])}] over {eq['arms'][arm]['aliasing']['n']} questions"
+                      for arm in ARMS)
+    d = eq["menu_minus_free_query"]["aliasing"]
+    return ("<p class='basis'>Aliasing (harness-g's diagnostic, not one of the paper's): of the pairs of a group's "
+            "rollouts whose requests differ (search strings; LOOKUP targets on the menu), the fraction that reached "
+            f"one retrieval-equivalence class. It does not depend on how often a policy retrieves. {cells}; menu minus "
+            f"free-query {_f(d['mean'])} [{_f(d['lo'])}, {_f(d['hi'])}] (paired, {d['n']} questions).</p>")
 
 
 def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:

@@ -44,6 +44,26 @@ def equivalence_classes(evidence_sets: Sequence[frozenset[str]], threshold: floa
     return labels
 
 
+def aliasing_rate(evidence_sets: Sequence[frozenset[str]], requests: Sequence[Sequence[str]],
+                  threshold: float = 0.8) -> float | None:
+    """harness-g's diagnostic beside the paper's three (harness-g.tex defines no such number): among the pairs of a
+    group's rollouts whose retrieval requests differ, the fraction whose evidence falls in one retrieval-equivalence
+    class κ (:func:`equivalence_classes`). ``requests[i]``: rollout i's requests in order (its search strings, or
+    its LOOKUP targets on the menu). It measures the mechanism of section "Retrieval-Equivalence Collapse"
+    (surface-distinct requests reaching the same evidence) apart from how often a policy retrieves at all, which
+    N_eq mixes in: two rollouts that both retrieve nothing have equal requests and do not count. None when no two
+    rollouts' requests differ."""
+    labels = equivalence_classes(evidence_sets, threshold)
+    keys = [tuple(r) for r in requests]
+    pairs = aliased = 0
+    for i in range(len(labels)):
+        for j in range(i + 1, len(labels)):
+            if keys[i] != keys[j]:
+                pairs += 1
+                aliased += labels[i] == labels[j]
+    return aliased / pairs if pairs else None
+
+
 @dataclass(frozen=True)
 class EquivalenceStats:
     d_ret: float  # fraction of groups with N_eq >= 2

@@ -67,3 +67,19 @@ def test_d_query_counts_distinct_query_strings_per_group() -> None:
     assert stats.d_query == pytest.approx(0.5)  # illusory exploration: two strings, one retrieval class
     assert stats.d_ret == 0.0 and stats.mean_n_eq == 1.0
     assert trajectory_group_diagnostics([[a, b]]).d_query is None  # the menu arm logs no D_query
+
+
+def test_aliasing_counts_pairs_with_different_requests_that_reach_one_class() -> None:
+    """Four rollouts: "capital of france" and "france capital" (two strings, evidence {a, b}: aliased), "paris" ({a,
+    b, c}: Jaccard 2/3, its own class at 0.8), and one that asked nothing and found nothing. Pairs with different
+    requests: all 6; in one class: 1 (the two paraphrases). Equal requests never count; no differing pair: None."""
+    from harness_g.training.diagnostics import aliasing_rate
+
+    ab, abc = frozenset({"a", "b"}), frozenset({"a", "b", "c"})
+    evidence = [ab, ab, abc, frozenset()]
+    requests = [["capital of france"], ["france capital"], ["paris"], []]
+    assert aliasing_rate(evidence, requests, 0.8) == pytest.approx(1 / 6)
+    assert aliasing_rate(evidence, requests, 0.6) == pytest.approx(3 / 6)  # {a, b, c} joins the first class
+    assert aliasing_rate([ab, ab], [["x"], ["x"]]) is None  # the same request twice is no aliasing
+    assert aliasing_rate([ab, frozenset()], [[], []]) is None  # neither retrieved: nothing differs
+    assert aliasing_rate([ab, ab, abc], [["x"], ["x"], ["y"]]) == 0.0  # two differing pairs, both in two classes

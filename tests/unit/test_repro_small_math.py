@@ -94,7 +94,13 @@ def test_n_eq_d_ret_d_query_of_a_hand_built_group():
     # the menu arm's queries are its LOOKUP targets: two different targets -> D_query 1
     s1, s2 = lookup(["a"]), lookup(["b"])
     s1.targets, s2.targets = ["e1"], ["e2"]
-    assert rs.group_values([_record([s1]), _record([s2])], "menu", 0.8)["d_query"] == 1.0
+    menu = rs.group_values([_record([s1]), _record([s2])], "menu", 0.8)
+    assert menu["d_query"] == 1.0 and menu["requests"] == 2 and menu["aliasing"] == 0.0  # {a} vs {b}: two classes
+    # free-query: two strings reaching the same evidence alias; the same string twice is no pair
+    aliased = rs.group_values([_record([lookup(["a"])], ["q1"]), _record([lookup(["a"])], ["q2"]),
+                               _record([lookup(["a"])], ["q2"])], "free-query", 0.8)
+    assert aliased["aliasing"] == 1.0 and aliased["requests"] == 2 and aliased["n_eq"] == 1.0
+    assert free["aliasing"] is None  # every rollout of `group` wrote the same string
 
 
 @pytest.mark.parametrize("interval, status", [
