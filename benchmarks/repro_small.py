@@ -696,9 +696,13 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]])
                 m["n_eq"] - f["n_eq"] for m, f in zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])]
         versus = (cr or {}).get("snc_versus", {})
         n_a, n_b = (eq or {}).get("rests_on", {}).get("questions", 0), (cr or {}).get("rests_on", {}).get("questions", 0)
+        alias = (eq or {}).get("menu_minus_free_query", {}).get("aliasing")
+        if alias and alias.get("mean") is not None:  # shown as free-query minus menu: the claimed side is above 0
+            alias = {"value": -alias["mean"], "lo": -alias["hi"], "hi": -alias["lo"], "n": alias["n"]}
         rows.append(f"<tr><td>{escape(str(meta['dataset']))} ({escape(meta['preset'])}, {escape(setting(meta))}, "
                     f"{escape(meta['device'])})</td><td>{n_a or n_b}</td>"
                     + cell(n_eq, "value", 0.0, "N_eq difference", n_a)
+                    + cell(alias, "value", 0.0, "aliasing difference", (alias or {}).get("n", 0))
                     + cell((cr or {}).get("signals", {}).get("snc"), "auc", 0.5, "SNC AUC", n_b)
                     + cell(versus.get("snc_minus_outcome"), "diff", 0.0, "SNC minus outcome", n_b)
                     + cell(versus.get("snc_minus_igpo"), "diff", 0.0, "SNC minus IGPO", n_b) + "</tr>")
@@ -709,8 +713,9 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]])
         p = bootstrap_mean(diffs)
         rows.append(f"<tr><td>{escape(', '.join(sorted(by_set)))} pooled ({escape(key)}; claim (a) only)</td>"
                     f"<td>{len(diffs)}</td>" + cell(dict(p, value=p["mean"]), "value", 0.0, "N_eq difference", len(diffs))
-                    + "<td></td><td></td><td></td></tr>")
+                    + "<td></td><td></td><td></td><td></td></tr>")
     return ("<h2>Summary</h2><table><tr><th>result set</th><th>questions</th><th>(a) menu minus free-query N_eq</th>"
+            "<th>(a, ours) aliasing, free-query minus menu</th>"
             "<th>(b) SNC AUC</th><th>(b) SNC minus outcome-only AUC</th><th>(b) SNC minus IGPO AUC</th></tr>"
             + "".join(rows) + "</table><p class='basis'>Each cell: the value, its 95% bootstrap interval over questions "
             "and the verdict of the rule above; the sections below give what each rests on.</p>")
