@@ -419,21 +419,13 @@ def cached_seconds(run: Run, arm: str, items: Sequence[Any], key: str = "seconds
     return sum(read_json_gz(folder / f"{_safe(it.id)}.json.gz").get(key, 0.0) for it in items)
 
 
-def menu_query(step: dict[str, Any]) -> list[str]:
-    """The menu arm's retrieval requests in a step: the target of an executed LOOKUP (the free-query arm's are the
-    search strings it wrote)."""
-    if step.get("action_type") == "LOOKUP":
-        return ["LOOKUP " + ",".join(step.get("targets") or [])]
-    return []
-
-
 def group_values(records: Sequence[dict[str, Any]], arm: str, threshold: float) -> dict[str, float]:
     """One question's N_eq, D_ret, D_query (training/diagnostics.py over its group) and descriptive numbers."""
-    from harness_g.training.diagnostics import aliasing_rate, group_diagnostics, retrieval_evidence
+    from harness_g.training.diagnostics import aliasing_rate, group_diagnostics, menu_requests, retrieval_evidence
 
     evidence = [retrieval_evidence(r["trajectory"]) for r in records]
     if arm == "menu":
-        requests = [[q for s in r["trajectory"]["steps"] for q in menu_query(s)] for r in records]
+        requests = [menu_requests(r["trajectory"]) for r in records]
     else:
         requests = [list(r["queries"]) for r in records]
     stats = group_diagnostics([evidence], [[q for rs in requests for q in rs]], threshold)

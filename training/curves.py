@@ -17,6 +17,7 @@ PANELS: list[tuple[str, list[str]]] = [
     ("Gradient norm", ["grad_norm"]),
     ("Zero-advantage groups", ["zero_adv_frac", "zero_adv_all_wrong", "zero_adv_all_correct"]),
     ("Retrieval-equivalence: D_query (free-query arm), D_ret, mean N_eq", ["d_query", "d_ret", "mean_n_eq"]),
+    ("Aliasing (harness-g's diagnostic): differing requests, one class", ["aliasing"]),
     ("Clip fractions", ["clip_frac", "dual_clip_frac"]),
     ("SNC credit: nonzero step fraction, mean", ["snc_credit_nonzero_frac", "snc_credit_mean"]),
     ("Turns and invalid-action fraction", ["turns", "invalid_action_frac"]),

@@ -13,13 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness_g.agent.env.trajectory import lookup_evidence
+from harness_g.agent.env.trajectory import lookup_evidence, record_field
 
 
 def retrieval_evidence(trajectory: Any) -> frozenset[str]:
     """E(tau): the union of the evidence returned at retrieval turns t >= 1 (every executed LOOKUP's
     result, the last step's included; not U_0, not commits). Accepts a Trajectory or its JSON dict."""
     return frozenset(lookup_evidence(trajectory))
+
+
+def menu_requests(trajectory: Any) -> list[str]:
+    """The menu arm's retrieval requests in order: ``"LOOKUP <targets>"`` per executed LOOKUP (the free-query arm's are
+    the search strings it wrote, ``Rollout.queries``). Accepts a Trajectory or its JSON dict."""
+    return ["LOOKUP " + ",".join(record_field(step, "targets") or [])
+            for step in record_field(trajectory, "steps") or [] if record_field(step, "action_type") == "LOOKUP"]
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

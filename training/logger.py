@@ -9,7 +9,7 @@ from typing import Any, Sequence
 #: TensorBoard groups (first matching prefix wins); everything else is "train/"
 TAG_GROUPS: tuple[tuple[str, str], ...] = (
     ("time_", "time"), ("snc_", "credit"), ("answerer_", "credit"), ("credit_", "credit"), ("action_frac_", "actions"),
-    ("eval_", "eval"), ("zero_adv", "groups"), ("d_ret", "groups"), ("mean_n_eq", "groups"),
+    ("eval_", "eval"), ("zero_adv", "groups"), ("d_ret", "groups"), ("mean_n_eq", "groups"), ("aliasing", "groups"),
 )
 
 

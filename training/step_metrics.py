@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 import torch
 
-from harness_g.training.diagnostics import trajectory_group_diagnostics
+from harness_g.training.diagnostics import (aliasing_rate, menu_requests, retrieval_evidence,
+                                            trajectory_group_diagnostics)
 from harness_g.training.rollout import Rollout
 
 
@@ -40,12 +41,19 @@ def action_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
 
 def equivalence_metrics(rollouts: Sequence[Rollout], threshold: float, free_query: bool) -> dict[str, float]:
     """Retrieval-equivalence diagnostics over the step's groups (training/diagnostics.py): ``d_ret``, ``mean_n_eq``
-    and, on the free-query arm, ``d_query``. E(tau) is the union of LOOKUP results over retrieval turns t >= 1."""
+    and, on the free-query arm, ``d_query``. E(tau) is the union of LOOKUP results over retrieval turns t >= 1.
+    ``aliasing`` (harness-g's, not the paper's: :func:`~harness_g.training.diagnostics.aliasing_rate`): its mean over
+    the groups where two rollouts' requests differ; absent when no group has such a pair."""
     group_ids = sorted({int(r.group) for r in rollouts})
     members = [[r for r in rollouts if r.group == g] for g in group_ids]
     queries = [[q for r in m for q in r.queries] for m in members] if free_query else None
     equiv = trajectory_group_diagnostics([[r.trajectory for r in m] for m in members], threshold=threshold, queries=queries)
-    return {"d_ret": equiv.d_ret, "mean_n_eq": equiv.mean_n_eq, **({"d_query": equiv.d_query} if free_query else {})}
+    rates = [aliasing_rate([retrieval_evidence(r.trajectory) for r in m],
+                           [r.queries if free_query else menu_requests(r.trajectory) for r in m], threshold)
+             for m in members]
+    defined = [x for x in rates if x is not None]
+    return {"d_ret": equiv.d_ret, "mean_n_eq": equiv.mean_n_eq, **({"d_query": equiv.d_query} if free_query else {}),
+            **({"aliasing": sum(defined) / len(defined)} if defined else {})}
 
 
 def credit_metrics(credits: Sequence[Sequence[float]], steps: int) -> dict[str, float]:

@@ -271,7 +271,15 @@ def test_step_metrics_from_hand_made_rollouts():
                                            "action_frac_INVALID": 0.25, "action_frac_LOOKUP": 0.25}
     assert sm.credit_metrics([[0.5, 0.0, -0.25], [0.0]], sm.total_steps([r0, r1])) == {
         "snc_credit_mean": 0.125, "snc_credit_nonzero_frac": 0.5}
-    assert sm.equivalence_metrics([r0, r1], 0.8, free_query=True) == {"d_ret": 1.0, "mean_n_eq": 2.0, "d_query": 1.0}
+    # the two rollouts asked differently and reached different evidence ({s2} vs nothing): aliasing 0
+    assert sm.equivalence_metrics([r0, r1], 0.8, free_query=True) == {"d_ret": 1.0, "mean_n_eq": 2.0, "d_query": 1.0,
+                                                                     "aliasing": 0.0}
+    # two paraphrases reaching the same evidence alias; one query written twice is no pair (no aliasing key)
+    a = _rollout([_step("LOOKUP", ["s1"], ["s2"])], reward=0.0, queries=["capital of france"])
+    b = _rollout([_step("LOOKUP", ["s1"], ["s2"])], reward=0.0, queries=["france capital"])
+    assert sm.equivalence_metrics([a, b], 0.8, free_query=True)["aliasing"] == 1.0
+    c = _rollout([_step("LOOKUP", ["s1"], ["s2"])], reward=0.0, queries=["capital of france"])
+    assert "aliasing" not in sm.equivalence_metrics([a, c], 0.8, free_query=True)
     times = sm.time_metrics(sm.StepTimes(rollout=2.0, snc=1.0, update=0.5, sync=0.0, total=4.0), {"generate_s": 1.5, "env_s": 0.5})
     assert times["snc_share"] == 0.25 and times["time_generate_s"] == 1.5 and "observation_tokens_max" not in times
     assert sm.time_metrics(sm.StepTimes(2.0, 1.0, 0.5, 0.0, 4.0), {"generate_s": 1.5, "env_s": 0.5,
