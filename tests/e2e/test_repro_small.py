@@ -50,6 +50,10 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
         _in_interval(eq["arms"][arm]["n_eq"], 1.0, N_G)
         _in_interval(eq["arms"][arm]["d_ret"], 0.0, 1.0)
         _in_interval(eq["arms"][arm]["d_query"], 0.0, 1.0)
+        alias = eq["arms"][arm]["aliasing"]  # over the questions where two rollouts' requests differ
+        assert alias["n"] == sum(q["aliasing"] is not None for q in eq["per_question"][arm]) <= N_Q
+        if alias["n"]:
+            assert 0.0 <= alias["lo"] <= alias["mean"] <= alias["hi"] <= 1.0
         assert len(list((out / "cache" / "rollouts" / arm).glob("*.json.gz"))) == N_Q
     assert eq["rests_on"]["questions"] == N_Q and eq["rests_on"]["rollouts_per_arm"] == N_Q * N_G
     assert eq["rests_on"]["device"].startswith("CPU (")
