@@ -598,6 +598,13 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
     signals = {name: bootstrap_auc(clusters[name]) for name in names}
     versus = {f"snc_minus_{name}": bootstrap_auc_difference(clusters["snc"], clusters[name])
               for name in names if name != "snc"}
+    # the same among LOOKUP steps only: only a LOOKUP surfaces new sentences after U_0 (so "is a LOOKUP" ranks well
+    # without any credit); here a signal must tell the LOOKUPs that surfaced gold from those that did not
+    lookups = {name: [[(signal_value(s, name), bool(s["label"])) for s in steps[it.id] if s["action_type"] == "LOOKUP"]
+                      for it in items] for name in SIGNALS}
+    within = {"signals": {name: bootstrap_auc(lookups[name]) for name in SIGNALS},
+              "snc_versus": {f"snc_minus_{name}": bootstrap_auc_difference(lookups["snc"], lookups[name])
+                             for name in SIGNALS if name != "snc"}}
     all_steps = [s for it in items for s in steps[it.id]]
     by_type: dict[str, list[int]] = {}
     for s in all_steps:
@@ -610,7 +617,7 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                          "steps": len(all_steps), "positive_steps": sum(s["label"] for s in all_steps),
                          "credit_seconds": round(sum(read_json_gz(run.out / "cache" / "credit" / f"{_safe(it.id)}.json.gz")
                                                      .get("seconds", 0.0) for it in items), 1)},
-            "signals": signals, "snc_versus": versus, "labels": {**SIGNALS, **BASELINES},
+            "signals": signals, "snc_versus": versus, "within_lookups": within, "labels": {**SIGNALS, **BASELINES},
             "steps_by_action": {k: {"steps": v[0], "gold_surfacing": v[1]} for k, v in sorted(by_type.items())},
             "zero_gain": {"gold_surfacing_steps": sum(1 for s in all_steps if s["label"]),
                           "of_which_gain_zero": sum(1 for s in all_steps if s["label"] and s["gain"] == 0.0),
@@ -623,6 +630,7 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                 "label": "the step brought into the scorer context O_t a gold sentence (gold paragraph: one of its "
                          "sentences) that was not in it before (the dataset's supporting facts)",
                 "auc": "P(a gold-surfacing step scores above another step), ties 1/2, over every step of every menu rollout",
+                "within_lookups": "the same AUCs over LOOKUP steps only (the steps that can surface new sentences)",
                 "interval": "bootstrap 95% over questions (a question's steps resampled together), fixed seed"}}
     write_results(run.out / "credit.json", data)
     return data
@@ -788,6 +796,15 @@ def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
         verdicts.append(f"<li>Of the {z['gold_surfacing_steps']} gold-surfacing steps, {z['of_which_gain_zero']} had a "
                         f"frozen-answerer gain of exactly 0 after the dead-zone ({cr['credit_settings']['dead_zone']}): the "
                         "answerer's gold-answer likelihood barely moved.</li>")
+    w = cr.get("within_lookups")
+    if w:
+        cells = "; ".join(f"{escape(k)} {_f(v['auc'])} [{_f(v['lo'])}, {_f(v['hi'])}]" for k, v in w["signals"].items())
+        d = w["snc_versus"].get("snc_minus_outcome") or {}
+        st, sent = verdict(d, "diff", null=0.0, claim="SNC minus outcome AUC among LOOKUPs", n=n)
+        snc_w = w["signals"]["snc"]
+        verdicts.append(f"<li>Among LOOKUP steps only ({snc_w['n_steps']}, {snc_w['n_positive']} surfaced gold), where "
+                        f"the action type tells nothing: {cells}. <b>SNC above outcome-only there: {escape(st)}.</b> "
+                        f"{escape(sent)}</li>")
     chart = interval_chart("AUC of each signal for gold-surfacing steps (95% bootstrap interval)",
                            [(k, v) for k, v in cr["signals"].items()], key="auc", lo=0.0, hi=1.0, ref=0.5)
     (plots / f"{stem}_auc.svg").write_text(chart, encoding="utf-8")

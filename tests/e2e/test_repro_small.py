@@ -85,6 +85,13 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     assert all(s["label"] is False for s in steps if s["action_type"] != "LOOKUP")  # only a LOOKUP surfaces text
     if 0 < cr["rests_on"]["positive_steps"] < total_steps:  # the action-type reference ranks every positive first
         assert cr["signals"]["is_lookup"]["auc"] >= 0.5
+    # the same AUCs over LOOKUP steps only (no reference there: every step is a LOOKUP)
+    within = cr["within_lookups"]
+    assert set(within["signals"]) == {"snc", "snc_no_enablement", "snc_no_frontier", "outcome", "igpo"}
+    n_lookups = sum(s["action_type"] == "LOOKUP" for s in steps)
+    assert all(v["n_steps"] == n_lookups and v["n_positive"] == cr["rests_on"]["positive_steps"]
+               for v in within["signals"].values())
+    assert set(within["snc_versus"]) == {f"snc_minus_{k}" for k in within["signals"] if k != "snc"}
     # outcome-only credit is the rollout's A_out: one value over all steps of a rollout
     by_rollout = {}
     for p in (out / "cache" / "credit").glob("*.json.gz"):
