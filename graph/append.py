@@ -448,7 +448,7 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
     if hub_sample is not None:  # a store without samples stays without (GraphMeta.hub_sample null): load_delta
-        # resamples such a store after the delta instead (GraphStore.load)
+        # loads such a store whole instead
         write_sample_rows(store.write_batch, sample_delta(store, artifact, int(hub_sample)), int(hub_sample),
                           batch_size)
     seconds["pool_samples"] = time.perf_counter() - t

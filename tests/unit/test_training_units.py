@@ -324,3 +324,13 @@ def test_training_evaluation_scores_evidence_recall_per_question():
     assert [s[:2] for s in row["scores"]] == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
     assert row["evidence_recall"] == pytest.approx(0.75) and row["evidence_questions"] == 2
     assert row["f1"] == pytest.approx(2 / 3) and [a[3] for a in row["answers"]] == ["a", "b", "c"]
+
+
+def test_rank_means_count_a_missing_key_as_zero_except_the_aliasing_rate():
+    """An action type one rank never took is 0 there; the aliasing rate of a rank with no differing pair is
+    undefined, so it is averaged over the ranks that have one."""
+    from harness_g.training.collectives import average_metrics
+
+    got = average_metrics([{"d_ret": 1.0, "action_frac_LOOKUP": 0.5, "aliasing": 0.25},
+                           {"d_ret": 0.0}, {"d_ret": 0.5, "aliasing": 0.75}])
+    assert got == {"d_ret": 0.5, "action_frac_LOOKUP": pytest.approx(0.5 / 3), "aliasing": 0.5}
