@@ -417,14 +417,12 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
 
     GraphMeta carries a pending hash (complete=false) until every part is written, then ``artifact``'s hash,
     complete (module docstring). Deletions go first (a re-kinded SYNONYM pair is deleted, then created)."""
-    from harness_g.graph.stores.base import graph_identity
+    from harness_g.graph.stores.base import meta_params
     from harness_g.graph.stores.loader import utc_now
 
     seconds: dict[str, float] = {}
     hub_sample = (store.meta() or {}).get("hub_sample")  # the size the store's samples have
-    meta = {"embedding_model": artifact.embedding_model, "embedding_dim": artifact.embedding_dim,
-            "hub_sample": hub_sample, **graph_identity(artifact)}
-    store.write("meta_begin", {"content_hash": delta.content_hash + PENDING_SUFFIX, "loaded_at": utc_now(), **meta})
+    store.write("meta_begin", meta_params(artifact, hub_sample, delta.content_hash + PENDING_SUFFIX))
     sentence_batch = max(1, min(batch_size, 262_144 // max(1, artifact.embedding_dim)))
     parts = (
         ("synonyms_delete", "delta_delete_synonyms", delta.synonyms_delete, batch_size),
@@ -456,7 +454,7 @@ def apply_delta(store: Any, artifact: art.Artifact, delta: StoreDelta, *, batch_
     store.ensure_vector_index(artifact.embedding_dim)  # present already: a no-op
     store.wait_for_indexes(600.0)
     seconds["indexes"] = time.perf_counter() - t
-    store.write("meta_begin", {"content_hash": delta.content_hash, "loaded_at": utc_now(), **meta})
+    store.write("meta_begin", meta_params(artifact, hub_sample, delta.content_hash))
     if not store.write("meta_complete", {"content_hash": delta.content_hash, "loaded_at": utc_now()}):
         raise HarnessError(f"the append's store update was superseded by another load of {store.where}")
     return seconds

@@ -47,8 +47,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         if args.append:
             raise ConfigError("--hub-sample does not combine with --append (the delta keeps the store's sample "
                               "size); append first, then run the same build without --append and with --hub-sample")
-        if args.hub_sample < 1:
-            raise ConfigError(f"--hub-sample must be >= 1 sentence, got {args.hub_sample}")
+        from harness_g.graph.stores.hub_sample import check_hub_sample
+
+        check_hub_sample(args.hub_sample, "--hub-sample")
     if not args.no_load:
         parse_store_spec(args.store)  # a malformed --store fails now, not after a long build
     inputs = []
@@ -216,12 +217,14 @@ def cmd_neo4j(args: argparse.Namespace) -> int:
     from harness_g.graph.stores.local_neo4j import LocalNeo4j
 
     config = local_neo4j_config(args)
-    hub_sample = getattr(args, "hub_sample", None)
-    if hub_sample is not None and not args.bulk_load:
-        raise ConfigError("--hub-sample needs --bulk-load GRAPH_DIR (a graph loaded later with `harness-g build "
-                          "--store ...` takes build's --hub-sample)")
-    if hub_sample is not None and hub_sample < 1:
-        raise ConfigError(f"--hub-sample must be >= 1 sentence, got {hub_sample}")
+    hub_sample = args.hub_sample
+    if hub_sample is not None:
+        if not args.bulk_load:
+            raise ConfigError("--hub-sample needs --bulk-load GRAPH_DIR (a graph loaded later with `harness-g build "
+                              "--store ...` takes build's --hub-sample)")
+        from harness_g.graph.stores.hub_sample import check_hub_sample
+
+        check_hub_sample(hub_sample, "--hub-sample")
     chosen = config.password
     print("neo4j: starting (first time: Maven fetches Neo4j from Maven Central, ~1 min)", flush=True)
     stop = threading.Event()

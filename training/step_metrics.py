@@ -9,8 +9,7 @@ from typing import Any, Sequence
 
 import torch
 
-from harness_g.training.diagnostics import (aliasing_rate, menu_requests, retrieval_evidence,
-                                            trajectory_group_diagnostics)
+from harness_g.training.diagnostics import aliasing_rate, group_diagnostics, menu_requests, retrieval_evidence
 from harness_g.training.rollout import Rollout
 
 
@@ -47,10 +46,10 @@ def equivalence_metrics(rollouts: Sequence[Rollout], threshold: float, free_quer
     group_ids = sorted({int(r.group) for r in rollouts})
     members = [[r for r in rollouts if r.group == g] for g in group_ids]
     queries = [[q for r in m for q in r.queries] for m in members] if free_query else None
-    equiv = trajectory_group_diagnostics([[r.trajectory for r in m] for m in members], threshold=threshold, queries=queries)
-    rates = [aliasing_rate([retrieval_evidence(r.trajectory) for r in m],
-                           [r.queries if free_query else menu_requests(r.trajectory) for r in m], threshold)
-             for m in members]
+    evidence = [[retrieval_evidence(r.trajectory) for r in m] for m in members]
+    equiv = group_diagnostics(evidence, queries, threshold)
+    rates = [aliasing_rate(e, [r.queries if free_query else menu_requests(r.trajectory) for r in m], threshold)
+             for e, m in zip(evidence, members)]
     defined = [x for x in rates if x is not None]
     return {"d_ret": equiv.d_ret, "mean_n_eq": equiv.mean_n_eq, **({"d_query": equiv.d_query} if free_query else {}),
             **({"aliasing": sum(defined) / len(defined)} if defined else {})}

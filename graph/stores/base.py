@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness_g.errors import ConfigError, StoreError
+from harness_g.errors import StoreError
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores.queries import load_query, split_statements
 from harness_g.graph.stores.schema import LABELS, MISSING, REL_TYPES, TIE_MARGIN, VECTOR_INDEX
@@ -50,12 +50,10 @@ def resolve_hub_sample(meta: dict[str, Any] | None, artifact: Artifact, requeste
     """The hub sample size a load of ``artifact`` writes: ``requested``; when None, the size the store records for
     this artifact (GraphMeta ``meta`` with its content hash and a ``hub_sample``), so reading a graph never resamples
     it; else :data:`~harness_g.graph.stores.hub_sample.HUB_SAMPLE_SIZE`."""
-    from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE
+    from harness_g.graph.stores.hub_sample import HUB_SAMPLE_SIZE, check_hub_sample
 
     if requested is not None:
-        if int(requested) < 1:
-            raise ConfigError(f"hub sample size must be >= 1 sentence, got {requested}")
-        return int(requested)
+        return check_hub_sample(requested)
     if meta and meta.get("content_hash") == artifact.content_hash and meta.get("hub_sample") is not None:
         return int(meta["hub_sample"])
     return HUB_SAMPLE_SIZE
@@ -65,6 +63,16 @@ def _holds(meta: dict[str, Any] | None, artifact: Artifact, hub_sample: int) -> 
     """Whether GraphMeta row ``meta`` records ``artifact`` completely loaded with hub samples of ``hub_sample``."""
     return bool(meta and meta.get("complete") is True and meta.get("content_hash") == artifact.content_hash
                 and meta.get("hub_sample") == hub_sample)
+
+
+def meta_params(artifact: Artifact, hub_sample: int | None, content_hash: str | None = None) -> dict[str, Any]:
+    """``meta_begin``'s parameters for a load of ``artifact`` now: its content hash (or ``content_hash``, e.g. an
+    append's pending one), embedding model and dimension, the hub sample size and which graph it is."""
+    from harness_g.graph.stores.loader import utc_now
+
+    return {"content_hash": artifact.content_hash if content_hash is None else content_hash,
+            "embedding_model": artifact.embedding_model, "embedding_dim": artifact.embedding_dim,
+            "loaded_at": utc_now(), "hub_sample": hub_sample, **graph_identity(artifact)}
 
 
 def graph_identity(artifact: Artifact) -> dict[str, str]:
@@ -306,14 +314,7 @@ class GraphStore(ABC):
         t = time.perf_counter()
         self.ensure_schema()
         report.seconds["schema"] = time.perf_counter() - t
-        self.write("meta_begin", {
-            "content_hash": artifact.content_hash,
-            "embedding_model": artifact.embedding_model,
-            "embedding_dim": artifact.embedding_dim,
-            "loaded_at": utc_now(),
-            "hub_sample": hub_sample,
-            **graph_identity(artifact),
-        })
+        self.write("meta_begin", meta_params(artifact, hub_sample))
         run_stages(artifact, self.write_batch, report, batch_size=batch_size, progress=progress,
                    encode_vector=self.encode_vector, embeddings=embeddings, hub_sample=hub_sample)
         t = time.perf_counter()
@@ -333,12 +334,11 @@ class GraphStore(ABC):
         entities whose sample differs (:func:`~harness_g.graph.stores.loader.sample_delta`). GraphMeta says
         ``complete=false, hub_sample=null`` meanwhile, so a crash leaves a graph that a GraphView refuses (incomplete, one
         line) and the next load reloads whole: never a mix of two sizes."""
-        from harness_g.graph.stores.loader import sample_delta, utc_now, write_sample_rows
+        from harness_g.graph.stores.loader import sample_delta, write_sample_rows
 
         t = time.perf_counter()
-        begin = {"content_hash": artifact.content_hash, "embedding_model": artifact.embedding_model,
-                 "embedding_dim": artifact.embedding_dim, "loaded_at": utc_now(), **graph_identity(artifact)}
-        self.write("meta_begin", {**begin, "hub_sample": None})
+        begin = meta_params(artifact, None)
+        self.write("meta_begin", begin)
         rows = sample_delta(self, artifact, hub_sample)
         write_sample_rows(self.write_batch, rows, hub_sample, batch_size)
         self.write("meta_begin", {**begin, "hub_sample": hub_sample})

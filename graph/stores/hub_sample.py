@@ -30,6 +30,15 @@ import pyarrow.compute as pc
 HUB_SAMPLE_SIZE = 1000
 
 
+def check_hub_sample(value: Any, name: str = "hub sample size") -> int:
+    """``value`` as a sample size, or a one-line ConfigError naming ``name`` (a flag, a parameter) when it is below 1."""
+    from harness_g.errors import ConfigError
+
+    if int(value) < 1:
+        raise ConfigError(f"{name} must be >= 1 sentence, got {value}")
+    return int(value)
+
+
 def sample_key(sentence_id: str) -> bytes:
     """The sentence's place in every sample: 8 bytes of BLAKE2b over its UTF-8 id (compare as bytes, then id)."""
     return hashlib.blake2b(sentence_id.encode("utf-8"), digest_size=8).digest()
@@ -67,4 +76,4 @@ def sample_rows(samples: dict[str, list[str]], batch_size: int) -> Iterator[list
         yield rows[start:start + batch_size]
 
 
-__all__ = ["HUB_SAMPLE_SIZE", "bottom_k", "hub_samples", "sample_key", "sample_rows"]
+__all__ = ["HUB_SAMPLE_SIZE", "bottom_k", "check_hub_sample", "hub_samples", "sample_key", "sample_rows"]

@@ -33,7 +33,7 @@ import numpy as np
 
 from harness_g.errors import InputError, StoreError
 from harness_g.graph.artifact import Artifact
-from harness_g.graph.stores.base import graph_identity
+from harness_g.graph.stores.base import meta_params
 from harness_g.graph.stores.loader import check_embeddings, next_pairs, utc_now
 
 #: the database a Neo4j Community server serves (it has one user database)
@@ -266,9 +266,7 @@ def finish_import(store: Any, artifact: Artifact, report: BulkReport, hub_sample
     size = resolve_hub_sample(None, artifact, hub_sample)  # a new database: the requested size, else the default
     t = time.perf_counter()
     store.ensure_schema()
-    store.write("meta_begin", {"content_hash": artifact.content_hash, "embedding_model": artifact.embedding_model,
-                               "embedding_dim": artifact.embedding_dim, "loaded_at": utc_now(),
-                               "hub_sample": size, **graph_identity(artifact)})
+    store.write("meta_begin", meta_params(artifact, size))
     report.seconds["schema"] = time.perf_counter() - t
     t = time.perf_counter()
     stage = next(s for s in STAGES if s.name == "pool_samples")

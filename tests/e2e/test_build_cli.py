@@ -106,6 +106,8 @@ def test_build_hub_sample_rewrites_the_samples_and_reads_keep_them(tmp_path: Pat
         assert_one_line_error(rc, err, message)
     rc, _, err = run(capsys, "neo4j", "--hub-sample", "3")
     assert_one_line_error(rc, err, "--hub-sample needs --bulk-load GRAPH_DIR")
+    rc, _, err = run(capsys, "neo4j", "--bulk-load", out, "--hub-sample", "0")  # refused before any server starts
+    assert_one_line_error(rc, err, "--hub-sample must be >= 1 sentence, got 0")
     with open_store(out) as store:
         assert store.meta()["hub_sample"] == 2 and store.meta()["loaded_at"] == meta["loaded_at"]
 

@@ -2,7 +2,8 @@
 Bolt loader gives: on the packaged HotpotQA dev slice, the same nodes and relationships with the same properties
 (every one, embeddings included), the same vector search and the same menus (U_0 and every LOOKUP result along the
 lookahead policy's episodes); and awkward strings (quotes, a backslash, line breaks, commas, semicolons, an empty
-string, a missing value) written into three of the slice's paragraphs keep their values. One bulk load serves every
+string, a missing value) written into three of the slice's paragraphs keep their values; ``harness-g neo4j --bulk-load
+--hub-sample N`` run as a process writes samples of N. One bulk load serves every
 test that compares graphs (the slice's copy with the awkward paragraphs): it runs the real importer and starts a real
 local Neo4j 5.26 on what it wrote; the Bolt side is the session's Neo4j (``neo4j_store``).
 
@@ -13,10 +14,13 @@ skip it; the importer is told to fail instead), and ``harness-g neo4j --bulk-loa
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -234,3 +238,35 @@ def test_cli_bulk_load_of_no_graph_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("harness-g: error: ") and "nothing" in lines[0], proc.stderr
+
+
+def test_cli_bulk_load_writes_the_hub_sample_size_asked_for(slice_dir: Path, tmp_path: Path) -> None:
+    """``harness-g neo4j --bulk-load COPY --hub-sample 3`` as a user runs it (a real process, stopped by SIGTERM):
+    the server it starts holds the graph with samples of 3, and COPY's store.json names it, so ``stats`` finds it."""
+    from harness_g.graph.load import open_store
+
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    for name in (*ARTIFACT_FILES, MANIFEST):
+        if (slice_dir / name).exists():
+            shutil.copy2(slice_dir / name, graph / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")}
+    server = subprocess.Popen([sys.executable, "-m", "harness_g", "neo4j", "--bolt-port", "0", "--http-port", "0",
+                               "--bulk-load", str(graph), "--hub-sample", str(HUB_SAMPLE)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 300
+        assert server.stdout is not None
+        while not any(line.strip().startswith("stop") for line in lines):
+            line = server.stdout.readline()
+            assert line and time.monotonic() < deadline, f"harness-g neo4j --bulk-load did not come up: {lines}"
+            lines.append(line)
+        assert any(line.startswith(f"neo4j: bulk-loaded {graph}") for line in lines), lines
+        with open_store(graph) as store:  # the remembered store, with the credentials the server stored
+            assert store.meta()["hub_sample"] == HUB_SAMPLE and store.meta()["complete"] is True
+            stored = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}
+        assert stored == artifact_samples(Artifact.open(graph), HUB_SAMPLE) and stored
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=120)
