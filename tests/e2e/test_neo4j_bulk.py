@@ -20,12 +20,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 from helpers.menu_record import record_episode
+from helpers.neo4j_process import wait_until_ready
 from helpers.tiny_artifact import build_tiny_artifact
 
 from harness_g.agent.config import EnvConfig
@@ -255,14 +255,8 @@ def test_cli_bulk_load_writes_the_hub_sample_size_asked_for(slice_dir: Path, tmp
                                "--bulk-load", str(graph), "--hub-sample", str(HUB_SAMPLE)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 300
-        assert server.stdout is not None
-        while not any(line.strip().startswith("stop") for line in lines):
-            line = server.stdout.readline()
-            assert line and time.monotonic() < deadline, f"harness-g neo4j --bulk-load did not come up: {lines}"
-            lines.append(line)
-        assert any(line.startswith(f"neo4j: bulk-loaded {graph}") for line in lines), lines
+        printed = wait_until_ready(server, timeout_s=300)
+        assert f"neo4j: bulk-loaded {graph}" in printed, printed
         with open_store(graph) as store:  # the remembered store, with the credentials the server stored
             assert store.meta()["hub_sample"] == HUB_SAMPLE and store.meta()["complete"] is True
             stored = {r["id"]: list(r["sample"]) for r in store.query("pool_samples_get")}

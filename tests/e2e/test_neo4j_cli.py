@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.neo4j_process import wait_until_ready
 from helpers.paths import TEST_DATA
 
 DATA = TEST_DATA / "hotpotqa" / "hotpot_dev_distractor_v1.subset.json"
@@ -47,14 +48,7 @@ def test_new_user_neo4j_session(tmp_path: Path) -> None:
     server = subprocess.Popen([HARNESS_G, "neo4j", "--bolt-port", "0", "--http-port", "0"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=ENV)
     try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 240
-        assert server.stdout is not None
-        while not any(line.strip().startswith("stop") for line in lines):
-            line = server.stdout.readline()
-            assert line and time.monotonic() < deadline, f"harness-g neo4j did not come up: {lines}"
-            lines.append(line)
-        printed = "".join(lines)
+        printed = wait_until_ready(server)
         uri = re.search(r"bolt\s+(bolt://127\.0\.0\.1:\d+)", printed).group(1)
         browser = re.search(r"browser\s+(http://127\.0\.0\.1:\d+/browser/)", printed).group(1)
         password = re.search(r"password (\S+)\s+\(generated", printed).group(1)
@@ -125,14 +119,7 @@ def test_neo4j_command_takes_the_password_from_neo4j_password() -> None:
     server = subprocess.Popen([HARNESS_G, "neo4j", "--bolt-port", "0", "--http-port", "0"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env={**ENV, "NEO4J_PASSWORD": chosen})
     try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 240
-        assert server.stdout is not None
-        while not any(line.strip().startswith("stop") for line in lines):
-            line = server.stdout.readline()
-            assert line and time.monotonic() < deadline, f"harness-g neo4j did not come up: {lines}"
-            lines.append(line)
-        printed = "".join(lines)
+        printed = wait_until_ready(server)
         assert "password the one you set (NEO4J_PASSWORD)" in printed and chosen not in printed
         uri = re.search(r"bolt\s+(bolt://127\.0\.0\.1:\d+)", printed).group(1)
         import neo4j
