@@ -62,6 +62,17 @@ class Learn:
     free_action_tokens: int
     sets: tuple[str, ...]
     budget_s: float | None
+    sft_questions: int = 0  # > 0: every arm warm-starts from an oracle-demonstration SFT on this many questions
+    sft_epochs: int = 2
+
+    @property
+    def sft(self) -> dict[str, int] | None:
+        """The warm start's settings as recorded (None: GRPO from the untrained model, the paper's)."""
+        return {"questions": self.sft_questions, "epochs": self.sft_epochs} if self.sft_questions else None
+
+    def sft_dir(self, arm: str, seed: int) -> Path:
+        """The warm start of ``arm``: one per interface and seed (the two menu arms share theirs)."""
+        return self.root / f"sft-{'free-query' if arm == 'free-query' else 'menu'}-seed{seed}"
 
     @property
     def root(self) -> Path:
@@ -92,8 +103,11 @@ def check_sets(sets: Sequence[str]) -> None:
 def settings_record(run: Learn) -> dict[str, Any]:
     """What every arm's numbers depend on (a later call must match it; ``steps``, ``round_steps`` and the budget may
     change, and the trainer's own resume check refuses any other difference of a run's config)."""
-    return {**graph_identity(run.graph), "arms": list(run.arms), "seeds": list(run.seeds),
-            "eval_questions": run.eval_questions, "free_action_tokens": run.free_action_tokens, "sets": list(run.sets)}
+    record = {**graph_identity(run.graph), "arms": list(run.arms), "seeds": list(run.seeds),
+              "eval_questions": run.eval_questions, "free_action_tokens": run.free_action_tokens, "sets": list(run.sets)}
+    if run.sft is not None:  # absent without a warm start, so the records of earlier runs still match
+        record["sft"] = run.sft
+    return record
 
 
 def check_settings(run: Learn) -> None:
@@ -134,21 +148,58 @@ def prune_checkpoints(run_dir: Path) -> None:
             shutil.rmtree(path)
 
 
-def train_command(run: Learn, arm: str, seed: int, steps: int, resume: Path | None) -> list[str]:
-    """``harness-g train`` for ``arm`` and ``seed`` up to ``steps`` (resuming from ``resume``): the graph's own
-    questions, the shared held-out split, a checkpoint every step; the free-query arm's replies get
-    ``free_action_tokens`` tokens (a search string; ``rollout.max_action_tokens`` in --set is the menu arms')."""
-    cmd = [sys.executable, "-m", "harness_g", "train", "--config", f"learning/{arm}", "--out", str(run.run_dir(arm, seed)),
-           "--set", f"data.graph_dir={run.graph}", "--set", "data.build_format=", "--set", "data.build_input=",
-           "--set", f"data.eval_questions={run.eval_questions}", "--set", f"seed={seed}", "--set", f"optim.steps={steps}",
-           "--set", "log.save_every=1", "-q"]
+def _arm_sets(run: Learn, arm: str, seed: int) -> list[str]:
+    """The ``--set`` arguments every command of ``arm`` and ``seed`` shares (training and its warm start)."""
+    cmd = ["--set", f"data.graph_dir={run.graph}", "--set", "data.build_format=", "--set", "data.build_input=",
+           "--set", f"data.eval_questions={run.eval_questions}", "--set", f"seed={seed}"]
     for text in run.sets:
         cmd += ["--set", text]
     if arm == "free-query":
         cmd += ["--set", f"rollout.max_action_tokens={run.free_action_tokens}"]
+    return cmd
+
+
+def train_command(run: Learn, arm: str, seed: int, steps: int, resume: Path | None) -> list[str]:
+    """``harness-g train`` for ``arm`` and ``seed`` up to ``steps`` (resuming from ``resume``): the graph's own
+    questions, the shared held-out split, a checkpoint every step; the free-query arm's replies get
+    ``free_action_tokens`` tokens (a search string; ``rollout.max_action_tokens`` in --set is the menu arms'); with a
+    warm start, ``model.init_adapter`` is the arm's SFT policy."""
+    cmd = [sys.executable, "-m", "harness_g", "train", "--config", f"learning/{arm}", "--out", str(run.run_dir(arm, seed)),
+           *_arm_sets(run, arm, seed), "--set", f"optim.steps={steps}", "--set", "log.save_every=1", "-q"]
+    if run.sft is not None:
+        cmd += ["--set", f"model.init_adapter={run.sft_dir(arm, seed) / 'policy'}"]
     if resume is not None:
         cmd += ["--resume", str(resume)]
     return cmd
+
+
+def sft_command(run: Learn, arm: str, seed: int) -> list[str]:
+    """``harness-g sft`` (the oracle-demonstration warm start, ours) under ``arm``'s config and shared settings."""
+    return [sys.executable, "-m", "harness_g", "sft", "--config", f"learning/{arm}", "--out", str(run.sft_dir(arm, seed)),
+            *_arm_sets(run, arm, seed), "--sft", f"questions={run.sft_questions}", "--sft", f"epochs={run.sft_epochs}", "-q"]
+
+
+def warm_starts(run: Learn, log: Callable[[str], None], device: str) -> None:
+    """Make every missing warm start (one per interface and seed) before any arm trains; each is a piece."""
+    if run.sft is None:
+        return
+    for seed in run.seeds:
+        for arm in run.arms:
+            out = run.sft_dir(arm, seed)
+            if (out / "sft.json").is_file():
+                continue
+            if out.exists():  # a killed SFT leaves a partial folder: it starts again from scratch
+                import shutil
+
+                shutil.rmtree(out)
+            log(f"warm start {out.name}: SFT on {run.sft_questions} questions x {run.sft_epochs} epochs on {device}")
+            start = time.monotonic()
+            rc = run_piece(sft_command(run, arm, seed))
+            with open(run.root / PIECES, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"sft": out.name, "seed": seed, "device": device,
+                                     "seconds": round(time.monotonic() - start, 1), "rc": rc}) + "\n")
+            if rc != 0:
+                raise HarnessError(f"harness-g sft for {out.name} failed (rc {rc})")
 
 
 def device_name() -> str:
@@ -190,6 +241,7 @@ def cmd_learn(run: Learn, log: Callable[[str], None]) -> dict[str, Any]:
     after every piece, so a run stopped by its budget, a SIGTERM or a failed piece still reports what it reached."""
     check_settings(run)
     t0, device = time.monotonic(), device_name()
+    warm_starts(run, log, device)
     target = 0
     while target < run.steps:
         target = min(run.steps, target + run.round_steps)
@@ -269,7 +321,7 @@ def aggregate(out: Path) -> dict[str, Any]:
                      "heldout": {str(s): {str(k): {m: v[m] for m in ("f1", "em", "evidence_recall", "questions")}
                                           for k, v in r["heldout"].items()} for s, r in per.items()},
                      "gain": {m: bootstrap_mean(list(gains(per, at, m).values())) for m in METRICS} if at else None,
-                     "train_seconds": round(sum(p["seconds"] for p in pieces if p["arm"] == arm), 1)}
+                     "train_seconds": round(sum(p["seconds"] for p in pieces if p.get("arm") == arm), 1)}
     comparisons: dict[str, Any] = {}
     if at:
         for a, b in (("snc", "outcome"), ("snc", "free-query"), ("outcome", "free-query")):
@@ -281,8 +333,9 @@ def aggregate(out: Path) -> dict[str, Any]:
     held = next((r["heldout"][0]["questions"] for per in runs.values() for r in per.values() if 0 in r["heldout"]), 0)
     config = _first_config(root, settings)
     data = {"kind": "learning", "settings": settings, "compared_at_step": at, "arms": arms, "comparisons": comparisons,
-            "rests_on": {"heldout_questions": held, "seeds": settings["seeds"], "step": at,
-                         "devices": sorted({p["device"] for p in pieces}), "pieces": len(pieces),
+            "warm_starts": warm_start_records(root),
+            "rests_on": {"heldout_questions": held, "seeds": settings["seeds"], "step": at, "sft": settings.get("sft"),
+                         "devices": sorted({p["device"] for p in pieces}), "pieces": sum("arm" in p for p in pieces),
                          "model": config.get("model", {}).get("name"), "lora": config.get("model", {}).get("lora"),
                          "group_size": config.get("rollout", {}).get("group_size"),
                          "questions_per_step": config.get("rollout", {}).get("questions_per_step"),
@@ -291,6 +344,17 @@ def aggregate(out: Path) -> dict[str, Any]:
                          "lr": config.get("optim", {}).get("lr"), "preset": config.get("preset")}}
     (out / "learning.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return data
+
+
+def warm_start_records(root: Path) -> dict[str, Any]:
+    """Per warm start under ``root`` (``sft-<interface>-seed<S>/sft.json``): its demonstrations (oracle agreement,
+    action types, evidence recall, cut replies), sequences, steps, first and last loss, seconds and device."""
+    out = {}
+    for path in sorted(root.glob("sft-*/sft.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        out[path.parent.name] = {k: rec.get(k) for k in ("sft", "demonstrations", "sequences", "trained_tokens", "steps",
+                                                         "loss_first", "loss_last", "demonstrate_s", "train_s", "device")}
+    return out
 
 
 def _first_config(root: Path, settings: dict[str, Any]) -> dict[str, Any]:
@@ -319,7 +383,7 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
              f"{r['pieces']} training pieces on {', '.join(r['devices']) or 'no device yet'}"
              + (f"; changed from the arm configs: {', '.join(data['settings']['sets'])}" if data["settings"].get("sets") else ""))
     head = ("<h2>Claim (c): menu + SNC training improves the policy more than outcome-only and the free-query arm</h2>"
-            f"<p class='basis'>Rests on: {escape(basis)}. GRPO from the untrained model: no SFT warm start.</p>")
+            f"<p class='basis'>Rests on: {escape(basis)}. {escape(warm_start_line(data))}</p>")
     if at is None:
         return head + "<p class='verdict'><b>Not measured yet.</b> No step after 0 has a held-out evaluation in every arm.</p>"
     rows = []
@@ -361,6 +425,18 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
             "<table><tr><th>arm</th><th>steps</th><th>F1 before &rarr; after</th><th>F1 gain</th><th>EM before &rarr; after</th>"
             "<th>EM gain</th><th>evidence recall before &rarr; after</th><th>recall gain</th><th>train s</th></tr>" + "".join(rows)
             + f"</table><ul>{''.join(verdicts)}</ul><div class='charts'>{''.join(charts)}</div>")
+
+
+def warm_start_line(data: dict[str, Any]) -> str:
+    """One sentence on how the arms started: the untrained model, or the oracle-demonstration SFT (ours)."""
+    sft = data["rests_on"].get("sft")
+    if not sft:
+        return "GRPO from the untrained model: no SFT warm start."
+    parts = [f"{name}: {w['demonstrations']['questions']} questions, {w['sequences']} sequences, {w['steps']} steps, "
+             f"loss {w['loss_first']:.3f} -> {w['loss_last']:.3f}, oracle agreement {w['demonstrations']['agreement']:.2f}"
+             for name, w in data.get("warm_starts", {}).items()]
+    return (f"Every arm warm-started from an SFT on oracle demonstrations (ours, not the paper's; {sft['questions']} "
+            f"training questions x {sft['epochs']} epochs; step 0 is the warm-started policy): " + "; ".join(parts) + ".")
 
 
 def _seed_mean(evals: list[dict[str, Any] | None], metric: str) -> str:

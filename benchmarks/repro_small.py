@@ -913,6 +913,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-questions", type=int, default=50, help="the graph's last N questions, held out (default 50)")
     p.add_argument("--free-action-tokens", type=int, default=32, help="max tokens of a free-query reply (default 32)")
     p.add_argument("--budget-s", type=float, help="start no training piece after this many seconds")
+    p.add_argument("--sft-questions", type=int, default=0,
+                   help="warm-start every arm from an SFT on oracle demonstrations of this many training questions "
+                        "(harness-g sft; ours, not the paper's; default 0: GRPO from the untrained model)")
+    p.add_argument("--sft-epochs", type=int, default=2, help="epochs of that SFT (default 2)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a TrainConfig field for every arm, e.g. rollout.group_size=4 (repeatable)")
     p = sub.add_parser("page")
@@ -923,9 +927,11 @@ def parser() -> argparse.ArgumentParser:
 def learn_of(args: argparse.Namespace) -> Any:
     from repro_learning import Learn, check_sets, parse_arms
 
-    for flag in ("steps", "round_steps", "eval_questions", "free_action_tokens"):
+    for flag in ("steps", "round_steps", "eval_questions", "free_action_tokens", "sft_epochs"):
         if getattr(args, flag) < 1:
             raise ConfigError(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
+    if args.sft_questions < 0:
+        raise ConfigError(f"--sft-questions must be >= 0, got {args.sft_questions}")
     try:
         seeds = tuple(dict.fromkeys(int(s) for s in args.seeds.split(",") if s.strip()))
     except ValueError:
@@ -935,7 +941,8 @@ def learn_of(args: argparse.Namespace) -> Any:
     check_sets(args.set)
     return Learn(graph=args.graph, out=args.out, arms=parse_arms(args.arms), seeds=seeds, steps=args.steps,
                  round_steps=args.round_steps, eval_questions=args.eval_questions,
-                 free_action_tokens=args.free_action_tokens, sets=tuple(args.set), budget_s=args.budget_s)
+                 free_action_tokens=args.free_action_tokens, sets=tuple(args.set), budget_s=args.budget_s,
+                 sft_questions=args.sft_questions, sft_epochs=args.sft_epochs)
 
 
 def run_of(args: argparse.Namespace) -> Run:

@@ -261,6 +261,7 @@ def policy_settings(config: Any, step: int, prompt_budget: int, env: dict[str, A
     (:mod:`harness_g.agent.llm.checkpoint`)."""
     r, m = config.rollout, config.model
     return {"step": step, "base_model": m.name, "gguf_file": m.gguf_file, "lora": m.lora, "dtype": m.compute_dtype,
+            "init_adapter": str(Path(m.init_adapter).resolve()) if m.init_adapter else None,
             "policy": {"max_new_tokens": r.max_action_tokens, "max_answer_tokens": r.max_answer_tokens,
                        "constrain_actions": r.constrain_actions, "context": r.context, "max_context_tokens": prompt_budget},
             "interface": r.interface, "env": env, "graph_dir": str(config.data.graph_dir),
@@ -279,7 +280,9 @@ def export_policy(model: Any, tokenizer: Any, run_dir: Path, settings: dict[str,
         if not (base_dir / "config.json").is_file():
             copy.deepcopy(model).unload().save_pretrained(base_dir)  # adapters removed, not merged: the initial weights
             tokenizer.save_pretrained(base_dir)
+        settings["base_source"] = settings["base_model"]  # the spec it was built from (merge_adapter's base check)
         settings["base_model"] = str(base_dir.resolve())
+        settings["init_adapter"] = None  # the saved base is the model as loaded: a warm start is merged into it
     return write_policy_checkpoint(model, tokenizer, run_dir / f"checkpoint-{settings['step']}", settings)
 
 

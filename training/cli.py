@@ -73,11 +73,13 @@ def run_train(args: argparse.Namespace) -> int:
 
         check_settings(Path(args.resume), config)
     from harness_g.training.data import build_training_graph, check_training_data
+    from harness_g.training.sft import check_warm_start
     from harness_g.training.trainer import train
 
     with run_dir_lock(args.output_dir):  # a second run into the same --out is refused before anything loads
         build_training_graph(config)  # data.build_format: (re)build graph_dir before the trainer exists (a cache hit when unchanged)
-        check_training_data(config)  # e.g. a batch larger than the data: refused before the run directory is written
+        _, held_out = check_training_data(config)  # e.g. a batch larger than the data: refused before the run directory is written
+        check_warm_start(config.model.init_adapter, [q.id for q in held_out])  # and an SFT that saw a held-out question
         result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
     from accelerate import PartialState
 
@@ -89,6 +91,36 @@ def run_train(args: argparse.Namespace) -> int:
     print("last step: " + ", ".join(f"{k}={last[k]:.4g}" for k in keys if k in last))
     if result.get("tensorboard"):
         print(f"curves: {result['tensorboard']}")
+    return 0
+
+
+def run_sft(args: argparse.Namespace) -> int:
+    """``harness-g sft``: oracle-demonstration SFT warm start (ours; training/sft.py) under a TrainConfig."""
+    from harness_g.config_loader import load
+    from harness_g.training.config import load_config
+    from harness_g.training.packaged import resolve_config
+    from harness_g.training.sft import SFTConfig, run_sft as sft
+
+    if args.resume:
+        raise ConfigError("harness-g sft has no --resume (a warm start takes minutes): run it again into a new --out")
+    sft_config = load(SFTConfig, None, dict(parse_set(s) for s in args.sft))
+    config = load_config(resolve_config(args.config), dict(parse_set(s) for s in args.set), preset=args.preset)
+    if args.show_config:
+        print("\n".join([*describe(config), *describe(sft_config, prefix="sft.")]))
+        return 0
+    if not args.output_dir:
+        raise ConfigError("--out is required (the SFT run directory)")
+    from harness_g.training.data import build_training_graph, check_training_data, with_run_graph
+
+    config = with_run_graph(config, args.output_dir)  # data.build_format: the graph is built in OUT/graph, as train does
+    with run_dir_lock(args.output_dir):
+        build_training_graph(config)
+        check_training_data(config)
+        summary = sft(config, sft_config, args.output_dir, progress=not args.quiet)
+    d = summary["demonstrations"]
+    print(json.dumps({k: summary[k] for k in ("policy", "steps", "sequences", "trained_tokens", "loss_first",
+                                              "loss_last")} | {"demonstrations": d}, indent=2))
+    print(f"warm-start a GRPO run with: --set model.init_adapter={summary['policy']}")
     return 0
 
 
@@ -133,6 +165,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser("train", help="GRPO + SNC training (shortcut for `accelerate launch -m harness_g.training`)")
     add_train_arguments(p)
     p.set_defaults(func=run_train)
+    p = sub.add_parser("sft", help="oracle-demonstration SFT warm start, a LoRA adapter for model.init_adapter (ours)",
+                       description="Play the privileged oracle through the run's environment (the TrainConfig's "
+                                   "interface, context and token limits) on its training split and fine-tune the "
+                                   "policy's LoRA adapters on those replies and the gold answers. The paper trains "
+                                   "GRPO from the base checkpoint; this warm start is an extension, off unless a run "
+                                   "sets model.init_adapter.")
+    add_train_arguments(p)
+    p.add_argument("--sft", action="append", default=[], metavar="KEY=VALUE",
+                   help="an SFT setting (questions, epochs, lr, batch_sequences, oracle_budget), e.g. --sft epochs=3")
+    p.set_defaults(func=run_sft)
     p = sub.add_parser("configs", help="the packaged training and Accelerate configs (names for --config, paths)",
                        description="List the configs shipped inside the package: `harness-g train --config NAME` takes "
                                    "the name from any directory; --path prints one file's path, e.g. for "

@@ -51,6 +51,10 @@ class ModelConfig(Config):
     gradient_checkpointing: bool = _f(False, "trade compute for memory")
     tiny_hidden: int = _f(64, "tiny-random only: hidden size (>= 1)", ge=1)
     tiny_layers: int = _f(2, "tiny-random only: layers (>= 1)", ge=1)
+    init_adapter: str | None = _f(None, "warm start (ours; the paper trains from the base checkpoint): a LoRA adapter "
+                                        "directory, e.g. `harness-g sft`'s output, merged into the base weights before "
+                                        "training; the KL reference and the frozen answerer are then the merged model",
+                                  path=True)
 
 
 @dataclass(frozen=True)

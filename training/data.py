@@ -106,13 +106,14 @@ def split_questions(config: Any, view: Any) -> tuple[list[QAItem], list[QAItem]]
     return _split(config, _questions(config, lambda: view.artifact))
 
 
-def check_training_data(config: Any) -> None:
+def check_training_data(config: Any) -> tuple[list[QAItem], list[QAItem]]:
     """The checks of :func:`split_questions` before a run starts (nothing is written, no model or store is loaded):
-    ``harness-g train`` calls it after building the graph, so a batch larger than the data is refused in seconds."""
+    ``harness-g train`` calls it after building the graph, so a batch larger than the data is refused in seconds.
+    Returns the split (training, held-out), read from the artifact."""
     from harness_g.graph.artifact import Artifact
 
     require_graph(config)
-    _split(config, _questions(config, lambda: Artifact.open(config.data.graph_dir)))
+    return _split(config, _questions(config, lambda: Artifact.open(config.data.graph_dir)))
 
 
 def _questions(config: Any, artifact: Any) -> list[QAItem]:

@@ -67,6 +67,10 @@ def load_policy(cfg: ModelConfig, tokenizer: Any, seed: int = 0, *, trainable: b
         ref = _ref(cfg.name, cfg.gguf_file)
         kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
         model = AutoModelForCausalLM.from_pretrained(ref.name_or_path, dtype=dtype, **kwargs)
+    if cfg.init_adapter:  # the warm start (ours): merged before anything trains, so the reference is the merged model
+        from harness_g.agent.llm.checkpoint import merge_adapter
+
+        model = merge_adapter(model, cfg.init_adapter, base_model=cfg.name)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     if cfg.lora:

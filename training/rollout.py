@@ -23,7 +23,7 @@ import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Protocol, Sequence
 
 import torch
 
@@ -285,7 +285,7 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
                      *, max_action_tokens: int, max_answer_tokens: int, greedy: bool = False,
                      constrain_actions: bool = False, interface: str = "menu",
                      max_observation_tokens: int | None = None, context: str = "multi-turn",
-                     max_prompt_tokens: int | None = None) -> tuple[list[Rollout], dict[str, float]]:
+                     max_prompt_tokens: int | None = None, teacher: Teacher | None = None) -> tuple[list[Rollout], dict[str, float]]:
     """Play ``group_size`` rollouts of every item through one BatchedMenuEnv; returns rollouts and timings.
 
     ``generator``: a chat backend over the policy (:class:`Generator` or the vLLM one); ``context``: multi-turn
@@ -301,6 +301,9 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
     :class:`FreeQueryEnv` (no ids in the observation; SELECT/ANSWER_WITH/ANSWER by sentence handle, any other reply a
     search string resolved to the nearest LOOKUP target), so transitions, previews and SNC are the menu arm's and only
     how a retrieval target is named differs.
+
+    ``teacher`` (demonstrations, :mod:`harness_g.training.sft`): told every turn's live environments before the
+    policy acts, and the episodes before it answers, so a scripted ``generator`` can reply for it.
     """
     from harness_g.agent.env.free_query import FreeQueryEnv
 
@@ -327,12 +330,16 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
             getattr(generator, "prefilled_prompt_positions", 0))
     while not benv.all_done:
         budget.measure(observations)
+        if teacher is not None:
+            teacher.before_turn([e for o, e in zip(observations, envs) if o is not None])
         replies = policy.act_batch([None if o is None else e.observe() for o, e in zip(observations, envs)])
         t_env = time.perf_counter()
         results = [None if r is None else e.step(r) for e, r in zip(envs, replies)] if free else benv.step(replies)
         env_s += time.perf_counter() - t_env
         observations = [r.observation if r is not None and not r.done else None for r in results]
     finals = [e.observe() for e in envs]
+    if teacher is not None:
+        teacher.before_answer([it for it, _ in expanded])
     answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], finals)
     rollouts, dropped = _finish_rollouts(policy, expanded, envs, answers, finals)
     stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0, "dropped_turns_max": float(dropped)}
@@ -346,6 +353,18 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
                       "raise rollout.max_prompt_tokens to keep them", stacklevel=2)
     stats.update(budget.stats())
     return rollouts, stats
+
+
+class Teacher(Protocol):
+    """Who scripts a demonstration's replies (:func:`collect_rollouts`' ``teacher``)."""
+
+    def before_turn(self, envs: Sequence[Environment]) -> None:
+        """The environments about to act this turn, in the order the policy's chats reach the generator."""
+        ...
+
+    def before_answer(self, items: Sequence[QAItem]) -> None:
+        """Every episode's question, in the order the answer chats reach the generator."""
+        ...
 
 
 class _ObservationBudget:

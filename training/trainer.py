@@ -219,6 +219,7 @@ class Trainer:
         from harness_g.training.data import check_split, require_graph, split_questions, split_record, write_split
         from harness_g.training.logger import MetricsLogger
         from harness_g.training.rollout import scorer_user_text
+        from harness_g.training.sft import check_warm_start
 
         cfg = self.config
         require_graph(cfg)
@@ -237,6 +238,7 @@ class Trainer:
         with open_view(cfg.data.graph_dir, cfg.data.store) as view:
             train_q, eval_q = split_questions(cfg, view)
             split = split_record(cfg, train_q, eval_q)
+            check_warm_start(cfg.model.init_adapter, split["heldout"])  # a warm start never saw a held-out question
             if self.resume_from is not None:
                 check_split(self.out, split)  # every rank, before any collective: all refuse together
             if self.accelerator.is_main_process:

@@ -97,4 +97,49 @@ def load_adapter_model(path: str | Path, dtype: Any, **kwargs: Any) -> Any:
         ref = resolve_model(config.get("base_model_name_or_path") or "", None)
     extra = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
     model = AutoModelForCausalLM.from_pretrained(ref.name_or_path, dtype=dtype, **extra, **kwargs)
+    if settings.get("init_adapter"):  # a warm-started run (model.init_adapter): its base is the merged warm start
+        model = merge_adapter(model, settings["init_adapter"], base_model=base)
     return PeftModel.from_pretrained(model, str(path))
+
+
+def _spec(name: str) -> str:
+    """A model spec comparable across working directories: a local directory as its resolved path."""
+    return str(Path(name).resolve()) if Path(name).is_dir() else name
+
+
+def merge_adapter(model: Any, adapter: str | Path, *, base_model: str | None = None) -> Any:
+    """``model`` with the LoRA adapter directory ``adapter`` merged into its weights (``model.init_adapter``: a warm
+    start such as ``harness-g sft``'s output). ``base_model``: the spec ``model`` was loaded from; when the adapter's
+    :data:`POLICY_FILE` names another base, a one-line ConfigError (its deltas belong to other weights). An adapter
+    that is itself warm-started (its file names an ``init_adapter``) has that one merged first."""
+    from peft import PeftModel
+
+    path = Path(adapter)
+    if not is_adapter(path):
+        raise ConfigError(f"model.init_adapter {str(path)!r}: not a LoRA adapter directory (no adapter_config.json)")
+    settings = policy_settings(path) or {}
+    # base_model: the spec it was trained over; base_source: what a saved base (RUN_DIR/base-model) was built from
+    names = {_spec(n) for n in (settings.get("base_model"), settings.get("base_source")) if n}
+    if base_model is not None and names and _spec(base_model) not in names:
+        raise ConfigError(f"model.init_adapter {str(path)!r} was trained on base {settings['base_model']!r}, not "
+                          f"{base_model!r}")
+    if settings.get("init_adapter"):
+        model = merge_adapter(model, settings["init_adapter"], base_model=base_model)
+    _untie_adapted_head(model, path)
+    return PeftModel.from_pretrained(model, str(path)).merge_and_unload()
+
+
+def _untie_adapted_head(model: Any, adapter: Path) -> None:
+    """Give ``model`` its own output head when its head and input embeddings share one tensor (SmolLM2) and the
+    adapter adapts either: merging a delta into a shared tensor would change the other layer too (PEFT issue
+    2777), while the adapter was trained with the delta on that one layer only."""
+    import torch
+
+    targets = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8")).get("target_modules") or []
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    head, embed = model.get_output_embeddings(), model.get_input_embeddings()
+    if head is None or embed is None or head.weight is not embed.weight:
+        return
+    if any(t in ("lm_head", "embed_tokens") or t.endswith((".lm_head", ".embed_tokens")) for t in targets):
+        head.weight = torch.nn.Parameter(head.weight.detach().clone(), requires_grad=head.weight.requires_grad)
+        model.config.tie_word_embeddings = False

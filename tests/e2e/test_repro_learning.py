@@ -67,3 +67,34 @@ def test_learn_trains_in_resumable_pieces_and_reports_claim_c(slice_graph, tmp_p
     html = (out / "index.html").read_text()
     assert "Claim (c)" in html and "Compared at step 2" in html and "2 held-out questions" in html
     assert (out / "plots" / "learning_reward_f1.svg").is_file()
+
+
+@pytest.mark.slow
+def test_learn_with_a_warm_start_makes_one_sft_per_interface_and_starts_every_arm_from_it(slice_graph, tmp_path):
+    graph = _copy_artifact(slice_graph("paper"), tmp_path / "graph")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, str(SCRIPT), "learn", "--graph", str(graph), "--out", str(out),
+                           "--arms", "outcome", "--eval-questions", "2", "--steps", "1", "--sft-questions", "3",
+                           "--sft-epochs", "1", *TINY], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    sft = json.loads((out / "learning" / "sft-menu-seed0" / "sft.json").read_text())
+    assert len(sft["demonstrated_ids"]) == 3 and sft["sft"]["epochs"] == 1
+    split = json.loads((out / "learning" / "outcome-seed0" / "split.json").read_text())
+    assert sft["heldout_ids"] == split["heldout"]  # the warm start never saw the arms' held-out questions
+    assert set(sft["demonstrated_ids"]) <= set(split["train"])
+    config = (out / "learning" / "outcome-seed0" / "config.yaml").read_text()
+    assert f"init_adapter: {out / 'learning' / 'sft-menu-seed0' / 'policy'}" in config
+    pieces = [json.loads(line) for line in (out / "learning" / "pieces.jsonl").read_text().splitlines()]
+    assert [p.get("sft") or p.get("arm") for p in pieces] == ["sft-menu-seed0", "outcome"]
+    data = json.loads((out / "learning.json").read_text())
+    assert data["rests_on"]["sft"] == {"questions": 3, "epochs": 1} and data["rests_on"]["pieces"] == 1
+    assert data["warm_starts"]["sft-menu-seed0"]["demonstrations"]["questions"] == 3
+    # going on without the warm start would compare other runs: refused in one line
+    refused = subprocess.run([sys.executable, str(SCRIPT), "learn", "--graph", str(graph), "--out", str(out),
+                              "--arms", "outcome", "--eval-questions", "2", "--steps", "2", *TINY],
+                             capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "sft=" in refused.stderr and refused.stderr.strip().count("\n") == 0
+    page = subprocess.run([sys.executable, str(SCRIPT), "page", "--out", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert page.returncode == 0, page.stderr
+    assert "warm-started from an SFT on oracle demonstrations" in (out / "index.html").read_text()
