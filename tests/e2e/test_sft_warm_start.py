@@ -108,11 +108,11 @@ def test_sft_then_a_warm_started_grpo_run_and_its_evaluation(tmp_path, capsys, h
     load_config(None, base).save(cfg)
     sft_dir = tmp_path / "sft"
     rc, out, err = run(capsys, "sft", "--config", cfg, "--out", sft_dir, "--sft", "epochs=10", "--sft", "lr=1e-2",
-                       "--sft", "batch_sequences=4", "-q")
+                       "--sft", "batch_sequences=4", "--sft", "questions=3", "-q")
     assert rc == 0, err
     record = json.loads((sft_dir / "sft.json").read_text())
     assert f"--set model.init_adapter={sft_dir.resolve() / 'policy'}" in out
-    assert len(record["demonstrated_ids"]) == 4 and not set(record["demonstrated_ids"]) & set(record["heldout_ids"])
+    assert len(record["demonstrated_ids"]) == 3 and not set(record["demonstrated_ids"]) & set(record["heldout_ids"])
     losses = [json.loads(line)["loss"] for line in (sft_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(losses) == record["steps"] and sum(losses[-3:]) < 0.5 * sum(losses[:3])  # the demonstrations are fitted
 
@@ -127,6 +127,28 @@ def test_sft_then_a_warm_started_grpo_run_and_its_evaluation(tmp_path, capsys, h
     merged = _nll(load_policy(config.model, tokenizer), seqs)
     assert merged == pytest.approx(_nll(load_adapter_model(sft_dir / "policy", dtype=None), seqs), abs=1e-4)
     assert merged < 0.5 * _nll(load_policy(load_config(cfg, {"model.name": warm["model.name"]}).model, tokenizer), seqs)
+
+    # benchmarks/bench_sft_warm_start.py: its baseline (the adapter with lora_B zeroed) is exactly the base model, and
+    # it reports the SFT policy against it on questions the SFT never saw, held-out and undemonstrated apart
+    import subprocess
+    import sys
+
+    from helpers.paths import REPO_ROOT
+
+    bench = tmp_path / "bench"
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "bench_sft_warm_start.py"), "--sft",
+                           str(sft_dir), "--out", str(bench), "--questions", "3"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    zeroed = load_adapter_model(bench / "base-policy", dtype=None)
+    assert _nll(zeroed, seqs) == pytest.approx(
+        _nll(load_policy(load_config(cfg, {"model.name": warm["model.name"]}).model, tokenizer), seqs), abs=1e-5)
+    result = json.loads((bench / "sft_warm_start.json").read_text())
+    assert (result["heldout"]["questions"], result["undemonstrated_train"]["questions"]) == (2, 1)
+    ids = (bench / "question_ids.txt").read_text().split()
+    assert ids[:2] == record["heldout_ids"] and not set(ids) & set(record["demonstrated_ids"])
+    pooled = result["pooled"]
+    assert pooled["sft_minus_base"]["f1"]["mean"] == pytest.approx(pooled["sft"]["f1"] - pooled["base"]["f1"])
 
     # GRPO from the warm start; eval of its checkpoint (LoRA over the merged warm start) reproduces its answers
     grpo = tmp_path / "grpo"

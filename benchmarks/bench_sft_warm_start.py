@@ -1,0 +1,148 @@
+"""What the oracle-demonstration SFT warm start (``harness-g sft``, ours) does to a policy by itself, before any GRPO:
+the SFT policy against the untrained model under identical play settings, on questions the SFT never saw.
+
+    python benchmarks/bench_sft_warm_start.py --sft SFT_DIR --out DIR [--questions N]
+
+- **The baseline is the same checkpoint with its LoRA deltas zeroed** (``lora_B`` = 0, so every adapted layer
+  computes exactly the base weights): ``DIR/base-policy``. Both are played by ``harness-g eval --model`` with the
+  settings the SFT recorded (interface, context, token limits, constrained decoding, environment), greedy.
+- **Questions:** the SFT run's held-out questions first, then its training-split questions that were not
+  demonstrated, up to ``--questions`` (default: all of them). The SFT never saw either kind; they are reported apart
+  and pooled.
+- ``DIR/sft_warm_start.json``: per policy the means of F1, EM, evidence recall and LOOKUPs per episode, the action
+  mix; per metric the paired difference SFT minus base, with a bootstrap 95% interval over questions
+  (``repro_small.bootstrap_mean``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repro_small import bootstrap_mean  # noqa: E402
+
+METRICS = ("f1", "em", "evidence_recall", "lookups")
+
+
+def zeroed_copy(policy: Path, out: Path) -> Path:
+    """``policy`` (a LoRA policy checkpoint) copied to ``out`` with every ``lora_B`` tensor zeroed: the base model under
+    the checkpoint's own play settings."""
+    from safetensors.torch import load_file, save_file
+
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(policy, out)
+    weights = out / "adapter_model.safetensors"
+    state = load_file(str(weights))
+    zeroed = {k: (v.zero_() if "lora_B" in k else v) for k, v in state.items()}
+    if not any("lora_B" in k for k in zeroed):
+        raise SystemExit(f"{policy}: no lora_B tensors (not a LoRA adapter)")
+    save_file(zeroed, str(weights))
+    return out
+
+
+def question_ids(sft: dict[str, Any], graph_dir: str, limit: int | None) -> tuple[list[str], set[str]]:
+    """(the ids to evaluate: held-out first, then undemonstrated training questions; the held-out ids)."""
+    from harness_g.graph.artifact import Artifact
+
+    demonstrated, held = set(sft["demonstrated_ids"]), list(sft["heldout_ids"])
+    train = set(_train_ids(sft, graph_dir))
+    rest = [q.id for q in Artifact.open(graph_dir).questions() if q.id in train and q.id not in demonstrated]
+    ids = held + rest
+    return (ids[:limit] if limit else ids), set(held)
+
+
+def _train_ids(sft: dict[str, Any], graph_dir: str) -> list[str]:
+    from harness_g.graph.artifact import Artifact
+    from harness_g.training.config import TrainConfig
+    from harness_g.training.data import _split
+
+    config = TrainConfig.from_dict(sft["train_config"])
+    train, _ = _split(config, list(Artifact.open(graph_dir).questions()))
+    return [q.id for q in train]
+
+
+def evaluate(model: Path, ids_file: Path, out: Path) -> dict[str, dict[str, float]]:
+    """``harness-g eval --model model`` on the ids: per question id, its metrics (and its LOOKUP count)."""
+    if out.exists():
+        shutil.rmtree(out)
+    cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
+           "--question-ids", str(ids_file), "--out", str(out), "-q"]
+    subprocess.run(cmd, check=True)
+    per = {}
+    for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        steps = r["trajectory"]["steps"]
+        per[r["id"]] = {"f1": r["metrics"]["f1"], "em": r["metrics"]["em"],
+                        "evidence_recall": r["metrics"]["evidence_recall"],
+                        "lookups": float(sum(s.get("action_type") == "LOOKUP" for s in steps)),
+                        "actions": [s.get("action_type") or "invalid" for s in steps]}
+    return per
+
+
+def summarise(base: dict[str, Any], sft: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"questions": len(ids)}
+    for name, per in (("base", base), ("sft", sft)):
+        mix: dict[str, int] = {}
+        for q in ids:
+            for a in per[q]["actions"]:
+                mix[a] = mix.get(a, 0) + 1
+        means = {}
+        for m in METRICS:
+            xs = [per[q][m] for q in ids if per[q][m] is not None]
+            means[m] = sum(xs) / len(xs) if xs else None
+        out[name] = {**means, "actions": mix}
+    out["sft_minus_base"] = {m: bootstrap_mean([sft[q][m] - base[q][m] for q in ids
+                                                if sft[q][m] is not None and base[q][m] is not None]) for m in METRICS}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sft", type=Path, required=True, help="a `harness-g sft` output directory (sft.json, policy/)")
+    ap.add_argument("--out", type=Path, required=True, help="result folder")
+    ap.add_argument("--questions", type=int, help="evaluate at most N questions (held-out first)")
+    args = ap.parse_args(argv)
+    record = json.loads((args.sft / "sft.json").read_text(encoding="utf-8"))
+    policy = Path(record["policy"])
+    settings = json.loads((policy / "harness_g_policy.json").read_text(encoding="utf-8"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    ids, held = question_ids(record, settings["graph_dir"], args.questions)
+    ids_file = args.out / "question_ids.txt"
+    ids_file.write_text("".join(f"{q}\n" for q in ids), encoding="utf-8")
+    t0 = time.perf_counter()
+    base = evaluate(zeroed_copy(policy, args.out / "base-policy"), ids_file, args.out / "eval-base")
+    t1 = time.perf_counter()
+    sft = evaluate(policy, ids_file, args.out / "eval-sft")
+    t2 = time.perf_counter()
+    import torch
+
+    result = {"sft": {k: record[k] for k in ("sft", "demonstrations", "sequences", "trained_tokens", "steps",
+                                             "loss_first", "loss_last", "demonstrate_s", "train_s", "device")},
+              "play": {k: settings[k] for k in ("base_model", "interface", "policy")},
+              "env": {k: settings["env"][k] for k in ("max_turns", "visible_cap", "lookup_cap", "answer_with_max")},
+              "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU",
+              "eval_seconds": {"base": round(t1 - t0, 1), "sft": round(t2 - t1, 1)},
+              "heldout": summarise(base, sft, [q for q in ids if q in held]),
+              "undemonstrated_train": summarise(base, sft, [q for q in ids if q not in held]),
+              "pooled": summarise(base, sft, ids)}
+    (args.out / "sft_warm_start.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    for part in ("heldout", "undemonstrated_train", "pooled"):
+        r = result[part]
+        d = r["sft_minus_base"]
+        if not r["questions"]:
+            continue
+        print(f"{part} ({r['questions']} q): " + ", ".join(
+            f"{m} {r['base'][m]:.3f} -> {r['sft'][m]:.3f} ({d[m]['mean']:+.3f} [{d[m]['lo']:+.3f}, {d[m]['hi']:+.3f}])"
+            for m in METRICS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
