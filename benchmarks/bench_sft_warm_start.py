@@ -75,6 +75,11 @@ def evaluate(model: Path, ids_file: Path, out: Path) -> dict[str, dict[str, floa
     cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
            "--question-ids", str(ids_file), "--out", str(out), "-q"]
     subprocess.run(cmd, check=True)
+    return read_records(out)
+
+
+def read_records(out: Path) -> dict[str, dict[str, Any]]:
+    """Per question id of an eval run's ``records.jsonl``: F1, EM, evidence recall, LOOKUPs, the action types."""
     per = {}
     for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
@@ -101,6 +106,14 @@ def summarise(base: dict[str, Any], sft: dict[str, Any], ids: list[str]) -> dict
     out["sft_minus_base"] = {m: bootstrap_mean([sft[q][m] - base[q][m] for q in ids
                                                 if sft[q][m] is not None and base[q][m] is not None]) for m in METRICS}
     return out
+
+
+def write_per_question(path: Path, base: dict[str, Any], sft: dict[str, Any], ids: list[str], held: set[str]) -> None:
+    """One line per question: its split, and both policies' F1, EM, evidence recall, LOOKUPs and actions."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for q in ids:
+            fh.write(json.dumps({"id": q, "split": "heldout" if q in held else "undemonstrated_train",
+                                 "base": base[q], "sft": sft[q]}) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
               "undemonstrated_train": summarise(base, sft, [q for q in ids if q not in held]),
               "pooled": summarise(base, sft, ids)}
     (args.out / "sft_warm_start.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_per_question(args.out / "per_question.jsonl", base, sft, ids, held)
     for part in ("heldout", "undemonstrated_train", "pooled"):
         r = result[part]
         d = r["sft_minus_base"]

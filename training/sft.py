@@ -65,8 +65,9 @@ class SFTConfig(Config):
     batch_sequences: int = _f(8, "training sequences per optimiser step (>= 1); sequences are length-sorted into "
                                  "batches, the batches shuffled", ge=1)
     micro_batch_tokens: int = _f(2048, "at most this many padded tokens (rows x longest row) per forward/backward pass "
-                                       "inside a batch, gradients accumulated (0: the whole batch in one pass); bounds "
-                                       "activation memory (SmolLM2-135M on CPU: ~5 GB per 2,048 tokens)", ge=0)
+                                       "inside a batch, gradients accumulated (0: the whole batch in one pass); activation "
+                                       "memory grows with it (SmolLM2-135M, fp32, 8 rows of ~600 tokens in one pass: "
+                                       "~13 GB resident on CPU)", ge=0)
     oracle_budget: int = _f(400, "new menus one oracle turn's search may build (OraclePolicy budget, >= 1)", ge=1)
 
 
