@@ -72,16 +72,20 @@ def run_train(args: argparse.Namespace) -> int:
         from harness_g.training.resume import check_settings
 
         check_settings(Path(args.resume), config)
+    from accelerate import PartialState
+
     from harness_g.training.data import build_training_graph, check_training_data
-    from harness_g.training.sft import check_warm_start
+    from harness_g.training.sft import check_warm_start, record_warm_start
     from harness_g.training.trainer import train
 
     with run_dir_lock(args.output_dir):  # a second run into the same --out is refused before anything loads
         build_training_graph(config)  # data.build_format: (re)build graph_dir before the trainer exists (a cache hit when unchanged)
         _, held_out = check_training_data(config)  # e.g. a batch larger than the data: refused before the run directory is written
         check_warm_start(config.model.init_adapter, [q.id for q in held_out])  # and an SFT that saw a held-out question
+        # a resume from other warm-start weights is refused (RUN_DIR/warm_start.json)
+        record_warm_start(args.output_dir, config.model.init_adapter, resume=bool(args.resume),
+                          write=PartialState().is_main_process)
         result = train(config, args.output_dir, resume=args.resume, progress=not args.quiet)
-    from accelerate import PartialState
 
     if not PartialState().is_main_process:  # one summary per run, not one per rank
         return 0

@@ -262,6 +262,40 @@ def check_warm_start(init_adapter: str | None, heldout_ids: Sequence[str]) -> No
                           "training split")
 
 
+#: what a warm-started run records of its warm start (RUN_DIR/warm_start.json): the adapter's path and weights' hash
+WARM_START_FILE = "warm_start.json"
+
+
+def adapter_digest(init_adapter: str) -> str:
+    """sha256 of the adapter's weights (``adapter_model.safetensors``)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(Path(init_adapter) / "adapter_model.safetensors", "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def record_warm_start(run_dir: str | Path, init_adapter: str | None, *, resume: bool, write: bool = True) -> None:
+    """A fresh run writes ``RUN_DIR/warm_start.json`` (when ``write``: the main process); a resume is refused
+    (ConfigError, every process) when the warm start's weights, or whether there is one, changed since the run
+    began: it would continue from other initial weights (the KL reference and the answerer with them)."""
+    path = Path(run_dir) / WARM_START_FILE
+    now = {"init_adapter": str(Path(init_adapter).resolve()), "sha256": adapter_digest(init_adapter)} if init_adapter else None
+    if resume:
+        before = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if before != now:
+            raise ConfigError(f"{path}: the run began from warm start {before}, the resume names {now}; resume with the "
+                              "same model.init_adapter weights")
+        return
+    if write and now is not None:
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(now, indent=1) + "\n", encoding="utf-8")
+    elif write and path.is_file():
+        path.unlink()
+
+
 def run_sft(config: Any, sft: SFTConfig, out: str | Path, *, progress: bool = True) -> dict[str, Any]:
     """Demonstrate, fine-tune the LoRA adapters of ``config.model`` on the demonstrations, and write ``out/policy``
     (a policy checkpoint: the adapter, tokenizer and play settings, loadable by ``harness-g eval`` and as
@@ -286,6 +320,9 @@ def run_sft(config: Any, sft: SFTConfig, out: str | Path, *, progress: bool = Tr
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     accelerator = make_accelerator(config.model.compute_dtype)
+    if accelerator.num_processes > 1:
+        raise ConfigError("harness-g sft runs in one process (a warm start takes minutes): launch it without "
+                          "accelerate launch / torchrun")
     tokenizer = load_tokenizer(config.model)
     model = load_policy(config.model, tokenizer, config.seed)
     budget = prompt_budget(config.rollout, getattr(getattr(model, "config", None), "max_position_embeddings", None))
@@ -325,6 +362,10 @@ def run_sft(config: Any, sft: SFTConfig, out: str | Path, *, progress: bool = Tr
     settings = policy_settings(config, step, budget, config.env_config().to_dict())
     export_policy(unwrapped, tokenizer, out, settings, save_base=config.model.name == "tiny-random")
     policy_dir = out / "policy"
+    if policy_dir.exists():  # left by a run killed after its export (it wrote no sft.json)
+        import shutil
+
+        shutil.rmtree(policy_dir)
     (out / f"checkpoint-{step}").rename(policy_dir)
     summary = {"sft": sft.to_dict(), "train_config": config.to_dict(), "policy": str(policy_dir.resolve()),
                "demonstrated_ids": [q.id for q in items], "heldout_ids": [q.id for q in held_out],

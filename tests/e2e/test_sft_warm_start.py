@@ -177,6 +177,19 @@ def test_sft_then_a_warm_started_grpo_run_and_its_evaluation(tmp_path, capsys, h
     assert_one_line_error(rc, err, "its SFT demonstrations include", "held-out questions")
     assert not (leak / "config.yaml").exists()
 
+    # the run recorded its warm start's weights: a resume after they changed (here: replaced by the zeroed copy) is
+    # refused in one line, and nothing of the run is lost
+    recorded = json.loads((grpo / "warm_start.json").read_text())
+    assert recorded["init_adapter"] == str((sft_dir / "policy").resolve()) and len(recorded["sha256"]) == 64
+    import shutil
+
+    shutil.copy(bench / "base-policy" / "adapter_model.safetensors", sft_dir / "policy" / "adapter_model.safetensors")
+    metrics = (grpo / "metrics.jsonl").read_text()
+    rc, _, err = run(capsys, "train", "--config", cfg, *[a for k, v in warm.items() for a in ("--set", f"{k}={v}")],
+                     "--set", "optim.steps=2", "--out", grpo, "--resume", grpo / "checkpoints" / "final", "-q")
+    assert_one_line_error(rc, err, "warm_start.json: the run began from warm start", "same model.init_adapter weights")
+    assert (grpo / "metrics.jsonl").read_text() == metrics and json.loads((grpo / "warm_start.json").read_text()) == recorded
+
 
 def test_sft_refusals_name_the_problem(tmp_path, capsys, hotpot_graph_dir):
     common = ["--set", f"data.graph_dir={hotpot_graph_dir}", "--set", "model.name=tiny-random",
