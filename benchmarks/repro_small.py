@@ -867,7 +867,7 @@ def cmd_page(root: Path) -> Path:
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
         parts.append(credit_section(cr, plots, stem) if cr else "<p>Claim (b): not run for this set.</p>")
         sections.append("".join(parts))
-    learning = learning_sections(root, plots)
+    learning = learning_sections(root, plots) + warm_start_section(root)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>harness-g: issue 31 small-scale reproduction</title>"
             f"<style>{PAGE_CSS}</style></head><body><h1>Do the mechanisms work at small scale?</h1>"
             "<p>Each claim of the paper with the number measured here, its 95% interval and what it rests on. A claim "
@@ -878,6 +878,46 @@ def cmd_page(root: Path) -> Path:
     path = root / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+WARM_START = Path("sft_warm_start") / "sft_warm_start.json"  # benchmarks/bench_sft_warm_start.py's result
+
+
+def warm_start_section(root: Path) -> str:
+    """The oracle-demonstration SFT warm start by itself (ours; ``benchmarks/bench_sft_warm_start.py``): the SFT policy
+    against the untrained model on questions the SFT never saw, per part, with the page's rule; "" when not run."""
+    from html import escape
+
+    path = root / WARM_START
+    if not path.is_file():
+        return ""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    sft, demos = data["sft"], data["sft"]["demonstrations"]
+    basis = (f"{data['play']['base_model']} + LoRA, an SFT on {demos['questions']} oracle demonstrations ({sft['steps']} "
+             f"steps, loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f}), T = {data['env']['max_turns']} "
+             f"({data['play']['policy']['context']} context), K_s = {data['env']['visible_cap']}, K_e = "
+             f"{data['env']['lookup_cap']}, greedy, one seed, {data['device']}; the baseline is the same checkpoint with "
+             "its LoRA deltas zeroed")
+    rows = []
+    for part, label in (("heldout", "held-out"), ("undemonstrated_train", "undemonstrated training questions"),
+                        ("pooled", "pooled")):
+        r = data[part]
+        if not r["questions"]:
+            continue
+        cells = []
+        for m in ("f1", "em", "evidence_recall"):
+            d = r["sft_minus_base"][m]
+            cells.append(f"<td>{r['base'][m]:.3f} &rarr; {r['sft'][m]:.3f}<br>{d['mean']:+.3f} [{d['lo']:+.3f}, "
+                         f"{d['hi']:+.3f}]</td>")
+        status, _ = verdict(r["sft_minus_base"]["f1"], "mean", null=0.0, claim="SFT raises F1", n=r["questions"])
+        rows.append(f"<tr><td>{escape(label)}</td><td>{r['questions']}</td>{''.join(cells)}<td>{r['base']['lookups']:.2f}"
+                    f" &rarr; {r['sft']['lookups']:.2f}</td><td>{escape(status)}</td></tr>")
+    return ("<h2>Warm start (ours, not the paper's): SFT on oracle demonstrations, before any GRPO</h2>"
+            f"<p class='basis'>Rests on: {escape(basis)}.</p><table><tr><th>questions the SFT never saw</th><th>n</th>"
+            "<th>F1</th><th>EM</th><th>evidence recall</th><th>LOOKUPs per episode</th><th>F1 gain</th></tr>"
+            + "".join(rows) + "</table><p class='verdict'>The policy learns the oracle's plan at this T: a gold "
+            "sentence of U_0 and the gold answers' form; compare its LOOKUPs before and after. Not evidence for the "
+            "paper's credit or menu claims.</p>")
 
 
 # -- CLI ------------------------------------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ def test_sft_then_a_warm_started_grpo_run_and_its_evaluation(tmp_path, capsys, h
 
     from helpers.paths import REPO_ROOT
 
-    bench = tmp_path / "bench"
+    bench = tmp_path / "page" / "sft_warm_start"  # where repro_small.py page finds it
     done = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "bench_sft_warm_start.py"), "--sft",
                            str(sft_dir), "--out", str(bench), "--questions", "3"], capture_output=True, text=True,
                           timeout=600)
@@ -149,6 +149,12 @@ def test_sft_then_a_warm_started_grpo_run_and_its_evaluation(tmp_path, capsys, h
     assert ids[:2] == record["heldout_ids"] and not set(ids) & set(record["demonstrated_ids"])
     pooled = result["pooled"]
     assert pooled["sft_minus_base"]["f1"]["mean"] == pytest.approx(pooled["sft"]["f1"] - pooled["base"]["f1"])
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    from repro_small import warm_start_section
+
+    section = warm_start_section(tmp_path / "page")  # on the page: 2 held-out questions are too few to show anything
+    assert "SFT on oracle demonstrations" in section and "<td>held-out</td><td>2</td>" in section
+    assert section.count("not shown") == 3 and "undemonstrated" in section
 
     # GRPO from the warm start; eval of its checkpoint (LoRA over the merged warm start) reproduces its answers
     grpo = tmp_path / "grpo"
