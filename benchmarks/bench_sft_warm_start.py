@@ -47,25 +47,16 @@ def zeroed_copy(policy: Path, out: Path) -> Path:
     return out
 
 
-def question_ids(sft: dict[str, Any], graph_dir: str, limit: int | None) -> tuple[list[str], set[str]]:
-    """(the ids to evaluate: held-out first, then undemonstrated training questions; the held-out ids)."""
-    from harness_g.graph.artifact import Artifact
-
-    demonstrated, held = set(sft["demonstrated_ids"]), list(sft["heldout_ids"])
-    train = set(_train_ids(sft, graph_dir))
-    rest = [q.id for q in Artifact.open(graph_dir).questions() if q.id in train and q.id not in demonstrated]
-    ids = held + rest
-    return (ids[:limit] if limit else ids), set(held)
-
-
-def _train_ids(sft: dict[str, Any], graph_dir: str) -> list[str]:
-    from harness_g.graph.artifact import Artifact
+def question_ids(sft: dict[str, Any], limit: int | None) -> tuple[list[str], set[str]]:
+    """(the ids to evaluate: held-out first, then the training split's undemonstrated questions in order; the
+    held-out ids). The split is the SFT run's own, recomputed from its recorded config and graph."""
     from harness_g.training.config import TrainConfig
-    from harness_g.training.data import _split
+    from harness_g.training.data import check_training_data
 
-    config = TrainConfig.from_dict(sft["train_config"])
-    train, _ = _split(config, list(Artifact.open(graph_dir).questions()))
-    return [q.id for q in train]
+    train, _ = check_training_data(TrainConfig.from_dict(sft["train_config"]))
+    demonstrated, held = set(sft["demonstrated_ids"]), list(sft["heldout_ids"])
+    ids = held + [q.id for q in train if q.id not in demonstrated]
+    return (ids[:limit] if limit else ids), set(held)
 
 
 def evaluate(model: Path, ids_file: Path, out: Path) -> dict[str, dict[str, float]]:
@@ -126,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = Path(record["policy"])
     settings = json.loads((policy / "harness_g_policy.json").read_text(encoding="utf-8"))
     args.out.mkdir(parents=True, exist_ok=True)
-    ids, held = question_ids(record, settings["graph_dir"], args.questions)
+    ids, held = question_ids(record, args.questions)
     ids_file = args.out / "question_ids.txt"
     ids_file.write_text("".join(f"{q}\n" for q in ids), encoding="utf-8")
     t0 = time.perf_counter()

@@ -249,7 +249,9 @@ def check_warm_start(init_adapter: str | None, heldout_ids: Sequence[str]) -> No
     An adapter without :data:`SFT_FILE` beside it is not ours to check and passes."""
     if not init_adapter:
         return
-    if not (Path(init_adapter) / "adapter_config.json").is_file():
+    from harness_g.agent.llm.checkpoint import is_adapter
+
+    if not is_adapter(init_adapter):
         raise ConfigError(f"model.init_adapter {init_adapter}: not a LoRA adapter directory (no adapter_config.json)")
     record = Path(init_adapter).parent / SFT_FILE
     if not record.is_file():
