@@ -880,24 +880,41 @@ def cmd_page(root: Path) -> Path:
     return path
 
 
-WARM_START = Path("sft_warm_start") / "sft_warm_start.json"  # benchmarks/bench_sft_warm_start.py's result
+WARM_START = Path("sft_warm_start") / "sft_warm_start.json"  # benchmarks/bench_sft_warm_start.py's result (menu)
+#: the same measurement per interface: folder under the result root, in page order (``bench_sft_warm_start.py --out``)
+WARM_START_DIRS = {"menu": "sft_warm_start", "free-query": "sft_warm_start_free_query"}
 
 
 def warm_start_section(root: Path) -> str:
-    """The oracle-demonstration SFT warm start by itself (ours; ``benchmarks/bench_sft_warm_start.py``): the SFT policy
-    against the untrained model on questions the SFT never saw, per part, with the page's rule; "" when not run."""
+    """The oracle-demonstration SFT warm start by itself (ours; ``benchmarks/bench_sft_warm_start.py``): per interface
+    measured (:data:`WARM_START_DIRS`), the SFT policy against the untrained model on questions the SFT never saw, per
+    part, with the page's rule; with both interfaces, the two SFT policies compared on the questions both played;
+    "" when none was run."""
+    found = {arm: json.loads((root / folder / WARM_START.name).read_text(encoding="utf-8"))
+             for arm, folder in WARM_START_DIRS.items() if (root / folder / WARM_START.name).is_file()}
+    if not found:
+        return ""
+    html = ["<h2>Warm start (ours, not the paper's): SFT on oracle demonstrations, before any GRPO</h2>"]
+    for arm, data in found.items():
+        html.append(_warm_start_table(arm, data))
+    if len(found) == 2:
+        html.append(_warm_start_arms(root))
+    html.append("<p class='verdict'>The policy learns the oracle's plan at this T: a gold sentence of U_0 and the gold "
+                "answers' form; compare its LOOKUPs before and after. Not evidence for the paper's credit or menu "
+                "claims.</p>")
+    return "".join(html)
+
+
+def _warm_start_table(arm: str, data: dict[str, Any]) -> str:
+    """One interface's SFT-minus-untrained table."""
     from html import escape
 
-    path = root / WARM_START
-    if not path.is_file():
-        return ""
-    data = json.loads(path.read_text(encoding="utf-8"))
     sft, demos = data["sft"], data["sft"]["demonstrations"]
-    basis = (f"{data['play']['base_model']} + LoRA, an SFT on {demos['questions']} oracle demonstrations ({sft['steps']} "
-             f"steps, loss {sft['loss_first']:.2f} -> {sft['loss_last']:.2f}), T = {data['env']['max_turns']} "
-             f"({data['play']['policy']['context']} context), K_s = {data['env']['visible_cap']}, K_e = "
-             f"{data['env']['lookup_cap']}, greedy, one seed, {data['device']}; the baseline is the same checkpoint with "
-             "its LoRA deltas zeroed")
+    basis = (f"{data['play']['base_model']} + LoRA, {data['play']['interface']} interface, an SFT on "
+             f"{demos['questions']} oracle demonstrations ({sft['steps']} steps, loss {sft['loss_first']:.2f} -> "
+             f"{sft['loss_last']:.2f}), T = {data['env']['max_turns']} ({data['play']['policy']['context']} context), "
+             f"K_s = {data['env']['visible_cap']}, K_e = {data['env']['lookup_cap']}, greedy, one seed, "
+             f"{data['device']}; the baseline is the same checkpoint with its LoRA deltas zeroed")
     rows = []
     for part, label in (("heldout", "held-out"), ("undemonstrated_train", "undemonstrated training questions"),
                         ("pooled", "pooled")):
@@ -912,12 +929,30 @@ def warm_start_section(root: Path) -> str:
         status, _ = verdict(r["sft_minus_base"]["f1"], "mean", null=0.0, claim="SFT raises F1", n=r["questions"])
         rows.append(f"<tr><td>{escape(label)}</td><td>{r['questions']}</td>{''.join(cells)}<td>{r['base']['lookups']:.2f}"
                     f" &rarr; {r['sft']['lookups']:.2f}</td><td>{escape(status)}</td></tr>")
-    return ("<h2>Warm start (ours, not the paper's): SFT on oracle demonstrations, before any GRPO</h2>"
-            f"<p class='basis'>Rests on: {escape(basis)}.</p><table><tr><th>questions the SFT never saw</th><th>n</th>"
-            "<th>F1</th><th>EM</th><th>evidence recall</th><th>LOOKUPs per episode</th><th>F1 gain</th></tr>"
-            + "".join(rows) + "</table><p class='verdict'>The policy learns the oracle's plan at this T: a gold "
-            "sentence of U_0 and the gold answers' form; compare its LOOKUPs before and after. Not evidence for the "
-            "paper's credit or menu claims.</p>")
+    return (f"<h3>{escape(arm)} arm</h3><p class='basis'>Rests on: {escape(basis)}.</p><table><tr><th>questions the SFT "
+            "never saw</th><th>n</th><th>F1</th><th>EM</th><th>evidence recall</th><th>LOOKUPs per episode</th>"
+            "<th>F1 gain</th></tr>" + "".join(rows) + "</table>")
+
+
+def _warm_start_arms(root: Path) -> str:
+    """After SFT, the menu policy minus the free-query policy (and the same for the untrained model), paired over the
+    questions both measurements played (``per_question.jsonl``)."""
+    from html import escape
+
+    per = {arm: {r["id"]: r for r in map(json.loads, (root / folder / "per_question.jsonl").read_text(
+        encoding="utf-8").splitlines())} for arm, folder in WARM_START_DIRS.items()}
+    ids = [q for q in per["menu"] if q in per["free-query"]]
+    rows = []
+    for who, label in (("base", "untrained"), ("sft", "after SFT")):
+        cells = []
+        for m in ("f1", "em", "evidence_recall"):
+            d = bootstrap_mean([per["menu"][q][who][m] - per["free-query"][q][who][m] for q in ids])
+            cells.append(f"<td>{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]</td>")
+        status, _ = verdict(bootstrap_mean([per["menu"][q][who]["f1"] - per["free-query"][q][who]["f1"] for q in ids]),
+                            "mean", null=0.0, claim="menu above free-query", n=len(ids))
+        rows.append(f"<tr><td>{label}</td><td>{len(ids)}</td>{''.join(cells)}<td>{escape(status)}</td></tr>")
+    return ("<h3>menu minus free-query, same questions</h3><table><tr><th>policy</th><th>n</th><th>F1</th><th>EM</th>"
+            "<th>evidence recall</th><th>menu above free-query (F1)</th></tr>" + "".join(rows) + "</table>")
 
 
 # -- CLI ------------------------------------------------------------------------------------------------------------

@@ -156,3 +156,28 @@ def test_each_arm_gets_its_own_reply_length_whatever_set_says(tmp_path):
     assert (menu.credit.scheme, free.credit.scheme) == ("snc", "outcome")
     record = rs.settings_record(run)
     assert record["arms"]["free-query"]["max_action_tokens"] == 32 and record["arms"]["menu"]["max_action_tokens"] == 4
+
+
+def test_the_warm_start_arms_are_compared_on_the_questions_both_played(tmp_path):
+    """The page's menu-minus-free-query rows pair per question id (a question one arm lacks is left out) and say
+    nothing below ten questions."""
+    def write(folder, rows):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def row(qid, base_f1, sft_f1):
+        return {"id": qid, "base": {"f1": base_f1, "em": 0.0, "evidence_recall": 0.0},
+                "sft": {"f1": sft_f1, "em": 1.0 if sft_f1 == 1.0 else 0.0, "evidence_recall": sft_f1}}
+
+    write("sft_warm_start", [row(f"q{i}", 0.5, 1.0) for i in range(12)] + [row("menu-only", 0.0, 0.0)])
+    write("sft_warm_start_free_query", [row("free-only", 1.0, 1.0)] + [row(f"q{i}", 0.5, 0.25) for i in range(12)])
+    html = rs._warm_start_arms(tmp_path)
+    assert "<td>untrained</td><td>12</td><td>+0.000 [+0.000, +0.000]</td>" in html
+    assert "<td>after SFT</td><td>12</td><td>+0.750 [+0.750, +0.750]</td><td>+1.000 [+1.000, +1.000]</td>" in html
+    assert html.count("not shown") == 1 and html.count("holds") == 1  # untrained: interval is 0; after SFT: above 0
+    write_less = tmp_path / "few"
+    write_less.mkdir()
+    for folder, rows in (("sft_warm_start", [row("a", 0.0, 1.0)]), ("sft_warm_start_free_query", [row("a", 0.0, 0.0)])):
+        (write_less / folder).mkdir()
+        (write_less / folder / "per_question.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    assert rs._warm_start_arms(write_less).count("not shown") == 2  # one question: no verdict either way
