@@ -54,7 +54,8 @@ def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) 
     if getattr(args, "preset", None) is not None:  # --preset is a shortcut flag: it wins over the checkpoint's
         overrides.setdefault("env.preset", args.preset)
     config = load_agent_config(cls, args.config, overrides)
-    trained = _checkpoint_settings(_with_eval_settings(args, config)).get("env")
+    settings = _checkpoint_settings(_with_eval_settings(args, config))
+    trained = settings.get("env")
     if trained and "preset" not in trained:  # trained before presets: under today's extended rules, anchor in article_pool
         trained = {"preset": "extended", "anchor_slot": trained.get("article_pool", True), **trained}
     if trained:
@@ -62,7 +63,28 @@ def _run_config(args: argparse.Namespace, cls: type, shortcuts: dict[str, str]) 
         if args.config:
             _refuse_env_mismatch(args, cls, config, played, overrides)
         config = played
+    if settings.get("interface") and getattr(config, "eval", None) is not None:
+        config = _checkpoint_interface(args, config, settings["interface"], overrides)
     return config
+
+
+def _checkpoint_interface(args: argparse.Namespace, config: Any, interface: str, overrides: dict[str, Any]) -> Any:
+    """``config`` with ``eval.interface`` the checkpoint's own (a free-query checkpoint plays the free-query arm, as it
+    was trained), unless ``--interface``/``--set eval.interface`` chose one on purpose; a --config file naming another
+    interface is refused in one line, as a differing environment is (:func:`_refuse_env_mismatch`)."""
+    from dataclasses import replace
+
+    if "eval.interface" in overrides:
+        return config
+    if args.config:
+        from harness_g.config_loader import read_yaml
+
+        named = (read_yaml(args.config).get("eval") or {}).get("interface")
+        if named is not None and named != interface:
+            raise ConfigError(f"{args.config}: eval.interface {named!r} differs from the interface {args.model} was "
+                              f"trained with ({interface!r}, harness_g_policy.json); drop it from the file to play the "
+                              "checkpoint as trained, or give --interface to evaluate it under another on purpose")
+    return replace(config, eval=replace(config.eval, interface=interface))
 
 
 def _refuse_env_mismatch(args: argparse.Namespace, cls: type, filed: Any, played: Any, overrides: dict[str, Any]) -> None:
@@ -124,20 +146,22 @@ def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
                         "vectors, onnx-int8 is faster and approximate)")
 
 
-def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu") -> None:
-    """``default``: None where the flags are shortcuts for config fields (eval: eval.interface, default menu, and the
-    LLM flags for eval.llm, whose defaults are :class:`~harness_g.agent.eval.config.PolicyConfig`'s)."""
+def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu", shortcuts: bool | None = None) -> None:
+    """``default``: the --interface default (None: decided later, from a trained checkpoint's own interface, else
+    menu). ``shortcuts`` (default: ``default is None``): the flags are shortcuts for config fields (eval:
+    eval.interface and the LLM flags for eval.llm, whose defaults are :class:`~harness_g.agent.eval.config.PolicyConfig`'s)."""
     from harness_g.agent.eval.interfaces import INTERFACES
     from harness_g.agent.policies import llm_policies
 
-    shortcut = default is None  # eval: each LLM flag is a shortcut for --set eval.llm.NAME=VALUE
+    shortcut = default is None if shortcuts is None else shortcuts  # eval: each LLM flag is a shortcut for --set eval.llm.NAME=VALUE
 
     def note(name: str) -> str:
         return f" (shortcut for --set eval.llm.{name}=VALUE)" if shortcut else ""
 
     p.add_argument("--interface", default=default, choices=INTERFACES.names(),
                    help="knowledge interface: menu (action ids), free-query (no ids: commit/answer by sentence handle, search in free text resolved onto a LOOKUP target), "
-                        "rag (top-3 paragraphs by the encoder), naive (question only); default menu")
+                        "rag (top-3 paragraphs by the encoder), naive (question only); default: a `harness-g train` checkpoint's own "
+                        "interface (harness_g_policy.json), else menu")
     g = p.add_argument_group("LLM policies (" + ", ".join(llm_policies()) + ")")
     g.add_argument("--model", default=None if shortcut else "smollm2",
                    help="model name or path for LLM policies (default smollm2); a `harness-g train` checkpoint "
@@ -232,6 +256,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from harness_g.agent.env.session import open_view
     from harness_g.graph.types import QAItem
 
+    if args.interface is None:  # a trained checkpoint plays the interface it was trained on, else the menu
+        args.interface = _checkpoint_settings(args).get("interface") or "menu"
     _check_policy_flags(args)
     item = QAItem(id="ask", question=args.question, answers=tuple(args.answer or ()), dataset="")
     from harness_g.agent.eval.interfaces import make_interface
@@ -497,7 +523,7 @@ def _register_ask(sub: Any, policies: str) -> None:
     p.add_argument("--answer", action="append", help="gold answer (repeatable) to score the result")
     p.add_argument("--json", action="store_true", help="print the trajectory record as JSON")
     _add_env_flags(p)
-    _add_interface_flags(p)
+    _add_interface_flags(p, default=None, shortcuts=False)
     p.set_defaults(func=cmd_ask)
 
 

@@ -59,13 +59,17 @@ def question_ids(sft: dict[str, Any], limit: int | None) -> tuple[list[str], set
     return (ids[:limit] if limit else ids), set(held)
 
 
-def evaluate(model: Path, ids_file: Path, out: Path) -> dict[str, dict[str, float]]:
-    """``harness-g eval --model model`` on the ids: per question id, its metrics (and its LOOKUP count)."""
+def evaluate(model: Path, ids_file: Path, out: Path, interface: str) -> dict[str, dict[str, float]]:
+    """``harness-g eval --model model`` on the ids: per question id, its metrics (and its LOOKUP count). The eval
+    plays the checkpoint's own ``interface``; SystemExit if its config.json says otherwise."""
     if out.exists():
         shutil.rmtree(out)
     cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
            "--question-ids", str(ids_file), "--out", str(out), "-q"]
     subprocess.run(cmd, check=True)
+    played = json.loads((out / "config.json").read_text(encoding="utf-8"))["eval"]["interface"]
+    if played != interface:
+        raise SystemExit(f"{out}: evaluated on the {played} interface, but {model} was trained on {interface}")
     return read_records(out)
 
 
@@ -121,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     ids_file = args.out / "question_ids.txt"
     ids_file.write_text("".join(f"{q}\n" for q in ids), encoding="utf-8")
     t0 = time.perf_counter()
-    base = evaluate(zeroed_copy(policy, args.out / "base-policy"), ids_file, args.out / "eval-base")
+    base = evaluate(zeroed_copy(policy, args.out / "base-policy"), ids_file, args.out / "eval-base", settings["interface"])
     t1 = time.perf_counter()
-    sft = evaluate(policy, ids_file, args.out / "eval-sft")
+    sft = evaluate(policy, ids_file, args.out / "eval-sft", settings["interface"])
     t2 = time.perf_counter()
     import torch
 

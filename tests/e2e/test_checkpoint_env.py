@@ -69,3 +69,62 @@ def test_a_config_that_leaves_the_environment_alone_plays_the_checkpoints(tmp_pa
     rc, shown, err = _show(capsys, checkpoint, "--config", contra, "--set", "env.visible_cap=5", "--max-turns", "2")
     assert rc == 0, err
     assert (shown["env.visible_cap"], shown["env.max_turns"]) == ("5", "2")
+
+
+@pytest.fixture(scope="module")
+def free_query_checkpoint(tmp_path_factory):
+    """A trainer checkpoint of the free-query arm (``rollout.interface=free-query``)."""
+    from harness_g.agent.llm.checkpoint import write_policy_checkpoint
+    from harness_g.training.checkpoint import policy_settings
+    from harness_g.training.config import ModelConfig, load_config
+    from harness_g.training.modeling import load_policy, load_tokenizer
+
+    cfg = load_config(None, {"model.name": "tiny-random", "data.graph_dir": "unused", "rollout.interface": "free-query", "credit.scheme": "outcome",
+                             "rollout.max_turns": 2})
+    tok = load_tokenizer(ModelConfig(name="tiny-random"))
+    model = load_policy(ModelConfig(name="tiny-random"), tok, seed=0)
+    out = tmp_path_factory.mktemp("fq") / "checkpoint-1"
+    settings = policy_settings(cfg, 1, 2048, cfg.rollout.env.to_dict())
+    assert settings["interface"] == "free-query"
+    return write_policy_checkpoint(model, tok, out, settings)
+
+
+def _interface(shown: dict[str, str]) -> str:
+    return shown["eval.interface"].strip("'")  # YAML quotes a name with a dash
+
+
+def test_a_checkpoint_is_evaluated_on_the_interface_it_was_trained_on(tmp_path, capsys, checkpoint,
+                                                                       free_query_checkpoint):
+    """The old eval played a free-query checkpoint on the menu (eval.interface's default) without a word."""
+    rc, shown, err = _show(capsys, free_query_checkpoint)
+    assert rc == 0, err
+    assert _interface(shown) == "free-query"
+    rc, shown, err = _show(capsys, checkpoint)  # a menu checkpoint stays on the menu
+    assert rc == 0 and _interface(shown) == "menu", err
+    # a flag or --set decides on purpose
+    for flag in (("--interface", "menu"), ("--set", "eval.interface=menu")):
+        rc, shown, err = _show(capsys, free_query_checkpoint, *flag)
+        assert rc == 0 and _interface(shown) == "menu", err
+    # a file naming another interface is refused in one line; one naming the same is played
+    other = tmp_path / "other.yaml"
+    other.write_text("eval: {interface: menu, limit: 2}\n")
+    rc, _, err = _show(capsys, free_query_checkpoint, "--config", other)
+    assert_one_line_error(rc, err, f"{other}: eval.interface 'menu' differs from the interface "
+                                   f"{free_query_checkpoint} was trained with ('free-query', harness_g_policy.json)")
+    same = tmp_path / "same.yaml"
+    same.write_text("eval: {interface: free-query, limit: 2}\n")
+    rc, shown, err = _show(capsys, free_query_checkpoint, "--config", same)
+    assert rc == 0 and (_interface(shown), shown["eval.limit"]) == ("free-query", "2"), err
+
+
+def test_ask_plays_a_checkpoint_on_its_own_interface(capsys, hotpot_graph_dir, free_query_checkpoint):
+    import json
+
+    args = ("ask", str(hotpot_graph_dir), "Who directed the film?", "--policy", "transformers", "--model",
+            str(free_query_checkpoint), "--json")
+    rc, out, err = run(capsys, *args)
+    assert rc == 0, err
+    assert json.loads(out)["meta"]["interface"] == "free-query"
+    rc, out, err = run(capsys, *args, "--interface", "menu")
+    assert rc == 0, err
+    assert json.loads(out)["meta"]["interface"] == "menu"
