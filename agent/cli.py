@@ -166,7 +166,7 @@ def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu
     g.add_argument("--model", default=None if shortcut else "smollm2",
                    help="model name or path for LLM policies (default smollm2); a `harness-g train` checkpoint "
                         "(RUN_DIR/checkpoint-N, full or LoRA) is played with the settings it was trained with "
-                        "(token caps, constrained decoding, context mode, environment config) unless flags override them"
+                        "(interface, token caps, constrained decoding, context mode, environment config) unless flags override them"
                         + note("model"))
     g.add_argument("--base-url", help="OpenAI-compatible server URL (openai policy), e.g. http://127.0.0.1:8000/v1"
                                       + note("base_url"))
