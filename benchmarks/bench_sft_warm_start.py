@@ -9,9 +9,12 @@ the SFT policy against the untrained model under identical play settings, on que
 - **Questions:** the SFT run's held-out questions first, then its training-split questions that were not
   demonstrated, up to ``--questions`` (default: all of them). The SFT never saw either kind; they are reported apart
   and pooled.
-- ``DIR/sft_warm_start.json``: per policy the means of F1, EM, evidence recall and LOOKUPs per episode, the action
-  mix; per metric the paired difference SFT minus base, with a bootstrap 95% interval over questions
-  (``repro_small.bootstrap_mean``).
+- ``DIR/sft_warm_start.json``: per policy the means of F1, EM, evidence recall, LOOKUPs per episode and **gold
+  LOOKUPs** per episode (LOOKUPs that surfaced a gold sentence not visible before; ``gold_lookups_committed``: of
+  those, the ones whose new gold sentence ends in C_T), the action mix; per metric the paired difference SFT minus
+  base, with a bootstrap 95% interval over questions (``repro_small.bootstrap_mean``).
+- ``--reuse-evals``: keep ``DIR/eval-base`` and ``DIR/eval-sft`` when each holds a record for every question on the
+  checkpoint's interface (a result re-summarised without playing again).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from repro_small import bootstrap_mean  # noqa: E402
 
-METRICS = ("f1", "em", "evidence_recall", "lookups")
+METRICS = ("f1", "em", "evidence_recall", "lookups", "gold_lookups", "gold_lookups_committed")
 
 
 def zeroed_copy(policy: Path, out: Path) -> Path:
@@ -59,29 +62,67 @@ def question_ids(sft: dict[str, Any], limit: int | None) -> tuple[list[str], set
     return (ids[:limit] if limit else ids), set(held)
 
 
-def evaluate(model: Path, ids_file: Path, out: Path, interface: str) -> dict[str, dict[str, float]]:
-    """``harness-g eval --model model`` on the ids: per question id, its metrics (and its LOOKUP count). The eval
-    plays the checkpoint's own ``interface``; SystemExit if its config.json says otherwise."""
-    if out.exists():
-        shutil.rmtree(out)
-    cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
-           "--question-ids", str(ids_file), "--out", str(out), "-q"]
-    subprocess.run(cmd, check=True)
-    played = json.loads((out / "config.json").read_text(encoding="utf-8"))["eval"]["interface"]
-    if played != interface:
-        raise SystemExit(f"{out}: evaluated on the {played} interface, but {model} was trained on {interface}")
-    return read_records(out)
+def evaluate(model: Path, ids: list[str], ids_file: Path, out: Path, interface: str, gold: dict[str, set[str]],
+             reuse: bool = False) -> dict[str, dict[str, float]]:
+    """``harness-g eval --model model`` on the ids: per question id, its metrics (:func:`read_records`). The eval
+    plays the checkpoint's own ``interface``; SystemExit if its config.json says otherwise. ``reuse``: an existing
+    ``out`` with a record for every id on that interface is read, not played again."""
+    done = out / "records.jsonl"
+    if not (reuse and done.is_file() and set(ids) <= set(read_records(out, gold)) and _interface(out) == interface):
+        if out.exists():
+            shutil.rmtree(out)
+        cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
+               "--question-ids", str(ids_file), "--out", str(out), "-q"]
+        subprocess.run(cmd, check=True)
+    if _interface(out) != interface:
+        raise SystemExit(f"{out}: evaluated on the {_interface(out)} interface, but {model} was trained on {interface}")
+    return read_records(out, gold)
 
 
-def read_records(out: Path) -> dict[str, dict[str, Any]]:
-    """Per question id of an eval run's ``records.jsonl``: F1, EM, evidence recall, LOOKUPs, the action types."""
+def _interface(out: Path) -> str:
+    return json.loads((out / "config.json").read_text(encoding="utf-8"))["eval"]["interface"]
+
+
+def gold_sentences(train_config: dict[str, Any]) -> dict[str, set[str]]:
+    """Per question id of the SFT's graph, its gold sentences: the gold sentence ids where the dataset has them (the
+    evidence units of HotpotQA and 2Wiki), else every sentence of a gold paragraph (MuSiQue, NQ, PopQA)."""
+    from harness_g.graph.artifact import Artifact
+
+    artifact = Artifact.open(train_config["data"]["graph_dir"])
+    table = artifact.table("sentences", columns=["id", "paragraph_id"])
+    by_paragraph: dict[str, set[str]] = {}
+    for sid, pid in zip(table.column("id").to_pylist(), table.column("paragraph_id").to_pylist()):
+        by_paragraph.setdefault(pid, set()).add(sid)
+    return {q.id: set(q.gold_sentence_ids) if q.gold_sentence_ids else
+            {s for p in (q.gold_paragraph_ids or ()) for s in by_paragraph.get(p, ())} for q in artifact.questions()}
+
+
+def gold_lookups(trajectory: dict[str, Any], gold: set[str]) -> tuple[int, int]:
+    """(LOOKUPs that surfaced a gold sentence not visible before, those whose new gold sentence ends in C_T)."""
+    seen, committed = set(trajectory["initial_visible"]), set(trajectory.get("committed") or ())
+    found = kept = 0
+    for step in trajectory["steps"]:
+        introduced = set(step.get("introduced") or ())
+        if step.get("action_type") == "LOOKUP":
+            new = (introduced & gold) - seen
+            found += bool(new)
+            kept += bool(new & committed)
+        seen |= introduced
+    return found, kept
+
+
+def read_records(out: Path, gold: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
+    """Per question id of an eval run's ``records.jsonl``: F1, EM, evidence recall, LOOKUPs, gold LOOKUPs
+    (:func:`gold_lookups`), the action types."""
     per = {}
     for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         steps = r["trajectory"]["steps"]
+        found, kept = gold_lookups(r["trajectory"], gold.get(r["id"], set()))
         per[r["id"]] = {"f1": r["metrics"]["f1"], "em": r["metrics"]["em"],
                         "evidence_recall": r["metrics"]["evidence_recall"],
                         "lookups": float(sum(s.get("action_type") == "LOOKUP" for s in steps)),
+                        "gold_lookups": float(found), "gold_lookups_committed": float(kept),
                         "actions": [s.get("action_type") or "invalid" for s in steps]}
     return per
 
@@ -116,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft", type=Path, required=True, help="a `harness-g sft` output directory (sft.json, policy/)")
     ap.add_argument("--out", type=Path, required=True, help="result folder")
     ap.add_argument("--questions", type=int, help="evaluate at most N questions (held-out first)")
+    ap.add_argument("--reuse-evals", action="store_true",
+                    help="keep DIR/eval-base and DIR/eval-sft when they hold every question (re-summarise only)")
     args = ap.parse_args(argv)
     record = json.loads((args.sft / "sft.json").read_text(encoding="utf-8"))
     policy = Path(record["policy"])
@@ -124,11 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     ids, held = question_ids(record, args.questions)
     ids_file = args.out / "question_ids.txt"
     ids_file.write_text("".join(f"{q}\n" for q in ids), encoding="utf-8")
+    gold = gold_sentences(record["train_config"])
+    previous = args.out / "sft_warm_start.json"
+    seconds = json.loads(previous.read_text(encoding="utf-8")).get("eval_seconds") if previous.is_file() else None
     t0 = time.perf_counter()
-    base = evaluate(zeroed_copy(policy, args.out / "base-policy"), ids_file, args.out / "eval-base", settings["interface"])
+    base = evaluate(zeroed_copy(policy, args.out / "base-policy"), ids, ids_file, args.out / "eval-base",
+                    settings["interface"], gold, args.reuse_evals)
     t1 = time.perf_counter()
-    sft = evaluate(policy, ids_file, args.out / "eval-sft", settings["interface"])
+    sft = evaluate(policy, ids, ids_file, args.out / "eval-sft", settings["interface"], gold, args.reuse_evals)
     t2 = time.perf_counter()
+    if not (args.reuse_evals and seconds):
+        seconds = {"base": round(t1 - t0, 1), "sft": round(t2 - t1, 1)}
     import torch
 
     result = {"sft": {k: record[k] for k in ("sft", "demonstrations", "sequences", "trained_tokens", "steps",
@@ -136,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
               "play": {k: settings[k] for k in ("base_model", "interface", "policy")},
               "env": {k: settings["env"][k] for k in ("max_turns", "visible_cap", "lookup_cap", "answer_with_max")},
               "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU",
-              "eval_seconds": {"base": round(t1 - t0, 1), "sft": round(t2 - t1, 1)},
+              "eval_seconds": seconds,
               "heldout": summarise(base, sft, [q for q in ids if q in held]),
               "undemonstrated_train": summarise(base, sft, [q for q in ids if q not in held]),
               "pooled": summarise(base, sft, ids)}

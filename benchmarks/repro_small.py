@@ -882,7 +882,7 @@ def cmd_page(root: Path) -> Path:
 
 WARM_START = Path("sft_warm_start") / "sft_warm_start.json"  # benchmarks/bench_sft_warm_start.py's result (menu)
 #: the same measurement per interface: folder under the result root, in page order (``bench_sft_warm_start.py --out``)
-WARM_START_DIRS = {"menu": "sft_warm_start", "free-query": "sft_warm_start_free_query"}
+WARM_START_DIRS = {"menu": "sft_warm_start", "free-query": "sft_warm_start_free_query", "menu, T = 4": "sft_warm_start_t4"}
 
 
 def warm_start_section(root: Path) -> str:
@@ -895,9 +895,9 @@ def warm_start_section(root: Path) -> str:
     if not found:
         return ""
     html = ["<h2>Warm start (ours, not the paper's): SFT on oracle demonstrations, before any GRPO</h2>"]
-    for arm, data in found.items():
-        html.append(_warm_start_table(arm, data))
-    if len(found) == 2:
+    for data in found.values():
+        html.append(_warm_start_table(data))
+    if "menu" in found and "free-query" in found:
         html.append(_warm_start_arms(root))
     html.append("<p class='verdict'>The policy learns the oracle's plan at this T: a gold sentence of U_0 and the gold "
                 "answers' form; compare its LOOKUPs before and after. Not evidence for the paper's credit or menu "
@@ -905,8 +905,8 @@ def warm_start_section(root: Path) -> str:
     return "".join(html)
 
 
-def _warm_start_table(arm: str, data: dict[str, Any]) -> str:
-    """One interface's SFT-minus-untrained table."""
+def _warm_start_table(data: dict[str, Any]) -> str:
+    """One SFT's SFT-minus-untrained table (its interface and T in the heading)."""
     from html import escape
 
     sft, demos = data["sft"], data["sft"]["demonstrations"]
@@ -927,10 +927,14 @@ def _warm_start_table(arm: str, data: dict[str, Any]) -> str:
             cells.append(f"<td>{r['base'][m]:.3f} &rarr; {r['sft'][m]:.3f}<br>{d['mean']:+.3f} [{d['lo']:+.3f}, "
                          f"{d['hi']:+.3f}]</td>")
         status, _ = verdict(r["sft_minus_base"]["f1"], "mean", null=0.0, claim="SFT raises F1", n=r["questions"])
+        gold = "".join(f"<br>{label}: {r['base'][key]:.2f} &rarr; {r['sft'][key]:.2f}"
+                       for key, label in (("gold_lookups", "new gold"), ("gold_lookups_committed", "committed"))
+                       if key in r["base"])
         rows.append(f"<tr><td>{escape(label)}</td><td>{r['questions']}</td>{''.join(cells)}<td>{r['base']['lookups']:.2f}"
-                    f" &rarr; {r['sft']['lookups']:.2f}</td><td>{escape(status)}</td></tr>")
-    return (f"<h3>{escape(arm)} arm</h3><p class='basis'>Rests on: {escape(basis)}.</p><table><tr><th>questions the SFT "
-            "never saw</th><th>n</th><th>F1</th><th>EM</th><th>evidence recall</th><th>LOOKUPs per episode</th>"
+                    f" &rarr; {r['sft']['lookups']:.2f}{gold}</td><td>{escape(status)}</td></tr>")
+    return (f"<h3>{escape(data['play']['interface'])} arm, T = {data['env']['max_turns']}</h3><p class='basis'>Rests on: {escape(basis)}.</p><table><tr><th>questions the SFT "
+            "never saw</th><th>n</th><th>F1</th><th>EM</th><th>evidence recall</th><th>LOOKUPs per episode (new gold: "
+            "those that surfaced a gold sentence not visible before; committed: and it ended in C_T)</th>"
             "<th>F1 gain</th></tr>" + "".join(rows) + "</table>")
 
 
@@ -939,8 +943,8 @@ def _warm_start_arms(root: Path) -> str:
     questions both measurements played (``per_question.jsonl``)."""
     from html import escape
 
-    per = {arm: {r["id"]: r for r in map(json.loads, (root / folder / "per_question.jsonl").read_text(
-        encoding="utf-8").splitlines())} for arm, folder in WARM_START_DIRS.items()}
+    per = {arm: {r["id"]: r for r in map(json.loads, (root / WARM_START_DIRS[arm] / "per_question.jsonl").read_text(
+        encoding="utf-8").splitlines())} for arm in ("menu", "free-query")}
     ids = [q for q in per["menu"] if q in per["free-query"]]
     rows = []
     for who, label in (("base", "untrained"), ("sft", "after SFT")):
