@@ -146,19 +146,17 @@ def _add_env_flags(p: argparse.ArgumentParser, sections: str = "env") -> None:
                         "vectors, onnx-int8 is faster and approximate)")
 
 
-def _add_interface_flags(p: argparse.ArgumentParser, default: str | None = "menu", shortcuts: bool | None = None) -> None:
-    """``default``: the --interface default (None: decided later, from a trained checkpoint's own interface, else
-    menu). ``shortcuts`` (default: ``default is None``): the flags are shortcuts for config fields (eval:
-    eval.interface and the LLM flags for eval.llm, whose defaults are :class:`~harness_g.agent.eval.config.PolicyConfig`'s)."""
+def _add_interface_flags(p: argparse.ArgumentParser, shortcut: bool) -> None:
+    """--interface (no default: a trained checkpoint's own interface, else menu, decided once the model is known) and
+    the LLM flags. ``shortcut`` (eval): the flags are shortcuts for config fields (eval.interface and eval.llm, whose
+    defaults are :class:`~harness_g.agent.eval.config.PolicyConfig`'s)."""
     from harness_g.agent.eval.interfaces import INTERFACES
     from harness_g.agent.policies import llm_policies
-
-    shortcut = default is None if shortcuts is None else shortcuts  # eval: each LLM flag is a shortcut for --set eval.llm.NAME=VALUE
 
     def note(name: str) -> str:
         return f" (shortcut for --set eval.llm.{name}=VALUE)" if shortcut else ""
 
-    p.add_argument("--interface", default=default, choices=INTERFACES.names(),
+    p.add_argument("--interface", default=None, choices=INTERFACES.names(),
                    help="knowledge interface: menu (action ids), free-query (no ids: commit/answer by sentence handle, search in free text resolved onto a LOOKUP target), "
                         "rag (top-3 paragraphs by the encoder), naive (question only); default: a `harness-g train` checkpoint's own "
                         "interface (harness_g_policy.json), else menu")
@@ -523,7 +521,7 @@ def _register_ask(sub: Any, policies: str) -> None:
     p.add_argument("--answer", action="append", help="gold answer (repeatable) to score the result")
     p.add_argument("--json", action="store_true", help="print the trajectory record as JSON")
     _add_env_flags(p)
-    _add_interface_flags(p, default=None, shortcuts=False)
+    _add_interface_flags(p, shortcut=False)
     p.set_defaults(func=cmd_ask)
 
 
@@ -561,7 +559,7 @@ def _register_eval(sub: Any, policies: str) -> None:
     _add_env_flags(p, sections="eval, env")
     p.add_argument("--show-config", action="store_true",
                    help="print every eval and env field with its help and resolved value, then exit")
-    _add_interface_flags(p, default=None)
+    _add_interface_flags(p, shortcut=True)
     g = p.add_argument_group("G-E judge (optional; only with --judge-base-url)")
     g.add_argument("--judge-base-url", help="OpenAI-compatible chat endpoint of the G-E judge, e.g. http://host:8000/v1")
     g.add_argument("--judge-model", help="judge model name (default gpt-4o-mini)")

@@ -34,7 +34,7 @@ from typing import Any
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quality import make_bench_policy, reach_summary, run_policy  # noqa: E402
+from bench_quality import make_bench_policy, mean, reach_summary, run_policy  # noqa: E402
 from common import RESULTS, load_avg, machine_info, utc_stamp, write_results  # noqa: E402
 from repro_small import bootstrap_mean  # noqa: E402
 
@@ -56,11 +56,14 @@ def hub_profile(counts: dict[str, int], size: int) -> dict[str, Any]:
             "sampled_share_median": round(shares[len(shares) // 2], 4) if shares else None}
 
 
-def play(graph: Path, cfg: Any, policies: tuple[str, ...], limit: int | None, reach_budget: int) -> dict[str, Any]:
-    """Per question: reachability and each policy's record (with its trajectory's LOOKUP targets) under ``cfg``."""
+def play(graph: Path, cfg: Any, policies: tuple[str, ...], limit: int | None, reach_budget: int,
+         targets: bool = False) -> dict[str, Any]:
+    """Per question: reachability and each policy's record under ``cfg``; with ``targets``, also ``oracle_targets``:
+    the oracle's LOOKUP targets per question (when the oracle plays)."""
     from harness_g.agent.env import MenuEnv
     from harness_g.agent.env.session import open_view
     from harness_g.agent.eval.reachability import menu_reachability
+    from harness_g.agent.eval.runner import run_episode
 
     out: dict[str, Any] = {"seconds": {}}
     with open_view(graph) as view:
@@ -75,6 +78,9 @@ def play(graph: Path, cfg: Any, policies: tuple[str, ...], limit: int | None, re
             t0 = time.perf_counter()
             out[name] = run_policy(view, env, policy, items)
             out["seconds"][name] = round(time.perf_counter() - t0, 1)
+            if targets and name == "oracle":  # the oracle is deterministic: its episodes replayed for their LOOKUP targets
+                out["oracle_targets"] = [[st.targets[0] for st in run_episode(env, policy, q).steps
+                                          if st.action_type == "LOOKUP" and st.targets] for q in items]
         t0 = time.perf_counter()
         out["reach"] = [asdict(menu_reachability(view, q, cfg, budget=reach_budget))
                         if (q.gold_sentence_ids or q.gold_paragraph_ids) else None for q in items]
@@ -82,26 +88,18 @@ def play(graph: Path, cfg: Any, policies: tuple[str, ...], limit: int | None, re
     return out
 
 
-def oracle_lookups(graph: Path, cfg: Any, size: int, limit: int | None) -> list[dict[str, int]]:
-    """Per question, the paper oracle's LOOKUPs and how many of them have a different pool under samples of
-    ``size`` (the store must hold samples of ``size``)."""
-    from harness_g.agent.env import MenuEnv
+def changed_lookups(graph: Path, size: int, targets: list[list[str]]) -> list[dict[str, int]]:
+    """Per question, its LOOKUP ``targets`` (the paper oracle's) and how many of them have a different pool C(e)
+    under samples of ``size`` (the store must hold samples of ``size``)."""
     from harness_g.agent.env.session import open_view
-    from harness_g.agent.eval.runner import run_episode
 
     rows = []
     with open_view(graph) as view:
-        items = view.artifact.questions()
-        items = items[:limit] if limit else items
-        env = MenuEnv(view, cfg)
-        policy = make_bench_policy("oracle", view, cfg, items)
-        for q in items:
-            targets = [st.targets[0] for st in run_episode(env, policy, q).steps
-                       if st.action_type == "LOOKUP" and st.targets]
-            paper = view.lookup_pools(targets, articles=False)
-            sampled = view.lookup_pools(targets, articles=False, hub_sample=size)
-            rows.append({"lookups": len(targets),
-                         "changed": sum(1 for e in targets if set(paper.get(e, ())) != set(sampled.get(e, ())))})
+        for question in targets:
+            paper = view.lookup_pools(question, articles=False)
+            sampled = view.lookup_pools(question, articles=False, hub_sample=size)
+            rows.append({"lookups": len(question),
+                         "changed": sum(1 for e in question if set(paper.get(e, ())) != set(sampled.get(e, ())))})
     return rows
 
 
@@ -126,7 +124,7 @@ def graph_rows(graph: Path, sizes: list[int], policies: tuple[str, ...], limit: 
     counts = mention_counts(artifact)
     paper_cfg = EnvConfig()
     print(f"{graph.name}: paper", flush=True)
-    paper = play(graph, paper_cfg, policies, limit, reach_budget)
+    paper = play(graph, paper_cfg, policies, limit, reach_budget, targets=True)
     result: dict[str, Any] = {"graph": str(graph), "content_hash": artifact.content_hash,
                               "questions": len(paper["ids"]), "paper": summarise(paper, policies), "sizes": {}}
     for size in sizes:
@@ -135,7 +133,7 @@ def graph_rows(graph: Path, sizes: list[int], policies: tuple[str, ...], limit: 
         print(f"{graph.name}: hub sample {size} ({report.rows.get('pool_samples')} sample rows rewritten)", flush=True)
         run = play(graph, replace(paper_cfg, lookup_hub_sample=size), policies, limit, reach_budget)
         assert run["ids"] == paper["ids"]
-        lookups = oracle_lookups(graph, paper_cfg, size, limit)
+        lookups = changed_lookups(graph, size, paper["oracle_targets"]) if "oracle_targets" in paper else []
         entry = {"profile": hub_profile(counts, size), **summarise(run, policies),
                  "oracle_lookups": sum(r["lookups"] for r in lookups),
                  "oracle_lookups_changed": sum(r["changed"] for r in lookups),
@@ -152,12 +150,16 @@ def graph_rows(graph: Path, sizes: list[int], policies: tuple[str, ...], limit: 
 
 def summarise(run: dict[str, Any], policies: tuple[str, ...]) -> dict[str, Any]:
     """Each policy's mean recall and F1, reachability and seconds of one run."""
-    mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
     reach = reach_summary([r for r in run["reach"] if r is not None], len(run["ids"]))
-    return {**{name: {"evidence_recall": mean([r["recall"] for r in run[name]]), "f1": mean([r["f1"] for r in run[name]]),
+    return {**{name: {"evidence_recall": _mean4(r["recall"] for r in run[name]), "f1": _mean4(r["f1"] for r in run[name]),
                       "lookups": sum(r["actions"].count("LOOKUP") for r in run[name])} for name in policies},
             "reachable": reach["reachable"] if reach else None, "reach_decided": (reach["reachable"] + reach["unreachable"]) if reach else None,
             "unknown": reach["unknown"] if reach else None, "seconds": run["seconds"]}
+
+
+def _mean4(xs: Any) -> float | None:
+    value = mean(xs)
+    return None if value is None else round(value, 4)
 
 
 def _ci(d: dict[str, Any], scale: float = 100.0) -> str:
@@ -208,12 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reach-budget", type=int, default=400, help="reachability search expansions per question")
     ap.add_argument("--out", default=str(RESULTS), help="folder for hub_sample_answers.{json,md}")
     args = ap.parse_args(argv)
+    from harness_g.errors import ConfigError
     from harness_g.graph.stores.hub_sample import check_hub_sample
 
     try:
         sizes = [check_hub_sample(s.strip(), "--sizes") for s in args.sizes.split(",") if s.strip()]
     except ValueError as exc:
         ap.error(f"--sizes takes integers: {exc}")
+    except ConfigError as exc:
+        ap.error(str(exc))
     graphs = [Path(g) for g in args.graphs.split(",") if g]
     for g in graphs:
         if not (g / "manifest.json").is_file():

@@ -67,13 +67,14 @@ def evaluate(model: Path, ids: list[str], ids_file: Path, out: Path, interface: 
     """``harness-g eval --model model`` on the ids: per question id, its metrics (:func:`read_records`). The eval
     plays the checkpoint's own ``interface``; SystemExit if its config.json says otherwise. ``reuse``: an existing
     ``out`` with a record for every id on that interface is read, not played again."""
-    done = out / "records.jsonl"
-    if not (reuse and done.is_file() and set(ids) <= set(read_records(out, gold)) and _interface(out) == interface):
-        if out.exists():
-            shutil.rmtree(out)
-        cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
-               "--question-ids", str(ids_file), "--out", str(out), "-q"]
-        subprocess.run(cmd, check=True)
+    kept = read_records(out, gold) if reuse and (out / "records.jsonl").is_file() else {}
+    if set(ids) <= set(kept) and _interface(out) == interface:
+        return kept
+    if out.exists():
+        shutil.rmtree(out)
+    cmd = [sys.executable, "-m", "harness_g", "eval", "--policy", "transformers", "--model", str(model),
+           "--question-ids", str(ids_file), "--out", str(out), "-q"]
+    subprocess.run(cmd, check=True)
     if _interface(out) != interface:
         raise SystemExit(f"{out}: evaluated on the {_interface(out)} interface, but {model} was trained on {interface}")
     return read_records(out, gold)

@@ -880,7 +880,7 @@ def cmd_page(root: Path) -> Path:
     return path
 
 
-WARM_START = Path("sft_warm_start") / "sft_warm_start.json"  # benchmarks/bench_sft_warm_start.py's result (menu)
+WARM_START_FILE = "sft_warm_start.json"  # benchmarks/bench_sft_warm_start.py's result, one folder per SFT
 #: the same measurement per interface: folder under the result root, in page order (``bench_sft_warm_start.py --out``)
 WARM_START_DIRS = {"menu": "sft_warm_start", "free-query": "sft_warm_start_free_query", "menu, T = 4": "sft_warm_start_t4"}
 
@@ -890,8 +890,8 @@ def warm_start_section(root: Path) -> str:
     measured (:data:`WARM_START_DIRS`), the SFT policy against the untrained model on questions the SFT never saw, per
     part, with the page's rule; with both interfaces, the two SFT policies compared on the questions both played;
     "" when none was run."""
-    found = {arm: json.loads((root / folder / WARM_START.name).read_text(encoding="utf-8"))
-             for arm, folder in WARM_START_DIRS.items() if (root / folder / WARM_START.name).is_file()}
+    found = {arm: json.loads((root / folder / WARM_START_FILE).read_text(encoding="utf-8"))
+             for arm, folder in WARM_START_DIRS.items() if (root / folder / WARM_START_FILE).is_file()}
     if not found:
         return ""
     html = ["<h2>Warm start (ours, not the paper's): SFT on oracle demonstrations, before any GRPO</h2>"]

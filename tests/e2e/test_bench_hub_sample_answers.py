@@ -46,3 +46,15 @@ def test_no_hub_changes_nothing_and_a_small_sample_makes_the_hubs_of_the_mention
                             "graphs": [result]})
     assert table.count("| graph | S |") == 1 and f"| hotpot | 2 | {n} |" in table
     assert f"| hotpot | {largest} | {n} | 0 | - | 0 of " in table
+
+
+def test_bad_arguments_are_one_line_usage_errors(tmp_path: Path, capsys) -> None:
+    import pytest
+
+    bench = load_script("benchmarks/bench_hub_sample_answers.py")
+    for argv, says in ((["--graphs", str(tmp_path)], f"--graphs: {tmp_path} is not a GRAPH_DIR (no manifest.json)"),
+                       (["--graphs", str(tmp_path), "--sizes", "0"], "--sizes must be >= 1 sentence, got 0"),
+                       (["--graphs", str(tmp_path), "--sizes", "five"], "--sizes takes integers")):
+        with pytest.raises(SystemExit) as exc:
+            bench.main(argv)
+        assert exc.value.code == 2 and says in capsys.readouterr().err

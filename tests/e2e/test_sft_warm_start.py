@@ -149,6 +149,14 @@ def test_sft_then_a_warm_started_grpo_run_and_its_evaluation(tmp_path, capsys, h
     assert ids[:2] == record["heldout_ids"] and not set(ids) & set(record["demonstrated_ids"])
     pooled = result["pooled"]
     assert pooled["sft_minus_base"]["f1"]["mean"] == pytest.approx(pooled["sft"]["f1"] - pooled["base"]["f1"])
+    # --reuse-evals re-summarises the kept evaluations without playing them again: the same result
+    played = {d: (bench / d / "records.jsonl").stat().st_mtime_ns for d in ("eval-base", "eval-sft")}
+    again = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "bench_sft_warm_start.py"), "--sft",
+                            str(sft_dir), "--out", str(bench), "--questions", "3", "--reuse-evals"],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {d: (bench / d / "records.jsonl").stat().st_mtime_ns for d in played} == played
+    assert json.loads((bench / "sft_warm_start.json").read_text()) == result
     sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     from repro_small import warm_start_section
 
