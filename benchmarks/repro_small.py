@@ -221,6 +221,9 @@ class Run:
     sets: tuple[str, ...]
     store: str | None
     threads: int | None
+    #: questions passed over before the ``n_questions`` played: a later block of the same list (a replication on
+    #: questions a result did not see), 0 for the first N
+    skip_questions: int = 0
 
 
 def _safe(name: str) -> str:
@@ -261,7 +264,7 @@ def settings_record(run: Run) -> dict[str, Any]:
     return {**graph_identity(run.graph), "questions": str(run.questions.resolve()) if run.questions else None,
             "format": run.fmt, "preset": run.preset, "model": run.model, "group_size": run.group_size, "seed": run.seed,
             "device": run.device, "batch_questions": run.batch_questions, "free_action_tokens": run.free_action_tokens,
-            "sets": list(run.sets), "arms": arm_settings(run)}
+            "sets": list(run.sets), "skip_questions": run.skip_questions, "arms": arm_settings(run)}
 
 
 def check_settings(run: Run) -> None:
@@ -295,7 +298,7 @@ def arm_config(run: Run, arm: str) -> Any:
     overrides: dict[str, Any] = {
         "model.name": run.model, "data.graph_dir": str(run.graph), "data.store": run.store,
         "data.questions": str(run.questions) if run.questions else None, "data.questions_format": run.fmt,
-        "data.limit": run.n_questions, "data.eval_questions": 0, "rollout.questions_per_step": 1,
+        "data.limit": run.skip_questions + run.n_questions, "data.eval_questions": 0, "rollout.questions_per_step": 1,
         "rollout.group_size": run.group_size, "rollout.temperature": 1.0, "seed": run.seed,
         "torch_threads": run.threads,
         "rollout.constrain_actions": arm == "menu", "rollout.interface": arm,
@@ -515,7 +518,7 @@ def device_label(device: str) -> str:
 def rests_on(run: Run, config: Any, items: Sequence[Any], seconds: float) -> dict[str, Any]:
     r = config.rollout
     return {"dataset": items[0].dataset if items else run.fmt, "preset": run.preset, "model": run.model,
-            "questions": len(items), "group_size": run.group_size, "rollouts_per_arm": len(items) * run.group_size,
+            "questions": len(items), "first_question": run.skip_questions + 1, "group_size": run.group_size, "rollouts_per_arm": len(items) * run.group_size,
             "seeds": [run.seed], "device": device_label(run.device), "temperature": r.temperature,
             "max_turns": r.max_turns, "context": r.context, "env": {"visible_cap": config.env_config().visible_cap,
                                                                     "lookup_cap": config.env_config().lookup_cap},
@@ -530,7 +533,7 @@ def _open(run: Run) -> tuple[Any, Any, list[Any]]:
     check_settings(run)
     view_cm = open_view(str(run.graph), run.store)
     view = view_cm.__enter__()
-    return view_cm, view, questions(config, view)
+    return view_cm, view, questions(config, view)[run.skip_questions:]
 
 
 def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
@@ -662,17 +665,25 @@ def _f(v: Any) -> str:
 def _basis(r: dict[str, Any], extra: str = "") -> str:
     env = r.get("env") or {}
     changed = f"; changed from the defaults: {', '.join(r['overrides'])}" if r.get("overrides") else ""
-    n = r.get("questions")
-    return (f"{n} question{'' if n == 1 else 's'} of {r.get('dataset')} ({r.get('preset')} preset), N_g = {r.get('group_size')} "
+    n, first = r.get("questions"), r.get("first_question") or 1
+    which = "" if first == 1 else f" (questions {first}-{first + n - 1} of the list, a later block)"
+    return (f"{n} question{'' if n == 1 else 's'}{which} of {r.get('dataset')} ({r.get('preset')} preset), N_g = {r.get('group_size')} "
             f"rollouts each{extra}, seed {', '.join(map(str, r.get('seeds') or []))}, {r.get('model')}, "
             f"{r.get('device')}; T = {r.get('max_turns')}, {r.get('context')} context, K_s = {env.get('visible_cap')}, "
             f"K_e = {env.get('lookup_cap')}, temperature {r.get('temperature')}{changed}")
 
 
+def _block(meta: dict[str, Any]) -> str:
+    """A result set's questions as the pooled row names them: the dataset, and the block when it is not the first N."""
+    first, n = meta.get("first_question") or 1, meta.get("questions") or 0
+    return str(meta["dataset"]) + ("" if first == 1 else f" q{first}-{first + n - 1}")
+
+
 def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]]) -> str:
     """The page's first table: per result set, claim (a)'s N_eq difference and claim (b)'s SNC AUC and SNC-minus-other
     differences with their verdicts; then claim (a) again over the questions of every dataset run under one rollout
-    setting (T, context, K_s, K_e), where two or more datasets were (their paired differences pooled)."""
+    setting (preset, T, context, K_s, K_e), where two or more datasets (or blocks of one) were (their paired differences
+    pooled)."""
     from html import escape
 
     def cell(interval: dict[str, Any] | None, key: str, null: float, claim: str, n: int) -> str:
@@ -687,12 +698,12 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]])
         return (f"T = {meta['max_turns']}, {meta.get('context')}, K_s = {env.get('visible_cap')}, "
                 f"K_e = {env.get('lookup_cap')}")
 
-    rows, pooled = [], {}  # pooled: rollout setting -> {dataset: paired N_eq differences}
+    rows, pooled = [], {}  # pooled: preset and rollout setting -> {dataset's block of questions: paired N_eq differences}
     for _, eq, cr in sets:
         meta = (eq or cr)["rests_on"]
         n_eq = dict(eq["menu_minus_free_query"]["n_eq"], value=eq["menu_minus_free_query"]["n_eq"]["mean"]) if eq else None
         if eq:
-            pooled.setdefault(setting(meta), {})[str(meta["dataset"])] = [
+            pooled.setdefault(f"{meta['preset']} preset, {setting(meta)}", {})[_block(meta)] = [
                 m["n_eq"] - f["n_eq"] for m, f in zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])]
         versus = (cr or {}).get("snc_versus", {})
         n_a, n_b = (eq or {}).get("rests_on", {}).get("questions", 0), (cr or {}).get("rests_on", {}).get("questions", 0)
@@ -969,6 +980,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--questions", type=Path, help="questions file (default: the graph's own questions)")
         p.add_argument("--format", help="format of --questions (hotpotqa, 2wiki, musique, ...)")
         p.add_argument("--n-questions", type=int, default=50, help="the first N questions with answers (default 50)")
+        p.add_argument("--skip-questions", type=int, default=0,
+                       help="pass over the first K questions and play the N after them (a replication on questions an "
+                            "earlier result did not see; default 0)")
         p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"result folder (default {DEFAULT_OUT})")
         p.add_argument("--preset", choices=("paper", "extended"), default="paper", help="menu rules (the graph's own)")
         p.add_argument("--model", default="smollm2", help="policy = frozen answerer (default smollm2: SmolLM2-135M-Instruct)")
@@ -1030,10 +1044,12 @@ def run_of(args: argparse.Namespace) -> Run:
     for flag in ("n_questions", "group_size", "batch_questions", "free_action_tokens"):
         if getattr(args, flag) < 1:
             raise ConfigError(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
+    if args.skip_questions < 0:
+        raise ConfigError(f"--skip-questions must be >= 0, got {args.skip_questions}")
     return Run(graph=args.graph, questions=args.questions, fmt=args.format, n_questions=args.n_questions, out=args.out,
                preset=args.preset, model=args.model, group_size=args.group_size, seed=args.seed, device=args.device,
                batch_questions=args.batch_questions, free_action_tokens=args.free_action_tokens, sets=tuple(args.set),
-               store=args.store, threads=args.threads)
+               store=args.store, threads=args.threads, skip_questions=args.skip_questions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
