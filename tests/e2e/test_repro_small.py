@@ -122,3 +122,25 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     assert f"<td>{N_Q}</td>" in summary and "2wiki (paper, T = 3, multi-turn, K_s = 3, K_e = 3" in summary
     assert f"{rs._f(eq['menu_minus_free_query']['n_eq']['mean'])} [" in summary and summary.count("<tr>") == 2
     assert {p.name for p in (out / "plots").glob("*.svg")} == {"main_n_eq.svg", "main_d_ret.svg", "main_auc.svg"}
+
+    # --skip-questions K: the N questions after the first K, into another folder (a replication block): the second
+    # question alone, played to the same rollouts as in the first run (a question's seed is its id's), and said so
+    block = out / "q2"
+    args = _args("credit", graph, block, store_spec, "--skip-questions", "1")
+    args[args.index("--n-questions") + 1] = "1"
+    assert rs.main(args) == 0
+    [played] = list((block / "cache" / "rollouts" / "menu").glob("*.json.gz"))
+    record = rs.read_json_gz(played)
+    first_run = {rs.read_json_gz(p)["question_id"]: p for p in (out / "cache" / "rollouts" / "menu").glob("*.json.gz")}
+    assert _played(record["rollouts"]) == _played(rs.read_json_gz(first_run[record["question_id"]])["rollouts"])
+    cr_block = json.loads((block / "credit.json").read_text())
+    assert (cr_block["rests_on"]["questions"], cr_block["rests_on"]["first_question"]) == (1, 2)
+    assert json.loads((block / "settings.json").read_text())["skip_questions"] == 1
+    # the first run's questions are in list order, so the block's question is the list's second
+    eq_ids = [q["question_id"] for q in json.loads((out / "equivalence.json").read_text())["per_question"]["menu"]]
+    assert record["question_id"] == eq_ids[1]
+    assert rs.main(["page", "--out", str(out)]) == 0
+    assert "1 question (questions 2-2 of the list, a later block) of 2wiki" in (out / "index.html").read_text()
+    capsys.readouterr()
+    assert rs.main(_args("credit", graph, block, store_spec, "--skip-questions", "-1")) == 2
+    assert capsys.readouterr().err.strip() == "error: --skip-questions must be >= 0, got -1"
