@@ -710,7 +710,7 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]])
         alias = (eq or {}).get("menu_minus_free_query", {}).get("aliasing")
         if alias and alias.get("mean") is not None:  # shown as free-query minus menu: the claimed side is above 0
             alias = {"value": -alias["mean"], "lo": -alias["hi"], "hi": -alias["lo"], "n": alias["n"]}
-        rows.append(f"<tr><td>{escape(str(meta['dataset']))} ({escape(meta['preset'])}, {escape(setting(meta))}, "
+        rows.append(f"<tr><td>{escape(_block(meta))} ({escape(meta['preset'])}, {escape(setting(meta))}, "
                     f"{escape(meta['device'])})</td><td>{n_a or n_b}</td>"
                     + cell(n_eq, "value", 0.0, "N_eq difference", n_a)
                     + cell(alias, "value", 0.0, "aliasing difference", (alias or {}).get("n", 0))
@@ -873,7 +873,7 @@ def cmd_page(root: Path) -> Path:
     for folder, eq, cr in sets:
         stem = "main" if folder == root else "_".join(folder.relative_to(root).parts)
         meta = (eq or cr)["rests_on"]
-        head = f"<h2>{escape(str(meta['dataset']))}, {escape(meta['preset'])} preset ({escape(meta['device'])})</h2>"
+        head = f"<h2>{escape(_block(meta))}, {escape(meta['preset'])} preset ({escape(meta['device'])})</h2>"
         parts = [head]
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
         parts.append(credit_section(cr, plots, stem) if cr else "<p>Claim (b): not run for this set.</p>")

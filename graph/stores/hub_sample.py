@@ -53,13 +53,45 @@ def bottom_k(sentence_ids: Any, size: int) -> list[str]:
 
 def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[str]]:
     """``{entity id: its sample}`` for every hub of a mentions table (a ``pyarrow.Table`` with ``sentence_id`` and
-    ``entity_id`` columns, any row order, duplicates allowed). The distinct-sentence counts are one Arrow group-by;
-    only the hubs' rows reach Python to be hashed. ``size`` < 1 means no samples."""
+    ``entity_id`` columns, any row order, duplicates allowed), by entity id. ``size`` < 1 means no samples.
+
+    Equal to :func:`hub_samples_reference` (tested), computed in Arrow and numpy: the distinct-sentence counts are one
+    group-by, the hubs' distinct (entity, sentence) pairs another; each distinct hub sentence id is hashed once
+    (:func:`sample_key`, the only per-row Python), and one ``lexsort`` by (entity, key, id) orders every hub's
+    sentences, whose first ``size`` are its sample. Memory is a few numpy words per hub pair, not a Python set of
+    strings per hub (``benchmarks/results/hub_sample_cost.md``: what this costs against the mentions table)."""
+    import numpy as np
+
     if size < 1 or mentions.num_rows == 0:
         return {}
     pairs = mentions.select(["entity_id", "sentence_id"])
-    counts = pairs.group_by("entity_id").aggregate([("sentence_id", "count_distinct")])
-    hubs = counts.filter(pc.greater(counts.column("sentence_id_count_distinct"), size)).column("entity_id")
+    hubs = _hubs(pairs, size)
+    if len(hubs) == 0:
+        return {}
+    rows = pairs.filter(pc.is_in(pairs.column("entity_id"), value_set=hubs))
+    rows = rows.group_by(["entity_id", "sentence_id"]).aggregate([])  # distinct (entity, sentence) pairs
+    unique = pc.unique(rows.column("sentence_id"))
+    ids = unique.to_pylist()
+    keys = np.fromiter((int.from_bytes(sample_key(s), "big") for s in ids), dtype=np.uint64, count=len(ids))
+    id_rank = np.empty(len(ids), dtype=np.int64)  # ties of the 8-byte key are broken by the id (string order)
+    id_rank[pc.sort_indices(unique).to_numpy()] = np.arange(len(ids))
+    sid = pc.index_in(rows.column("sentence_id"), value_set=unique).to_numpy()
+    entity = pc.dictionary_encode(rows.column("entity_id")).combine_chunks()
+    code = entity.indices.to_numpy()
+    order = np.lexsort((id_rank[sid], keys[sid], code))  # by entity, then key (big-endian: byte order), then id
+    starts = np.flatnonzero(np.r_[True, code[order][1:] != code[order][:-1]])
+    names = entity.dictionary.to_pylist()
+    out = {names[code[order[start]]]: [ids[i] for i in sid[order[start:start + size]]] for start in starts}
+    return dict(sorted(out.items()))
+
+
+def hub_samples_reference(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[str]]:
+    """The definition of :func:`hub_samples` in plain Python (a set of sentence ids per hub, :func:`bottom_k`): the
+    tests' and the benchmark's baseline."""
+    if size < 1 or mentions.num_rows == 0:
+        return {}
+    pairs = mentions.select(["entity_id", "sentence_id"])
+    hubs = _hubs(pairs, size)
     if len(hubs) == 0:
         return {}
     rows = pairs.filter(pc.is_in(pairs.column("entity_id"), value_set=hubs))
@@ -69,6 +101,12 @@ def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[st
     return {eid: bottom_k(ids, size) for eid, ids in sorted(members.items())}
 
 
+def _hubs(pairs: Any, size: int) -> Any:
+    """The entity ids of ``pairs`` with more than ``size`` distinct sentence ids (one Arrow group-by)."""
+    counts = pairs.group_by("entity_id").aggregate([("sentence_id", "count_distinct")])
+    return counts.filter(pc.greater(counts.column("sentence_id_count_distinct"), size)).column("entity_id")
+
+
 def sample_rows(samples: dict[str, list[str]], batch_size: int) -> Iterator[list[dict[str, Any]]]:
     """``load_pool_samples`` rows ``{id, sample}`` in batches (entity id order)."""
     rows = [{"id": eid, "sample": ids} for eid, ids in sorted(samples.items())]
@@ -76,4 +114,5 @@ def sample_rows(samples: dict[str, list[str]], batch_size: int) -> Iterator[list
         yield rows[start:start + batch_size]
 
 
-__all__ = ["HUB_SAMPLE_SIZE", "bottom_k", "check_hub_sample", "hub_samples", "sample_key", "sample_rows"]
+__all__ = ["HUB_SAMPLE_SIZE", "bottom_k", "check_hub_sample", "hub_samples", "hub_samples_reference", "sample_key",
+           "sample_rows"]

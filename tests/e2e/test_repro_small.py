@@ -140,7 +140,9 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     eq_ids = [q["question_id"] for q in json.loads((out / "equivalence.json").read_text())["per_question"]["menu"]]
     assert record["question_id"] == eq_ids[1]
     assert rs.main(["page", "--out", str(out)]) == 0
-    assert "1 question (questions 2-2 of the list, a later block) of 2wiki" in (out / "index.html").read_text()
+    html = (out / "index.html").read_text()
+    assert "1 question (questions 2-2 of the list, a later block) of 2wiki" in html
+    assert "<td>2wiki q2-2 (paper, T = 3" in html and "<h2>2wiki q2-2, paper preset" in html  # its own row, section
     capsys.readouterr()
     assert rs.main(_args("credit", graph, block, store_spec, "--skip-questions", "-1")) == 2
     assert capsys.readouterr().err.strip() == "error: --skip-questions must be >= 0, got -1"

@@ -2,11 +2,12 @@
 and the properties the loaders and ``build --append`` rely on (order-free, a prefix for a smaller size, mergeable)."""
 from __future__ import annotations
 
+import hashlib
 import random
 
 import pyarrow as pa
 
-from harness_g.graph.stores.hub_sample import bottom_k, hub_samples, sample_key, sample_rows
+from harness_g.graph.stores.hub_sample import bottom_k, hub_samples, hub_samples_reference, sample_key, sample_rows
 
 
 def _mentions(pairs: list[tuple[str, str]]) -> pa.Table:
@@ -53,3 +54,34 @@ def test_sample_rows_batches_by_entity_id() -> None:
     batches = list(sample_rows(samples, 2))
     assert batches == [[{"id": "e_a", "sample": ["s2", "s3"]}, {"id": "e_b", "sample": ["s1"]}],
                        [{"id": "e_c", "sample": ["s4"]}]]
+
+
+def _random_mentions(seed: int, rows: int) -> pa.Table:
+    """Mentions with skewed entity frequencies, repeated (entity, sentence) pairs and sentences in several hubs."""
+    rng = random.Random(seed)
+    pairs = [(f"p{rng.randrange(400)}:{rng.randrange(3)}", f"e{int(rng.paretovariate(1.1)) % 60}") for _ in range(rows)]
+    return _mentions(pairs)
+
+
+def test_the_vectorised_samples_equal_the_reference_definition() -> None:
+    for seed in range(3):
+        table = _random_mentions(seed, 6000)
+        chunked = pa.concat_tables([table.slice(0, 2500), table.slice(2500)])  # a table read from several row groups
+        for size in (1, 3, 17, 90):
+            want = hub_samples_reference(table, size)
+            assert want, "the test data must have hubs at every size"
+            assert hub_samples(table, size) == want and hub_samples(chunked, size) == want
+            assert list(hub_samples(table, size)) == sorted(want)  # by entity id
+
+
+def test_ties_of_the_key_are_broken_by_the_id_as_in_the_reference(monkeypatch) -> None:
+    from harness_g.graph.stores import hub_sample
+
+    # a 1-byte key: hundreds of ties, which the 8-byte BLAKE2b key practically never has
+    monkeypatch.setattr(hub_sample, "sample_key", lambda s: hashlib.blake2b(s.encode(), digest_size=1).digest())
+    table = _random_mentions(7, 6000)
+    for size in (2, 25, 80):
+        want = hub_sample.hub_samples_reference(table, size)
+        assert want and hub_sample.hub_samples(table, size) == want
+        ties = [ids for ids in want.values() if len({hub_sample.sample_key(s) for s in ids}) < len(ids)]
+        assert ties, "the test must exercise ties"
