@@ -136,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
           "definition it equals (tests/unit/test_hub_sample_math.py), the baseline.", "",
           f"wiki-18 with `hub_samples`, extrapolated linearly from R = {largest['replicas']} (an estimate, not a measurement): "
           f"{WIKI18_SENTENCES:,} sentences x {wiki['mentions_per_sentence']} mentions per sentence = "
-          f"{wiki['mention_rows']:,} mention rows; ~{wiki['seconds']:,} s on one core and ~{wiki['memory_above_table_gb']} GB "
-          f"above the two id columns' ~{wiki['table_gb']} GB."]
+          f"{wiki['mention_rows']:,} mention rows; ~{wiki['seconds']:,} s on this machine and ~{wiki['memory_above_table_gb']} GB "
+          f"above the two id columns' ~{wiki['table_gb']} GB. The replicas are the worst case for hubs (every entity's "
+          f"mentions grow R-fold: {largest['hub_rows']:,} of {largest['rows']:,} rows belong to hubs at R = "
+          f"{largest['replicas']}); the ids of a real corpus are longer or shorter than these."]
     write_results(args.out, data, "\n".join(md) + "\n")
     print(args.out)
     return 0

@@ -55,8 +55,9 @@ def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[st
     """``{entity id: its sample}`` for every hub of a mentions table (a ``pyarrow.Table`` with ``sentence_id`` and
     ``entity_id`` columns, any row order, duplicates allowed), by entity id. ``size`` < 1 means no samples.
 
-    Equal to :func:`hub_samples_reference` (tested), computed in Arrow and numpy: the distinct-sentence counts are one
-    group-by, the hubs' distinct (entity, sentence) pairs another; each distinct hub sentence id is hashed once
+    Equal to :func:`hub_samples_reference` (tested), computed in Arrow and numpy: one-column row counts leave the
+    entities that can be hubs, their distinct (entity, sentence) pairs decide which are; each distinct hub sentence
+    id is hashed once
     (:func:`sample_key`, the only per-row Python), and one ``lexsort`` by (entity, key, id) orders every hub's
     sentences, whose first ``size`` are its sample. Memory is a few numpy words per hub pair, not a Python set of
     strings per hub (``benchmarks/results/hub_sample_cost.md``: what this costs against the mentions table)."""
@@ -65,11 +66,15 @@ def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[st
     if size < 1 or mentions.num_rows == 0:
         return {}
     pairs = mentions.select(["entity_id", "sentence_id"])
-    hubs = _hubs(pairs, size)
-    if len(hubs) == 0:
+    # hubs have more than ``size`` rows, so only entities with that many rows (one-column counts, cheap) can be hubs;
+    # their distinct (entity, sentence) pairs then decide (a two-key distinct count over every row costs ~2x more)
+    rows = _with_more_than(pairs, size)
+    if rows.num_rows == 0:
         return {}
-    rows = pairs.filter(pc.is_in(pairs.column("entity_id"), value_set=hubs))
     rows = rows.group_by(["entity_id", "sentence_id"]).aggregate([])  # distinct (entity, sentence) pairs
+    rows = _with_more_than(rows, size)
+    if rows.num_rows == 0:
+        return {}
     unique = pc.unique(rows.column("sentence_id"))
     ids = unique.to_pylist()
     keys = np.fromiter((int.from_bytes(sample_key(s), "big") for s in ids), dtype=np.uint64, count=len(ids))
@@ -99,6 +104,13 @@ def hub_samples_reference(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[st
     for eid, sid in zip(rows.column("entity_id").to_pylist(), rows.column("sentence_id").to_pylist()):
         members.setdefault(eid, set()).add(sid)
     return {eid: bottom_k(ids, size) for eid, ids in sorted(members.items())}
+
+
+def _with_more_than(rows: Any, size: int) -> Any:
+    """The rows of ``rows`` whose entity has more than ``size`` of them (one value count)."""
+    counts = pc.value_counts(rows.column("entity_id"))
+    keep = counts.field("values").filter(pc.greater(counts.field("counts"), size))
+    return rows.filter(pc.is_in(rows.column("entity_id"), value_set=keep)) if len(keep) else rows.slice(0, 0)
 
 
 def _hubs(pairs: Any, size: int) -> Any:
