@@ -26,6 +26,15 @@ from harness_g.graph.stores.base import GraphStore
 from harness_g.graph.text.canonical import canonicalize
 
 
+def row_cosines(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` (float32 [n]) with every row's dot product computed by the same kernel whatever its place
+    in ``matrix`` (``np.einsum``), so identical rows (a sentence repeated in two paragraphs, two entities with one
+    name) get identical cosines and the rankings' "ties broken by id" holds. BLAS gemv does not guarantee that: it
+    rounds a row by its position in its block (13 identical rows gave 2 distinct float32 values on numpy 2.4's
+    OpenBLAS, and a duplicate sentence then outranked its twin with the smaller id). Cost: ~1.2x gemv at 200K rows."""
+    return np.einsum("ij,j->i", matrix, np.asarray(vector, dtype=matrix.dtype))
+
+
 @dataclass(frozen=True)
 class SentenceInfo:
     id: str
@@ -422,7 +431,7 @@ class GraphView:
         if not ids:
             return []
         rows = np.fromiter((self.row_of[s] for s in ids), dtype=np.int64, count=len(ids))
-        sims = self.embeddings[rows] @ vector
+        sims = row_cosines(self.embeddings[rows], vector)
         order = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))
         return [(ids[i], float(sims[i])) for i in order]
 
@@ -486,7 +495,7 @@ class GraphView:
         key = vector.tobytes()
         sims = self._rank_caches[1].get(key)
         if sims is None:
-            sims = self.embeddings @ np.asarray(vector, dtype=np.float32)
+            sims = row_cosines(self.embeddings, vector)
             self._rank_caches[1].put(key, sims)
         return sims
 
@@ -514,7 +523,7 @@ class GraphView:
         want = k + len(excl)  # the excluded ids are few (C_t): rank a few more and drop them
         if rows.size == 0 or k <= 0:
             return []
-        sims = self._all_sims(vector)[rows] if self._use_all_sims(rows.size) else self.embeddings[rows] @ vector
+        sims = self._all_sims(vector)[rows] if self._use_all_sims(rows.size) else row_cosines(self.embeddings[rows], vector)
         if want < rows.size:
             kth = np.partition(sims, rows.size - want)[rows.size - want]  # want-th largest; keep every tie with it
             keep = np.flatnonzero(sims >= kth)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from harness_g.agent.env.actions import Action, ActionType
-from harness_g.agent.env.graph_view import EntityInfo, GraphView, SentenceInfo
+from harness_g.agent.env.graph_view import EntityInfo, GraphView, SentenceInfo, row_cosines
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness_g.agent.env.config import EnvConfig
@@ -227,7 +227,8 @@ def _trusted_ranking(view: GraphView, members: frozenset[str], floor: float | No
     when ``floor`` is None), ranked by :meth:`GraphView.rank_top` minus C_t, cut to ``lookup_pool_cap``."""
     ids = sorted(members)
     if floor is not None and ids:
-        sims = view.embeddings[np.fromiter(map(view.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))] @ m_vec
+        sims = row_cosines(view.embeddings[np.fromiter(map(view.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))],
+                           m_vec)
         ids = [sid for sid, sim in zip(ids, sims) if sim > floor + INDEX_MARGIN]
     return view.rank_top(m_vec, ids, cfg.lookup_pool_cap, exclude=committed)
 
@@ -343,7 +344,7 @@ def _lookup_candidates(view: GraphView, committed: Sequence[str], sentences: Seq
     candidates = list(pool.values())
     if candidates:
         name_vecs = view.entity_vectors(candidates)
-        sims = name_vecs @ question_vec
+        sims = row_cosines(name_vecs, question_vec)
         order = sorted(range(len(candidates)),
                        key=lambda i: (_ROLE_RANK[roles[candidates[i].id]], -float(sims[i]), candidates[i].id))
         candidates = [candidates[i] for i in order]

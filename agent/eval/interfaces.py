@@ -28,7 +28,7 @@ import numpy as np
 
 from harness_g.agent.env.config import EnvConfig
 from harness_g.agent.env.free_query import FreeQueryEnv
-from harness_g.agent.env.graph_view import GraphView
+from harness_g.agent.env.graph_view import GraphView, row_cosines
 from harness_g.agent.env.menu_env import MenuEnv
 from harness_g.agent.env.observation import CommittedSentence, GraphTools, Observation, next_episode_id
 from harness_g.agent.env.trajectory import Trajectory
@@ -126,7 +126,7 @@ class RagInterface:
     def retrieve(self, question: str) -> list[dict[str, Any]]:
         """``[{paragraph_id, score, sentence_ids, title}]`` of the top-k paragraphs, best first (ties by id)."""
         q_vec = self.view.encode([question])[0]
-        sims = self.view.embeddings @ q_vec
+        sims = row_cosines(self.view.embeddings, q_vec)  # identical sentences tie exactly (ties by id)
         n = len(self.paragraph_ids)
         if self.pool == "max":
             scores = np.full(n, -np.inf)
