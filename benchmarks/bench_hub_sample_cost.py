@@ -2,11 +2,11 @@
 
     python benchmarks/bench_hub_sample_cost.py --graph GRAPH_DIR [--replicas 1,10,100,300] [--size 1000]
 
-Every load derives the hub samples (``graph/stores/hub_sample.py`` ``hub_samples``: an Arrow group-by for the
-distinct-sentence counts, then the hubs' rows hashed in Python) from the artifact's whole mentions table, on the
-loading machine. This measures that step alone on the graph's mentions replicated R times (every mention R times with
-a distinct sentence id, entities shared: every entity's mention set grows R-fold, as in ``bench_scale.py``'s replicas,
-the worst case for hubs), each R in a fresh process: wall seconds (the median of 3 calls after an untimed one), rows
+Every load derives the hub samples (``graph/stores/hub_sample.py`` ``hub_samples``, Arrow and numpy) from the
+artifact's whole mentions table, on the loading machine. This measures that step alone, beside its plain-Python
+definition ``hub_samples_reference`` (the baseline), on the graph's mentions replicated R times (every mention R times
+with a distinct sentence id, entities shared: every entity's mention set grows R-fold, as in ``bench_scale.py``'s
+replicas, the worst case for hubs), each R and implementation in a fresh process: wall seconds (the median of 3 calls after an untimed one), rows
 per second, the hubs and their rows, and the process's peak resident memory above what the table itself holds.
 ``benchmarks/results/hub_sample_cost.{json,md}``.
 """
@@ -23,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, load_avg, machine_info, machine_line, md_table, utc_stamp, write_results  # noqa: E402
 
-#: mention rows per sentence in the paper-preset HotpotQA dev graph (16,483 / 4,930), for the wiki-18 line
+#: wiki-18's sentences (scale.md's extrapolation: 2.10B tokens at the HotpotQA dev corpus's 22.0 words per sentence);
+#: its mention rows are this times the measured graph's mentions per sentence
 WIKI18_SENTENCES = 96_000_000
 
 
