@@ -1,7 +1,7 @@
 """What the hub-sampled LOOKUP costs in answers on real questions (issue 35 item 5's open question).
 
     python benchmarks/bench_hub_sample_answers.py --graphs DIR[,DIR...] [--sizes 5,25,100] [--limit N]
-        [--policies lookahead,oracle] [--reach-budget 400] [--out benchmarks/results]
+        [--policies lookahead,oracle] [--reach-budget 400] [--out benchmarks/results] [--name hub_sample_answers]
 
 ``EnvConfig.lookup_hub_sample=S`` (ours, off under both presets; ``graph/stores/hub_sample.py``) bounds a LOOKUP's cost
 by reading, for every hub (an entity mentioned in more than S distinct sentences), a fixed uniform sample of S of its
@@ -21,11 +21,13 @@ keeps a larger share of a hub's mentions than a wiki-18 hub's sample of 1,000 ou
 make many entities hubs and keep 2-10% of the largest ones, the nearest these graphs come to that ratio. The
 ``sampled share`` columns say what share of its mentions each size keeps. Every environment is the paper preset's
 EnvConfig (T = 6, K_s = 6, K_e = 8, k = 1) with only ``lookup_hub_sample`` changed.
-Writes ``OUT/hub_sample_answers.{json,md}``.
+Writes ``OUT/NAME.{json,md}`` (``NAME`` defaults to ``hub_sample_answers``; the open-corpus run is
+``hub_sample_answers_open``: every dataset's passages in one graph, see ``benchmarks/results/scale.md``).
 """
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from dataclasses import asdict, replace
@@ -171,7 +173,8 @@ def _ci(d: dict[str, Any], scale: float = 100.0) -> str:
 def markdown(data: dict[str, Any]) -> str:
     """The report: one row per graph and size, paired differences in points."""
     pols = data["policies"]
-    lines = ["# What the hub-sampled LOOKUP costs in answers (dev graphs, paper preset)", "",
+    graphs = ", ".join(Path(g["graph"]).name for g in data["graphs"])
+    lines = [f"# What the hub-sampled LOOKUP costs in answers ({graphs}; paper preset)", "",
              f"Run {data['run_at']} (`{data['command']}`, {data['seconds']} s; {data['machine']['cores']} cores, load "
              f"average {data['loadavg_start']} -> {data['loadavg_end']}; CPU, LLM-free, deterministic: one run).", "",
              "Each row: the paper's environment (T = 6, K_s = 6, K_e = 8, k = 1) against the same with "
@@ -208,8 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default=",".join(POLICIES), help="policies played per question (bench_quality names)")
     ap.add_argument("--limit", type=int, default=None, help="the first N questions of each graph (default: all)")
     ap.add_argument("--reach-budget", type=int, default=400, help="reachability search expansions per question")
-    ap.add_argument("--out", default=str(RESULTS), help="folder for hub_sample_answers.{json,md}")
+    ap.add_argument("--out", default=str(RESULTS), help="folder for NAME.{json,md}")
+    ap.add_argument("--name", default="hub_sample_answers", help="file stem of the results (letters, digits, _ and -)")
     args = ap.parse_args(argv)
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", args.name):
+        ap.error(f"--name: {args.name!r} is not a file stem (letters, digits, _ and - only)")
     from harness_g.errors import ConfigError
     from harness_g.graph.stores.hub_sample import check_hub_sample
 
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     data["seconds"] = round(time.perf_counter() - start)
     data["loadavg_end"] = load_avg()
     out = Path(args.out)
-    for path in write_results(out / "hub_sample_answers.json", data, markdown(data)):
+    for path in write_results(out / f"{args.name}.json", data, markdown(data)):
         print(f"wrote {path}")
     print(markdown(data))
     return 0

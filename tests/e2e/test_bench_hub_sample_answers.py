@@ -54,7 +54,8 @@ def test_bad_arguments_are_one_line_usage_errors(tmp_path: Path, capsys) -> None
     bench = load_script("benchmarks/bench_hub_sample_answers.py")
     for argv, says in ((["--graphs", str(tmp_path)], f"--graphs: {tmp_path} is not a GRAPH_DIR (no manifest.json)"),
                        (["--graphs", str(tmp_path), "--sizes", "0"], "--sizes must be >= 1 sentence, got 0"),
-                       (["--graphs", str(tmp_path), "--sizes", "five"], "--sizes takes integers")):
+                       (["--graphs", str(tmp_path), "--sizes", "five"], "--sizes takes integers"),
+                       (["--graphs", str(tmp_path), "--name", "../x"], "--name: '../x' is not a file stem")):
         with pytest.raises(SystemExit) as exc:
             bench.main(argv)
         assert exc.value.code == 2 and says in capsys.readouterr().err
