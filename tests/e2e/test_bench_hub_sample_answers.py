@@ -59,3 +59,19 @@ def test_bad_arguments_are_one_line_usage_errors(tmp_path: Path, capsys) -> None
         with pytest.raises(SystemExit) as exc:
             bench.main(argv)
         assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_name_sets_the_result_files_and_the_title_names_the_graphs(artifact_copy: Callable[[str], Path],
+                                                                    tmp_path: Path) -> None:
+    import json
+
+    bench = load_script("benchmarks/bench_hub_sample_answers.py")
+    graph = artifact_copy("hotpot")
+    out = tmp_path / "results"
+    assert bench.main(["--graphs", str(graph), "--sizes", "1000", "--limit", "2", "--policies", "lookahead",
+                       "--out", str(out), "--name", "open_run"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["open_run.json", "open_run.md"]
+    data = json.loads((out / "open_run.json").read_text())
+    assert data["command"].endswith("--name open_run") and data["graphs"][0]["questions"] == 2
+    assert (out / "open_run.md").read_text().startswith(
+        f"# What the hub-sampled LOOKUP costs in answers ({graph.name}; paper preset)")
