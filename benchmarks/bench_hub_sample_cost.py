@@ -6,8 +6,9 @@ Every load derives the hub samples (``graph/stores/hub_sample.py`` ``hub_samples
 artifact's whole mentions table, on the loading machine. This measures that step alone, beside its plain-Python
 definition ``hub_samples_reference`` (the baseline), on the graph's mentions replicated R times (every mention R times
 with a distinct sentence id, entities shared: every entity's mention set grows R-fold, as in ``bench_scale.py``'s
-replicas, the worst case for hubs), each R and implementation in a fresh process: wall seconds (the median of 3 calls after an untimed one), rows
-per second, the hubs and their rows, and the process's peak resident memory above what the table itself holds.
+replicas, the worst case for hubs), each R and implementation in a fresh process: wall seconds (the median of 3 calls
+after an untimed one), rows per second, the hubs and their rows, and the process's peak resident memory above what
+the table itself holds.
 ``benchmarks/results/hub_sample_cost.{json,md}``.
 """
 from __future__ import annotations
@@ -137,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
           "definition it equals (tests/unit/test_hub_sample_math.py), the baseline.", "",
           f"wiki-18 with `hub_samples`, extrapolated linearly from R = {largest['replicas']} (an estimate, not a measurement): "
           f"{WIKI18_SENTENCES:,} sentences x {wiki['mentions_per_sentence']} mentions per sentence = "
-          f"{wiki['mention_rows']:,} mention rows; ~{wiki['seconds']:,} s on this machine and ~{wiki['memory_above_table_gb']} GB "
+          f"{wiki['mention_rows']:,} mention rows; ~{wiki['seconds']:,} s on this machine and "
+          f"~{wiki['memory_above_table_gb']} GB "
           f"above the two id columns' ~{wiki['table_gb']} GB. The replicas are the worst case for hubs (every entity's "
           f"mentions grow R-fold: {largest['hub_rows']:,} of {largest['rows']:,} rows belong to hubs at R = "
           f"{largest['replicas']}); the ids of a real corpus are longer or shorter than these."]

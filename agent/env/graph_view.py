@@ -523,7 +523,10 @@ class GraphView:
         want = k + len(excl)  # the excluded ids are few (C_t): rank a few more and drop them
         if rows.size == 0 or k <= 0:
             return []
-        sims = self._all_sims(vector)[rows] if self._use_all_sims(rows.size) else row_cosines(self.embeddings[rows], vector)
+        if self._use_all_sims(rows.size):
+            sims = self._all_sims(vector)[rows]
+        else:
+            sims = row_cosines(self.embeddings[rows], vector)
         if want < rows.size:
             kth = np.partition(sims, rows.size - want)[rows.size - want]  # want-th largest; keep every tie with it
             keep = np.flatnonzero(sims >= kth)

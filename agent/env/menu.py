@@ -227,8 +227,8 @@ def _trusted_ranking(view: GraphView, members: frozenset[str], floor: float | No
     when ``floor`` is None), ranked by :meth:`GraphView.rank_top` minus C_t, cut to ``lookup_pool_cap``."""
     ids = sorted(members)
     if floor is not None and ids:
-        sims = row_cosines(view.embeddings[np.fromiter(map(view.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))],
-                           m_vec)
+        rows = np.fromiter(map(view.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+        sims = row_cosines(view.embeddings[rows], m_vec)
         ids = [sid for sid, sim in zip(ids, sims) if sim > floor + INDEX_MARGIN]
     return view.rank_top(m_vec, ids, cfg.lookup_pool_cap, exclude=committed)
 

@@ -58,8 +58,8 @@ def hub_samples(mentions: Any, size: int = HUB_SAMPLE_SIZE) -> dict[str, list[st
     Equal to :func:`hub_samples_reference` (tested), computed in Arrow and numpy: one-column row counts leave the
     entities that can be hubs, their distinct (entity, sentence) pairs decide which are; each distinct hub sentence
     id is hashed once (:func:`sample_key`, the only per-row Python), and one ``lexsort`` by (entity, key, id) orders
-    every hub's sentences, whose first ``size`` are its sample. Memory is a few numpy words per hub pair, not a Python set of
-    strings per hub (``benchmarks/results/hub_sample_cost.md``: what this costs against the mentions table)."""
+    every hub's sentences, whose first ``size`` are its sample. Memory is a few numpy words per hub pair, not a Python
+    set of strings per hub (``benchmarks/results/hub_sample_cost.md``: what this costs against the mentions table)."""
     import numpy as np
 
     if size < 1 or mentions.num_rows == 0:

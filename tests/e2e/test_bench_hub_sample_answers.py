@@ -4,10 +4,10 @@ question's reachability, lookahead and oracle results must equal the paper's exa
 here from the mentions table), changes some oracle LOOKUP pools, and every paired difference rests on every question."""
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
+from helpers.mentions import mentioned_sentences
 from helpers.paths import load_script
 
 from harness_g.graph.artifact import Artifact
@@ -17,10 +17,7 @@ def test_no_hub_changes_nothing_and_a_small_sample_makes_the_hubs_of_the_mention
         artifact_copy: Callable[[str], Path]) -> None:
     bench = load_script("benchmarks/bench_hub_sample_answers.py")
     graph = artifact_copy("hotpot")
-    mentions = Artifact.open(graph).table("mentions", columns=["entity_id", "sentence_id"])
-    distinct: dict[str, set[str]] = defaultdict(set)
-    for e, s in zip(mentions.column("entity_id").to_pylist(), mentions.column("sentence_id").to_pylist()):
-        distinct[e].add(s)
+    distinct = mentioned_sentences(Artifact.open(graph))
     largest = max(len(v) for v in distinct.values())
 
     result = bench.graph_rows(graph, [2, largest], ("lookahead", "oracle"), None, 200)

@@ -4,10 +4,10 @@ hubs (counted here from the mentions table); the table grows R-fold; bad argumen
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
+from helpers.mentions import mentioned_sentences
 from helpers.paths import load_script
 
 from harness_g.graph.artifact import Artifact
@@ -17,10 +17,8 @@ def test_both_implementations_find_the_hubs_of_the_replicated_mentions(artifact_
                                                                         tmp_path: Path, capsys) -> None:
     bench = load_script("benchmarks/bench_hub_sample_cost.py")
     graph = artifact_copy("hotpot")
-    mentions = Artifact.open(graph).table("mentions", columns=["entity_id", "sentence_id"])
-    distinct: dict[str, set[str]] = defaultdict(set)
-    for e, s in zip(mentions.column("entity_id").to_pylist(), mentions.column("sentence_id").to_pylist()):
-        distinct[e].add(s)
+    artifact = Artifact.open(graph)
+    distinct = mentioned_sentences(artifact)
     out = tmp_path / "cost.json"
     assert bench.main(["--graph", str(graph), "--replicas", "1,3", "--size", "2", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
@@ -30,7 +28,7 @@ def test_both_implementations_find_the_hubs_of_the_replicated_mentions(artifact_
     assert hubs_at_1 > 0 and rows[(1, "vectorised")]["hubs"] == rows[(1, "reference")]["hubs"] == hubs_at_1
     # three copies of every mention with distinct sentence ids: every entity mentioned at least once is a hub at 2
     assert rows[(3, "vectorised")]["hubs"] == rows[(3, "reference")]["hubs"] == len(distinct)
-    assert rows[(3, "vectorised")]["rows"] == 3 * mentions.num_rows == rows[(3, "reference")]["rows"]
+    assert rows[(3, "vectorised")]["rows"] == 3 * artifact.table("mentions").num_rows == rows[(3, "reference")]["rows"]
     assert rows[(3, "reference")]["speedup_vs_reference"] == 1.0
     assert data["wiki18"]["mention_rows"] > 0 and out.with_suffix(".md").is_file()
 

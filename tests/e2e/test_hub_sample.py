@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.mentions import mentioned_sentences
 from helpers.seeded_walk import seeded_walk
 
 from harness_g.agent.env.config import EnvConfig
@@ -40,10 +41,7 @@ def _expected_pools(artifact: Artifact,
                     samples: dict[str, list[str]]) -> tuple[dict[str, tuple[str, ...]], set[str]]:
     """C'(e) from the artifact's tables, in the query's order (channel, then id); the entities whose C'(e) reads a
     sample (e or a synonym is a hub)."""
-    mentions = artifact.table("mentions", columns=["sentence_id", "entity_id"])
-    mentioned: dict[str, set[str]] = defaultdict(set)
-    for sid, eid in zip(*(mentions.column(c).to_pylist() for c in ("sentence_id", "entity_id"))):
-        mentioned[eid].add(sid)
+    mentioned = mentioned_sentences(artifact)
     synonyms: dict[str, set[str]] = defaultdict(set)
     table = artifact.table("synonyms", columns=["src", "dst"])
     for a, b in zip(table.column("src").to_pylist(), table.column("dst").to_pylist()):
