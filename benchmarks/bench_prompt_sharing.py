@@ -1,10 +1,16 @@
-"""Rollout time with and without shared prompt prefill (training/prompt_sharing.py), paired per question.
+"""Rollout time with and without one of the generator's prefill savings, paired per question.
+
+``--switch share_prompts`` (the default): shared prompt prefill (training/prompt_sharing.py) against prefilling
+every prompt, with no cross-turn cache in either. ``--switch prefix_cache``: each episode's key/value cache kept from
+turn to turn (training/prefix_cache.py) against prefilling every turn's whole prompt, with shared prefill in both
+(the multi-turn context is where it saves anything).
 
 Each question's group of N_g rollouts is played twice through ``collect_rollouts`` with the trainer's transformers
-generator -- once prefilling every prompt (the plain baseline), once prefilling each distinct prompt once -- from the
-same torch seed, in alternating order. Reports the medians of the per-question rollout seconds, their ratio, the
-prompt positions computed per real prompt token, and whether both played the same rollouts (same replies, same
-trajectories), in ``--results FILE`` (default ``benchmarks/results/prompt_sharing.json``, and its ``.md``). Settings and arms are ``repro_small.py``'s (the same flags), so the numbers speak for its runs:
+generator -- once with the switch off (the plain baseline), once with it on -- from the same torch seed, in
+alternating order. Reports the medians of the per-question rollout seconds, their ratio, the prompt positions
+computed per real prompt token, and whether both played the same rollouts (same replies, same trajectories), in
+``--results FILE`` (default ``benchmarks/results/prompt_sharing.json`` or ``prefix_cache.json``, and its ``.md``).
+Settings and arms are ``repro_small.py``'s (the same flags), so the numbers speak for its runs:
 
     python benchmarks/bench_prompt_sharing.py --graph /tmp/repro31/graphs/2wiki \
         --questions ../shared/data/2wikimultihopqa/dev.subset.json --format 2wiki --n-questions 6 --threads 2 \
@@ -34,14 +40,28 @@ def without_timings(value):
     return value
 
 
-def play(run, arm: str, config, view, models, item, share: bool) -> dict:
-    """One group of ``item`` on ``arm``: wall seconds, prompt counters and the rollouts (JSON text, timings removed)."""
+#: per switch: (the other saving's setting in both runs, the results file's stem, the page's title and its legend)
+SWITCHES = {
+    "share_prompts": ({"prefix_cache": False}, "prompt_sharing", "Shared prompt prefill",
+                      "plain = every row's prompt prefilled (`share_prompts=False`); shared = each distinct prompt "
+                      "prefilled once and its key/value cache copied to the rows that share it (the default)."),
+    "prefix_cache": ({"share_prompts": True}, "prefix_cache", "Cross-turn prefix cache",
+                     "plain = every turn's whole prompt prefilled (`rollout.prefix_cache=false`); shared = each "
+                     "episode's key/value cache kept from one turn to the next, so only the new tokens are computed "
+                     "(the default); shared prompt prefill in both."),
+}
+
+
+def play(run, arm: str, config, view, models, item, on: bool, switch: str = "share_prompts") -> dict:
+    """One group of ``item`` on ``arm`` with ``switch`` on or off: wall seconds, prompt counters and the rollouts
+    (JSON text, timings removed)."""
     import torch
 
     from harness_g.training.rollout import collect_rollouts
 
     gen = models.generator(config)
-    gen.share_prompts = share
+    for name, value in {**SWITCHES[switch][0], switch: on}.items():
+        setattr(gen, name, value)
     r = config.rollout
     torch.manual_seed(repro_small.question_seed(run.seed, item.id))
     t0 = time.perf_counter()
@@ -56,10 +76,19 @@ def play(run, arm: str, config, view, models, item, share: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    results = RESULTS / "prompt_sharing.json"
-    if "--results" in argv:  # this script's own flag; the rest are repro_small.py's
+    switch, results = "share_prompts", None
+    if "--switch" in argv:  # this script's own flags; the rest are repro_small.py's
+        k = argv.index("--switch")
+        switch, argv = argv[k + 1], argv[:k] + argv[k + 2:]
+        if switch not in SWITCHES:
+            print(f"bench_prompt_sharing.py: error: --switch {switch!r}: expected one of {', '.join(SWITCHES)}",
+                  file=sys.stderr)
+            return 2
+    if "--results" in argv:
         k = argv.index("--results")
         results, argv = Path(argv[k + 1]), argv[:k] + argv[k + 2:]
+    _, stem, title, legend = SWITCHES[switch]
+    results = results or RESULTS / f"{stem}.json"
     ap = repro_small.parser()
     ap.prog = "bench_prompt_sharing.py"
     args = ap.parse_args(["equivalence", *argv])
@@ -75,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             per_q = []
             for k, item in enumerate(items):
                 order = (False, True) if k % 2 == 0 else (True, False)
-                got = {share: play(run, arm, configs[arm], view, models, item, share) for share in order}
+                got = {on: play(run, arm, configs[arm], view, models, item, on, switch) for on in order}
                 per_q.append({"question_id": item.id, "plain_s": got[False]["seconds"], "shared_s": got[True]["seconds"],
                               "same_rollouts": got[False]["rollouts"] == got[True]["rollouts"],
                               "prompt_tokens": got[True]["prompt_tokens"], "padded": got[False]["padded"],
@@ -100,16 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["arm", "questions", "plain s (median)", "shared s (median)", "speed-up (median of per-question ratios)",
                "positions / prompt token, plain", "shared", "same rollouts"]
     md = "\n".join([
-        "# Shared prompt prefill: rollout time per question group", "",
+        f"# {title}: rollout time per question group", "",
         f"{utc_stamp()}. {machine_line(info)}. N_g = {run.group_size}, the untrained {run.model}, graph `{run.graph}`, "
         f"the first {len(items)} questions; settings `{' '.join(run.sets) or 'the paper preset'}`. Each question's group "
         "played twice from the same torch seed (plain first on even questions, shared first on odd ones).", "",
         md_table(headers, rows), "",
-        "plain = every row's prompt prefilled (`share_prompts=False`); shared = each distinct prompt prefilled once and "
-        "its key/value cache copied to the rows that share it (the default). positions / prompt token = prompt "
-        "positions the model computed per real prompt token (padding included).",
+        f"{legend} positions / prompt token = prompt positions the model computed per real prompt token (padding "
+        "included).",
     ])
-    write_results(results, {"machine": info, "run": {"graph": str(run.graph), "questions": len(items), "sets": list(run.sets),
+    write_results(results, {"machine": info, "switch": switch,
+                            "run": {"graph": str(run.graph), "questions": len(items), "sets": list(run.sets),
                                                  "group_size": run.group_size, "model": run.model}, "arms": arms}, md)
     print(md)
     return 0

@@ -112,6 +112,9 @@ class RolloutConfig(Config):
     generator: str = _f("transformers", "rollout generator: transformers (CPU/GPU, in the policy's own weights) | vllm "
                                         "(colocated in-process engine, weights synced after every optimiser step)",
                         choices=RegistryNames("harness_g.training.generators:GENERATORS"))
+    prefix_cache: bool = _f(True, "transformers generator: keep each episode's key/value cache from one turn to the "
+                                  "next, so a multi-turn prompt is prefilled once, not again every turn (execution only: "
+                                  "the same prompts and samples up to float summation order; training/prefix_cache.py)")
     vllm: dict = _f({}, "vllm.LLM keyword arguments for generator vllm (gpu_memory_utilization, max_model_len, dtype, "
                         "enforce_eager, ...); the engine's seed is the run's seed")
     env: EnvConfig = inherit_field(

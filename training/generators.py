@@ -38,6 +38,7 @@ class GeneratorRequest:
     engine: Mapping[str, Any] = field(default_factory=dict)  # rollout.vllm: vllm.LLM keyword arguments (vllm only)
     num_processes: int = 1  # Accelerate processes in the run (vllm: one colocated engine, so 1 only)
     autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext  # the run's compute-dtype region (transformers)
+    prefix_cache: bool = True  # keep episodes' key/value caches between turns (rollout.prefix_cache; transformers)
 
 
 GeneratorFactory = Callable[[GeneratorRequest], "RolloutGenerator"]
@@ -50,7 +51,7 @@ def transformers_generator(req: GeneratorRequest) -> Any:
     from harness_g.training.rollout import Generator
 
     return Generator(req.policy, req.tokenizer, temperature=req.temperature, top_p=req.top_p,
-                     max_prompt_tokens=req.max_prompt_tokens, autocast=req.autocast)
+                     max_prompt_tokens=req.max_prompt_tokens, autocast=req.autocast, prefix_cache=req.prefix_cache)
 
 
 @GENERATORS.register("vllm")

@@ -40,6 +40,7 @@ from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_chat_sequence
+from harness_g.training.prefix_cache import RowState, empty_cache, reused_prefill, row_states
 from harness_g.training.prompt_sharing import cache_kwarg, shared_prefill
 from harness_g.training.tito import TokenContinuations, continues as ids_continue
 
@@ -147,15 +148,25 @@ class Generator:
     name = "policy"
 
     def sync(self, policy: Any) -> float:
-        """Nothing to copy: this generator samples from the live policy module itself. Returns seconds spent (0)."""
+        """Nothing to copy: this generator samples from the live policy module itself; key/value caches kept from
+        the old weights are dropped. Returns seconds spent (0)."""
+        self.end_episodes()
         return 0.0
+
+    def end_episodes(self) -> None:
+        """Free the key/value caches kept for episodes' next turns (:mod:`harness_g.training.prefix_cache`):
+        :func:`collect_rollouts` calls it when its episodes have ended, so the update never shares memory with them."""
+        self.continuations.drop_states()
     context_window = None
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int,
-                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext, share_prompts: bool = True):
+                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext, share_prompts: bool = True,
+                 prefix_cache: bool = True):
         self.model = model
         # identical prompts in one call (a group's first turn) are prefilled once (training/prompt_sharing.py)
         self.share_prompts = share_prompts
+        # each episode's keys/values are kept from one turn to the next (training/prefix_cache.py)
+        self.prefix_cache = prefix_cache
         # one autocast region per generate call: fp32 master weights are cast to the compute dtype once per call
         # (autocast's weight cache), not once per decoding step
         self.autocast = autocast
@@ -189,27 +200,35 @@ class Generator:
             return []
         t0 = time.perf_counter()
         tok = self.tokenizer
-        prompts = [self.continuations.prompt(conv) for conv in batch]  # token-in: continued from the last turn's ids
+        taken = [self.continuations.take(conv) for conv in batch]  # token-in: continued from the last turn's ids
+        prompts = [(ids, text) for ids, text, _ in taken]
+        kept = [state for _, _, state in taken]  # the key/value states the previous turn left (None: fresh)
+        del taken
         was_training = self.model.training
         self.model.eval()
-        sampled = self._generate_rows([ids for ids, _ in prompts], max_new_tokens, temperature, top_p, allowed)
+        sampled, states = self._generate_rows([ids for ids, _ in prompts], kept, max_new_tokens, temperature, top_p,
+                                              allowed)
         if was_training:
             self.model.train()
         seconds = time.perf_counter() - t0
         self.seconds += seconds
         out = []
-        for conv, (prompt_ids, prompt_text), (ids, stopped) in zip(batch, prompts, sampled):
+        for conv, (prompt_ids, prompt_text), (ids, stopped), state in zip(batch, prompts, sampled, states):
             text = tok.decode(ids, skip_special_tokens=True).strip()
             self.tokens += len(ids)
-            self.continuations.record(conv, prompt_ids, prompt_text, ids, text, stopped)  # token-out
+            self.continuations.record(conv, prompt_ids, prompt_text, ids, text, stopped, state)  # token-out
             out.append(Generation(text=text, prompt_tokens=len(prompt_ids), completion_tokens=len(ids), seconds=seconds,
                                   finish_reason="stop" if stopped else "length", prompt_ids=tuple(prompt_ids),
                                   token_ids=tuple(ids)))
         return out
 
-    def _generate_rows(self, rows: list[Sequence[int]], max_new_tokens: int, temperature: float, top_p: float,
-                       allowed: Sequence[Sequence[str]] | None) -> list[tuple[list[int], bool]]:
-        """One ``model.generate`` call over token-id prompts (left-padded): per row (sampled ids, stopped)."""
+    def _generate_rows(self, rows: list[Sequence[int]], kept: list[RowState | None], max_new_tokens: int,
+                       temperature: float, top_p: float, allowed: Sequence[Sequence[str]] | None
+                       ) -> tuple[list[tuple[list[int], bool]], list[RowState | None]]:
+        """One ``model.generate`` call over token-id prompts (left-padded): per row (sampled ids, stopped), and
+        per row the key/value state kept for its next turn (None without :attr:`prefix_cache`). ``kept``: per row,
+        the state its previous turn left (None: a fresh prompt); the list is emptied once the batch cache is built
+        from it, so those states are freed before generation."""
         tok = self.tokenizer
         enc = left_pad(rows, tok.pad_token_id, next(self.model.parameters()).device)
         width = enc["input_ids"].shape[1]
@@ -223,16 +242,27 @@ class Generator:
             from harness_g.agent.llm.constrained import allowed_tokens_fn
 
             kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn(tok, allowed, width, tok.eos_token_id)
+        lens = [len(r) for r in rows]
         with self.autocast():
-            shared = shared_prefill(self.model, enc, rows) if self.share_prompts else None
-            if shared is not None:
+            reused = reused_prefill(self.model, enc, lens, kept) if self.prefix_cache and any(kept) else None
+            kept.clear()
+            shared = shared_prefill(self.model, enc, rows) if reused is None and self.share_prompts else None
+            if reused is not None:
+                kwargs[cache_kwarg()], computed = reused
+                self.prefilled_prompt_positions += computed + len(rows)  # the uncached columns, then the last one
+            elif shared is not None:
                 kwargs[cache_kwarg()], distinct = shared
                 # the distinct prompts' first width - 1 positions, then every row's last prompt position
                 self.prefilled_prompt_positions += distinct * (width - 1) + len(rows)
             else:
                 self.prefilled_prompt_positions += len(rows) * width
+                if self.prefix_cache:  # a cache of our own, to keep each row's part of it for the next turn
+                    kwargs[cache_kwarg()] = empty_cache(self.model)
             gen = self.model.generate(**enc, **kwargs)
-        return sampled_ids(gen[:, width:].tolist(), self._stop_ids())
+        out = sampled_ids(gen[:, width:].tolist(), self._stop_ids())
+        if not self.prefix_cache:
+            return out, [None] * len(rows)
+        return out, row_states(kwargs[cache_kwarg()], width, lens, [len(ids) for ids, _ in out])
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
@@ -337,10 +367,14 @@ def collect_rollouts(view: GraphView, generator: Any, items: Sequence[QAItem], g
         results = [None if r is None else e.step(r) for e, r in zip(envs, replies)] if free else benv.step(replies)
         env_s += time.perf_counter() - t_env
         observations = [r.observation if r is not None and not r.done else None for r in results]
+    if hasattr(generator, "end_episodes"):  # every episode has acted for the last time: free what was kept for it
+        generator.end_episodes()
     finals = [e.observe() for e in envs]
     if teacher is not None:
         teacher.before_answer([it for it, _ in expanded])
     answers = policy.answer_batch([it.question for it, _ in expanded], [e.committed_texts() for e in envs], finals)
+    if hasattr(generator, "end_episodes"):  # nor does anything continue the answers
+        generator.end_episodes()
     rollouts, dropped = _finish_rollouts(policy, expanded, envs, answers, finals)
     stats = {"env_s": env_s, "generate_s": generator.seconds - gen_s0, "dropped_turns_max": float(dropped)}
     real = getattr(generator, "prompt_tokens", 0) - pad0[0]

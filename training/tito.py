@@ -23,11 +23,12 @@ from typing import Any, Sequence
 from harness_g.agent.llm.context import render_chat
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Continuation:
     ids: list[int]  # the turn's prompt ids + its sampled ids
     text: str  # the turn's prompt text + its reply as the chat history will hold it
     stop_text: str  # the sampled end-of-turn token's text ("" when the reply was cut at its token limit)
+    state: Any = None  # what the generator kept of this turn for the next (a key/value cache: training/prefix_cache.py)
 
 
 class TokenContinuations:
@@ -56,25 +57,40 @@ class TokenContinuations:
 
     def prompt(self, conv: Sequence[dict[str, str]]) -> tuple[list[int], str]:
         """The ids to prompt ``conv`` with, and its rendered text (with the generation prompt)."""
+        ids, text, _ = self.take(conv)
+        return ids, text
+
+    def take(self, conv: Sequence[dict[str, str]]) -> tuple[list[int], str, Any]:
+        """:meth:`prompt`, with the state recorded for the turn it continues (None for a fresh prompt): the state
+        covers a prefix of the returned ids."""
         text = render_chat(self.tokenizer, list(conv))
         prev = self._take(self._key(conv[:-1])) if len(conv) >= 3 else None
         if prev is not None and text.startswith(prev.text):
             rest = text[len(prev.text):]
             if rest.startswith(prev.stop_text):  # the template writes the end-of-turn token the policy sampled
                 self.continued += 1
-                return prev.ids + self._encode(rest[len(prev.stop_text):]), text
+                return prev.ids + self._encode(rest[len(prev.stop_text):]), text, prev.state
         self.fresh += 1
-        return self._encode(text), text
+        return self._encode(text), text, None
 
     def record(self, conv: Sequence[dict[str, str]], prompt_ids: Sequence[int], prompt_text: str,
-               sampled_ids: Sequence[int], reply: str, stopped: bool) -> None:
+               sampled_ids: Sequence[int], reply: str, stopped: bool, state: Any = None) -> None:
         """Remember a generated turn so the episode's next prompt continues from its ids. ``reply``: the text the
-        chat history will hold; ``stopped``: the last sampled id is the end-of-turn token."""
+        chat history will hold; ``stopped``: the last sampled id is the end-of-turn token; ``state``: what the
+        generator keeps for the next turn (covering a prefix of ``prompt_ids + sampled_ids``)."""
         key = self._key([*conv, {"role": "assistant", "content": reply}])
         stop_text = self.tokenizer.decode([sampled_ids[-1]]) if stopped and sampled_ids else ""
-        self._pending.setdefault(key, []).append(_Continuation([*prompt_ids, *sampled_ids], prompt_text + reply, stop_text))
+        self._pending.setdefault(key, []).append(
+            _Continuation([*prompt_ids, *sampled_ids], prompt_text + reply, stop_text, state))
         while len(self._pending) > self.capacity:
             self._pending.popitem(last=False)
+
+    def drop_states(self) -> None:
+        """Forget every kept state (the ids stay): the episodes that would have continued from them have ended, or
+        the weights that computed them have changed."""
+        for queue in self._pending.values():
+            for item in queue:
+                item.state = None
 
     def _take(self, key: str) -> _Continuation | None:
         queue = self._pending.get(key)

@@ -187,7 +187,8 @@ class Trainer:
         request = GeneratorRequest(policy=policy, tokenizer=self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                                    max_prompt_tokens=self.prompt_budget, max_new_tokens=longest_reply(r),
                                    seed=self.config.seed, workdir=self.out, engine=r.vllm,
-                                   num_processes=self.accelerator.num_processes, autocast=self.accelerator.autocast)
+                                   num_processes=self.accelerator.num_processes, autocast=self.accelerator.autocast,
+                                   prefix_cache=r.prefix_cache and r.context == "multi-turn")  # markov: no continuation
         return GENERATORS.get(r.generator)(request)
 
     def _answerer_model(self) -> tuple[Any, Any]:
