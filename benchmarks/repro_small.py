@@ -361,7 +361,8 @@ class Models:
 
         r = config.rollout
         return Generator(self.model, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
-                         max_prompt_tokens=self._budget(r, self.max_positions))
+                         max_prompt_tokens=self._budget(r, self.max_positions),
+                         prefix_cache=r.prefix_cache and r.context == "multi-turn")
 
 
 # -- rollouts -------------------------------------------------------------------------------------------------------

