@@ -357,12 +357,13 @@ class Models:
 
     def generator(self, config: Any) -> Any:
         """The trainer's transformers generator over the policy, with ``config.rollout``'s sampling settings."""
+        from harness_g.training.prefix_cache import enabled as prefix_cache_enabled
         from harness_g.training.rollout import Generator
 
         r = config.rollout
         return Generator(self.model, self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                          max_prompt_tokens=self._budget(r, self.max_positions),
-                         prefix_cache=r.prefix_cache and r.context == "multi-turn")
+                         prefix_cache=prefix_cache_enabled(r))
 
 
 # -- rollouts -------------------------------------------------------------------------------------------------------

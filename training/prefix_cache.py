@@ -42,6 +42,12 @@ class RowState:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.layers)
 
 
+def enabled(rollout: Any) -> bool:
+    """Whether a run's generator keeps caches between turns: ``rollout.prefix_cache`` under the multi-turn context
+    (under the markov context no prompt continues the previous turn's, so there is nothing to reuse)."""
+    return bool(rollout.prefix_cache) and rollout.context == "multi-turn"
+
+
 def full_attention(cache: Any) -> bool:
     """Whether every layer of ``cache`` keeps all positions (transformers' ``DynamicLayer``): only then can a row's
     columns be cut out and laid back. Sliding-window and recurrent layers (Gemma 3's local layers, Mamba) cannot."""

@@ -182,13 +182,14 @@ class Trainer:
         """The ``rollout.generator`` registered in ``training/generators.py`` (transformers: sample with the policy
         itself; vllm: a colocated engine, sized for prompt budget + longest reply, synced after every update)."""
         from harness_g.training.generators import GENERATORS, GeneratorRequest
+        from harness_g.training.prefix_cache import enabled as prefix_cache_enabled
 
         r = self.config.rollout
         request = GeneratorRequest(policy=policy, tokenizer=self.tokenizer, temperature=r.temperature, top_p=r.top_p,
                                    max_prompt_tokens=self.prompt_budget, max_new_tokens=longest_reply(r),
                                    seed=self.config.seed, workdir=self.out, engine=r.vllm,
                                    num_processes=self.accelerator.num_processes, autocast=self.accelerator.autocast,
-                                   prefix_cache=r.prefix_cache and r.context == "multi-turn")  # markov: no continuation
+                                   prefix_cache=prefix_cache_enabled(r))
         return GENERATORS.get(r.generator)(request)
 
     def _answerer_model(self) -> tuple[Any, Any]:

@@ -157,3 +157,23 @@ def test_rollouts_on_the_menu_are_the_same_and_free_what_they_kept(falkordb_hotp
     assert played[True][:2] == played[False][:2]
     assert max(len(turns) for turns in played[True][0]) >= 2  # some episode continued (the check could fail)
     assert played[True][2] < played[False][2]
+
+
+def test_rollout_prefix_cache_reaches_the_generator_on_by_default_under_the_multi_turn_context(tiny, tmp_path) -> None:
+    """``rollout.prefix_cache`` (default on) is what the registered transformers generator is built with."""
+    from harness_g.training.config import load_config
+    from harness_g.training.generators import GENERATORS, GeneratorRequest
+
+    from harness_g.training.prefix_cache import enabled
+
+    model, tok = tiny
+    assert load_config(None, {}).rollout.prefix_cache is True
+    assert enabled(load_config(None, {}).rollout)  # the multi-turn context, the paper's
+    assert not enabled(load_config(None, {"rollout.context": "markov"}).rollout)  # no prompt continues the last
+    assert not enabled(load_config(None, {"rollout.prefix_cache": False}).rollout)
+    for value in (True, False):
+        cfg = load_config(None, {"rollout.prefix_cache": value})
+        gen = GENERATORS.get("transformers")(GeneratorRequest(
+            policy=model, tokenizer=tok, temperature=1.0, top_p=1.0, max_prompt_tokens=512, max_new_tokens=4, seed=0,
+            workdir=tmp_path, prefix_cache=cfg.rollout.prefix_cache))
+        assert gen.prefix_cache is value
