@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.kv_cache import assert_matches_full_prefill
 
 from harness_g.training.config import ModelConfig
 from harness_g.training.prefix_cache import RowState, empty_cache, reused_prefill, row_states
-from harness_g.training.prompt_sharing import cache_kwarg, position_ids
+from harness_g.training.prompt_sharing import cache_kwarg
 
 
 def _without_timings(value):
@@ -94,16 +95,7 @@ def test_the_reused_cache_holds_the_keys_and_values_of_a_full_prefill(tiny) -> N
     reused, computed = reused_prefill(model, enc, [len(r) for r in rows], states)
     width = enc["input_ids"].shape[1]
     assert 0 < computed < len(rows) * (width - 1)
-    full = empty_cache(model)
-    mask = enc["attention_mask"][:, :-1]
-    with torch.no_grad():
-        model(input_ids=enc["input_ids"][:, :-1], attention_mask=mask, position_ids=position_ids(mask),
-              use_cache=True, **{cache_kwarg(): full})
-    real = mask.bool()[:, None, :, None]  # [B, 1, W - 1, 1]: padding positions hold whatever; compare the real ones
-    for a, b in zip(reused.layers, full.layers):
-        assert a.keys.shape == b.keys.shape
-        assert torch.allclose(a.keys * real, b.keys * real, atol=1e-5)
-        assert torch.allclose(a.values * real, b.values * real, atol=1e-5)
+    assert_matches_full_prefill(model, enc, reused, atol=1e-5)
 
 
 def test_a_sliding_window_model_keeps_nothing_and_plays_as_without_the_cache(tiny) -> None:

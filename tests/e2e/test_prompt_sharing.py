@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.kv_cache import assert_matches_full_prefill
 
 from harness_g.training.config import ModelConfig
-from harness_g.training.prompt_sharing import cache_kwarg, distinct_rows, position_ids, shared_prefill
+from harness_g.training.prompt_sharing import distinct_rows, shared_prefill
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +62,6 @@ def test_shared_prefill_gives_every_row_the_replies_of_a_full_prefill(smol, temp
 
 
 def test_the_shared_cache_holds_the_keys_and_values_of_each_rows_own_prefill(smol) -> None:
-    from transformers import DynamicCache
-
     from harness_g.training.rollout import left_pad
 
     model, tok = smol
@@ -71,16 +70,7 @@ def test_the_shared_cache_holds_the_keys_and_values_of_each_rows_own_prefill(smo
     enc = left_pad(rows, tok.pad_token_id, torch.device("cpu"))
     shared, distinct = shared_prefill(model, enc, rows)
     assert distinct == 3
-    full = DynamicCache(config=model.config)
-    mask = enc["attention_mask"][:, :-1]
-    with torch.no_grad():
-        model(input_ids=enc["input_ids"][:, :-1], attention_mask=mask, position_ids=position_ids(mask),
-              use_cache=True, **{cache_kwarg(): full})
-    real = mask.bool()[:, None, :, None]  # [B, 1, W - 1, 1]: padding positions hold whatever; compare the real ones
-    for a, b in zip(shared.layers, full.layers):
-        assert a.keys.shape == b.keys.shape
-        assert torch.allclose(a.keys * real, b.keys * real, atol=1e-4)
-        assert torch.allclose(a.values * real, b.values * real, atol=1e-4)
+    assert_matches_full_prefill(model, enc, shared, atol=1e-4)
 
 
 def test_no_shared_prompt_means_no_shared_prefill(smol) -> None:
