@@ -36,11 +36,6 @@ class RowState:
     length: int
     layers: tuple[tuple[torch.Tensor, torch.Tensor], ...]
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the keys and values."""
-        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.layers)
-
 
 def enabled(rollout: Any) -> bool:
     """Whether a run's generator keeps caches between turns: ``rollout.prefix_cache`` under the multi-turn context
@@ -84,17 +79,17 @@ def row_states(cache: Any, width: int, prompt_lens: Sequence[int], sampled_lens:
 
 @torch.no_grad()
 def reused_prefill(model: torch.nn.Module, enc: dict[str, torch.Tensor], prompt_lens: Sequence[int],
-                   states: Sequence[RowState | None], *, min_reuse: int = 1) -> tuple[Any, int] | None:
+                   states: Sequence[RowState | None]) -> tuple[Any, int] | None:
     """The key/value cache of ``enc`` (left-padded ``input_ids``/``attention_mask`` [B, W]) for its first W - 1
     columns, built from each row's kept ``states`` (None: nothing kept) and one forward over the columns no state
-    covers; with the prompt positions that forward computed (rows x columns). None when fewer than ``min_reuse``
-    columns would come from the states (then ``generate`` prefills as usual). The caller drops its references to
+    covers; with the prompt positions that forward computed (rows x columns). None when no column would come from
+    the states (then ``generate`` prefills as usual). The caller drops its references to
     ``states`` once this returns: the batch cache holds copies of what was needed."""
     width = enc["input_ids"].shape[1]
     starts = [width - n for n in prompt_lens]
     kept = [min(s.length if s is not None else 0, n - 1) for s, n in zip(states, prompt_lens)]
     split = min(start + k for start, k in zip(starts, kept))
-    if split < min_reuse:  # only possible with a state: a stateless longest prompt starts at column 0
+    if split < 1:  # nothing to reuse: a longest prompt without a state starts at column 0
         return None
     first = next(s for s in states if s is not None)
     cache = empty_cache(model)

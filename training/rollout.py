@@ -147,6 +147,8 @@ class Generator:
 
     name = "policy"
 
+    context_window = None
+
     def sync(self, policy: Any) -> float:
         """Nothing to copy: this generator samples from the live policy module itself; key/value caches kept from
         the old weights are dropped. Returns seconds spent (0)."""
@@ -157,7 +159,6 @@ class Generator:
         """Free the key/value caches kept for episodes' next turns (:mod:`harness_g.training.prefix_cache`):
         :func:`collect_rollouts` calls it when its episodes have ended, so the update never shares memory with them."""
         self.continuations.drop_states()
-    context_window = None
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, temperature: float, top_p: float, max_prompt_tokens: int,
                  autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext, share_prompts: bool = True,
