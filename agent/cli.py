@@ -198,6 +198,11 @@ def _make_policy(args: argparse.Namespace, **gold: Any):
                 kwargs[key] = value
         if getattr(args, "constrain_actions", False):
             kwargs["constrain_actions"] = True
+        if getattr(args, "prefix_cache", True) is False:  # eval.llm.prefix_cache: the transformers backend's switch
+            if args.policy != "transformers":
+                raise ConfigError(f"eval.llm.prefix_cache applies to the transformers policy only, not {args.policy!r} "
+                                  "(its server or engine caches prefixes its own way)")
+            kwargs["prefix_cache"] = False
         if args.policy == "openai" and getattr(args, "api_key_env", None):
             kwargs["api_key_env"] = args.api_key_env  # the variable's name: the key itself is never in a config
         trained = _checkpoint_settings(args)  # a train checkpoint: play it as the trainer did, unless a flag says otherwise

@@ -13,20 +13,11 @@ measured by the generator's ``padded_prompt_tokens`` / ``prefilled_prompt_positi
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any, Sequence
 
 import torch
 
-
-@functools.lru_cache(maxsize=1)
-def cache_kwarg() -> str:
-    """The keyword a key/value cache is passed under to a model's forward and to ``generate``: ``cache`` in
-    transformers releases that renamed it (5.24 warns on ``past_key_values``), ``past_key_values`` before."""
-    from transformers import LlamaForCausalLM
-
-    return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
+from harness_g.agent.llm.kv_cache import cache_kwarg, position_ids
 
 
 def distinct_rows(rows: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
@@ -41,12 +32,6 @@ def distinct_rows(rows: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
             firsts.append(i)
         index.append(first[key])
     return index, firsts
-
-
-def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Positions of a left-padded batch [B, W] as ``generate`` derives them: 0 at each row's first real token, padding 1."""
-    pos = attention_mask.long().cumsum(-1) - 1
-    return pos.masked_fill(attention_mask == 0, 1)
 
 
 @torch.no_grad()

@@ -40,8 +40,8 @@ from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_chat_sequence
-from harness_g.training.prefix_cache import RowState, empty_cache, reused_prefill, row_states
-from harness_g.training.prompt_sharing import cache_kwarg, shared_prefill
+from harness_g.agent.llm.kv_cache import RowState, cache_kwarg, empty_cache, reused_prefill, row_states
+from harness_g.training.prompt_sharing import shared_prefill
 from harness_g.training.tito import TokenContinuations, continues as ids_continue
 
 

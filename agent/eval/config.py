@@ -33,6 +33,9 @@ class PolicyConfig(Config):
                                                     "default)", ge=1)
     constrain_actions: bool = config_field(False, "constrained decoding: a reply can only be an offered action id "
                                                   "(transformers policy; makes the menu usable for small models)")
+    prefix_cache: bool = config_field(True, "transformers policy: keep each chat's key/value cache from one turn to the "
+                                            "next under the multi-turn context (execution only: the same replies, "
+                                            "fewer prompt tokens computed; agent/llm/chat_states.py)")
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,8 @@ class LLMPolicy(Policy):
                               "(use the transformers policy)")
         self.constrain_actions = constrain_actions
         self.backend = backend
+        # the backend can keep a chat's key/value state for its next turn (TransformersBackend's prefix cache)
+        self._keeps_states = "keep_states" in inspect.signature(backend.generate).parameters
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.seed = seed
@@ -246,6 +248,8 @@ class LLMPolicy(Policy):
         extra: dict[str, Any] = {}
         if self.constrain_actions:  # the reply can only be one of the offered ids
             extra["allowed"] = [list(observations[i].action_ids) for i in live]  # type: ignore[union-attr]
+        if self.context_mode == "multi-turn" and self._keeps_states:  # each chat continues next turn: keep its state
+            extra["keep_states"] = True
         gens = self.backend.generate(convs, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                      top_p=self.top_p, seed=seed, stop=self.stop, **extra)
         for i, chat, gen in zip(live, chats, gens):

@@ -10,8 +10,7 @@ import torch
 from helpers.kv_cache import assert_matches_full_prefill
 
 from harness_g.training.config import ModelConfig
-from harness_g.training.prefix_cache import RowState, empty_cache, reused_prefill, row_states
-from harness_g.training.prompt_sharing import cache_kwarg
+from harness_g.agent.llm.kv_cache import RowState, cache_kwarg, empty_cache, reused_prefill, row_states
 
 
 def _without_timings(value):

@@ -6,8 +6,7 @@ from typing import Any
 
 import torch
 
-from harness_g.training.prefix_cache import empty_cache
-from harness_g.training.prompt_sharing import cache_kwarg, position_ids
+from harness_g.agent.llm.kv_cache import cache_kwarg, empty_cache, position_ids
 
 
 def assert_matches_full_prefill(model: Any, enc: dict[str, torch.Tensor], cache: Any, atol: float) -> None:
