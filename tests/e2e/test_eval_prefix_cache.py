@@ -163,3 +163,22 @@ def test_eval_prefix_cache_switch_reaches_the_backend_and_is_refused_for_other_p
                               interface="menu")
     with pytest.raises(ConfigError, match="eval.llm.prefix_cache applies to the transformers policy only"):
         _make_policy(args)
+
+
+def test_bench_plays_the_same_episodes_both_ways_and_writes_where_asked(tiny_dir, hotpot_graph_dir, tmp_path) -> None:
+    """benchmarks/bench_eval_prefix_cache.py end to end (two questions of the HotpotQA slice graph, the tiny random
+    model, eval's default T = 6): the same episodes both ways, fewer positions computed with the cache, and the
+    results where ``--results`` says (never over the committed ones)."""
+    import json
+
+    from helpers.paths import load_script
+
+    bench = load_script("benchmarks/bench_eval_prefix_cache.py")
+    results = tmp_path / "res" / "eval_prefix_cache.json"
+    assert bench.main(["--graph", str(hotpot_graph_dir), "--n-questions", "2", "--model", str(tiny_dir),
+                       "--results", str(results)]) == 0
+    data = json.loads(results.read_text())
+    assert data["questions"] == 2 and data["same_episodes"] is True and all(r["same"] for r in data["rows"])
+    assert data["computed_per_prompt_position"]["plain"] == 1.0
+    assert data["computed_per_prompt_position"]["cached"] < 0.6
+    assert "Same episodes in every question: **True**" in results.with_suffix(".md").read_text()
