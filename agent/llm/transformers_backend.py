@@ -147,10 +147,10 @@ class TransformersBackend:
         width = enc["input_ids"].shape[1]
         lens = [int(n) for n in enc["attention_mask"].sum(dim=1).tolist()]
         rows = [ids[width - n:] for ids, n in zip(enc["input_ids"].tolist(), lens)]
-        kept = [self.states.take(conv, row) for conv, row in zip(batch, rows)] if self.prefix_cache else []
         stops = [s for s in (stop or []) if s]
         gen_kw = self._generation_kwargs(max_new_tokens, temperature, top_p, stops, allowed, width)
-        with self._lock:
+        with self._lock:  # one generation at a time (a server's threads share the backend), the kept states with it
+            kept = [self.states.take(conv, row) for conv, row in zip(batch, rows)] if self.prefix_cache else []
             t0 = time.perf_counter()
             threads = torch.get_num_threads()
             if self.num_threads and self.num_threads != threads:
