@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     md = "\n".join([
         "# `harness-g eval`: the transformers policy's prefix cache", "",
         f"{machine_line(info)}. {len(rows)} questions of `{args.graph}`, model {args.model}, greedy, constrained "
-        "actions, `harness-g eval`'s default environment settings (the paper's); each question played with the cache off (plain) and on "
+        f"actions, `harness-g eval`'s default environment settings (the paper's), generation on "
+        f"{plain.num_threads or 'all'} torch thread(s); each question played with the cache off (plain) and on "
         "(cached), alternating which goes first, over one loaded model.", "",
         md_table(["", "plain", "cached"], [
             ["median seconds per question", f"{med['plain']:.2f}", f"{med['cached']:.2f}"],
