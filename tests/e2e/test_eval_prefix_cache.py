@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.kv_cache import without_timings
 
 from harness_g.agent.env.batch import BatchedMenuEnv
 from harness_g.agent.env.config import EnvConfig
@@ -28,14 +29,6 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_random_model(tmp_path_factory.mktemp("tiny-llm") / "model", seed=0)
 
 
-def _without_timings(value):
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if "seconds" not in k and not k.endswith("_s")}
-    if isinstance(value, list):
-        return [_without_timings(v) for v in value]
-    return value
-
-
 def _play(backend, view, questions, *, temperature: float, turns: int, context: str = "multi-turn",
           constrain: bool = False):
     """One batch of episodes (one per question) played by an LLMPolicy over ``backend``: their trajectories. A random
@@ -45,7 +38,7 @@ def _play(backend, view, questions, *, temperature: float, turns: int, context: 
     policy = LLMPolicy(backend, max_new_tokens=4, max_answer_tokens=6, temperature=temperature, seed=5,
                        constrain_actions=constrain, context=context)
     env = BatchedMenuEnv(view, len(questions), EnvConfig(max_turns=turns, visible_cap=3, lookup_cap=3))
-    return [_without_timings(t.to_json()) for t in run_batch(env, policy, questions)]
+    return [without_timings(t.to_json()) for t in run_batch(env, policy, questions)]
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "sampled"])

@@ -7,19 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers.kv_cache import assert_matches_full_prefill
+from helpers.kv_cache import assert_matches_full_prefill, without_timings
 
-from harness_g.training.config import ModelConfig
 from harness_g.agent.llm.kv_cache import RowState, cache_kwarg, empty_cache, reused_prefill, row_states
+from harness_g.training.config import ModelConfig
 
-
-def _without_timings(value):
-    """``value`` with every wall-clock field (a key naming seconds) removed: what must be equal between two plays."""
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if "seconds" not in k and not k.endswith("_s")}
-    if isinstance(value, list):
-        return [_without_timings(v) for v in value]
-    return value
 
 
 def _load(name: str, seed: int = 3):
@@ -142,7 +134,7 @@ def test_rollouts_on_the_menu_are_the_same_and_free_what_they_kept(falkordb_hotp
         rollouts, stats = collect_rollouts(falkordb_hotpot_view, gen, hotpot_questions[:2], 4, env_cfg,
                                            max_action_tokens=4, max_answer_tokens=6, constrain_actions=True)
         played[prefix] = ([[(t.prompt_ids, t.reply_ids) for t in ro.turns] for ro in rollouts],
-                          [_without_timings(ro.trajectory.to_json()) for ro in rollouts], stats["generate_prefill_ratio"])
+                          [without_timings(ro.trajectory.to_json()) for ro in rollouts], stats["generate_prefill_ratio"])
         kept = [item.state for queue in gen.continuations._pending.values() for item in queue]
         assert kept and all(state is None for state in kept)  # ended episodes' caches were freed
     assert played[True][:2] == played[False][:2]

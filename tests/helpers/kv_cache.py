@@ -1,5 +1,6 @@
 """A prefilled key/value cache checked against the one a plain prefill computes (the prompt-sharing and prefix-cache
-tests): the reference is the model run once over the whole left-padded batch, nothing shared or reused."""
+tests): the reference is the model run once over the whole left-padded batch, nothing shared or reused. Also what two
+plays with and without a cache must agree on (:func:`without_timings`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,3 +23,13 @@ def assert_matches_full_prefill(model: Any, enc: dict[str, torch.Tensor], cache:
         assert a.keys.shape == b.keys.shape
         assert torch.allclose(a.keys * real, b.keys * real, atol=atol)
         assert torch.allclose(a.values * real, b.values * real, atol=atol)
+
+
+def without_timings(value: Any) -> Any:
+    """``value`` (trajectories, rollout records) with every wall-clock field (a key naming seconds) removed: what two
+    plays with and without a cache must agree on."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if "seconds" not in k and not k.endswith("_s")}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
