@@ -76,7 +76,8 @@ def test_eval_records_the_llm_section_without_secrets_and_a_changed_setting_refu
     assert "sk-secret-value-123" not in text
     written = json.loads(text)
     assert written["eval"]["llm"] == {"model": "m1", "base_url": None, "api_key_env": "HG_TEST_KEY", "temperature": 0.2,
-                                      "seed": None, "max_new_tokens": None, "constrain_actions": False}
+                                      "seed": None, "max_new_tokens": None, "constrain_actions": False,
+                                      "prefix_cache": True}
     assert EvalRunConfig.from_dict({"eval": written["eval"], "env": written["env"]}).eval.llm.model == "m1"
     rc, _, err = run(capsys, "eval", *common, "--model", "m1", "--temperature", "0.7")
     assert_one_line_error(rc, err, "eval.llm.temperature: 0.2 -> 0.7")
