@@ -24,16 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_info, machine_line, md_table, utc_stamp, write_results  # noqa: E402
+from common import (RESULTS, machine_info, machine_line, md_table, utc_stamp, without_timings,  # noqa: E402
+                    write_results)
 
-
-def without_timings(value: Any) -> Any:
-    """A trajectory's JSON with every wall-clock field (a key naming seconds) removed: what must be equal."""
-    if isinstance(value, dict):
-        return {k: without_timings(v) for k, v in value.items() if "seconds" not in k}
-    if isinstance(value, list):
-        return [without_timings(v) for v in value]
-    return value
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -51,6 +44,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from harness_g.agent.env import MenuEnv
+    from harness_g.agent.env.config import EnvConfig
     from harness_g.agent.env.session import open_view
     from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.llm.transformers_backend import TransformersBackend
@@ -58,15 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     from harness_g.agent.policies.llm import LLMPolicy
     from harness_g.graph.artifact import Artifact
 
-    from harness_g.agent.env.config import EnvConfig
-
     artifact = Artifact.open(args.graph)
     env_cfg = EnvConfig()  # `harness-g eval`'s default: the paper's rules
     items = list(artifact.questions())[: args.n_questions]
     # the policy `harness-g eval --policy transformers --constrain-actions` builds; the second arm shares its weights
     base: LLMPolicy = make_policy("transformers", model=args.model, constrain_actions=True, prefix_cache=False)
     plain = base.backend
-    cached = TransformersBackend.from_loaded(plain.model, plain.tokenizer, name=plain.name, num_threads=plain.num_threads)
+    cached = TransformersBackend.from_loaded(plain.model, plain.tokenizer, name=plain.name,
+                                             num_threads=plain.num_threads)
     arms = {"plain": plain, "cached": cached}
     rows, same = [], True
     with open_view(args.graph) as view:
@@ -89,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             equal = played["plain"]["trajectory"] == played["cached"]["trajectory"]
             same = same and equal
             rows.append({"question": item.id, "turns": played["plain"]["turns"], "same": equal,
-                         **{f"{arm}_{key}": played[arm][key] for arm in arms for key in ("seconds", "positions", "computed")}})
+                         **{f"{arm}_{key}": played[arm][key]
+                            for arm in arms for key in ("seconds", "positions", "computed")}})
             print(f"{item.id}: turns {rows[-1]['turns']}  plain {rows[-1]['plain_seconds']:.1f}s  "
                   f"cached {rows[-1]['cached_seconds']:.1f}s  same={equal}", flush=True)
     med = {arm: statistics.median(r[f"{arm}_seconds"] for r in rows) for arm in arms}

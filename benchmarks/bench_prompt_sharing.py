@@ -28,16 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import repro_small  # noqa: E402
-from common import RESULTS, machine_info, machine_line, md_table, utc_stamp, write_results  # noqa: E402
+from common import (RESULTS, machine_info, machine_line, md_table, utc_stamp, without_timings,  # noqa: E402
+                    write_results)
 
-
-def without_timings(value):
-    """``value`` (rollout records) with every wall-clock field (a key naming seconds) removed: what must be equal."""
-    if isinstance(value, dict):
-        return {k: without_timings(v) for k, v in value.items() if "seconds" not in k}
-    if isinstance(value, list):
-        return [without_timings(v) for v in value]
-    return value
 
 
 #: per switch: (the other saving's setting in both runs, the results file's stem, the page's title and its legend)

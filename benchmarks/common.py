@@ -300,3 +300,13 @@ def run_child(script: str, kind: str, spec: dict, workdir: Path) -> dict:
     if proc.returncode != 0 or not out_path.exists():
         raise SystemExit(f"{kind} child for {name} failed (exit {proc.returncode})")
     return json.loads(out_path.read_text(encoding="utf-8"))
+
+
+def without_timings(value: Any) -> Any:
+    """``value`` (trajectories, rollout records) with every wall-clock field (a key naming seconds) removed: what two
+    plays of the same thing, with and without an execution-only saving, must agree on."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if "seconds" not in k}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value

@@ -4,8 +4,9 @@ Under the multi-turn context (the paper's, Harness-G §3.4) the prompt of turn t
 sampled at turn t and the environment's response (token-in, token-out: :mod:`harness_g.training.tito`). Without a
 cache ``generate`` prefills the whole growing chat again at every turn, so a T-turn episode prefills about T/2 times
 the tokens of its last prompt. Here every row's keys and values for its prompt and all but its last sampled token are
-kept (:class:`~harness_g.agent.llm.kv_cache.RowState`); at the next turn they are laid back into a left-padded batch cache and only the rest of
-each prompt (the last sampled token, the environment's response, the next generation prompt) is computed.
+kept (:class:`~harness_g.agent.llm.kv_cache.RowState`); at the next turn they are laid back into a left-padded batch
+cache and only the rest of each prompt (the last sampled token, the environment's response, the next generation
+prompt) is computed.
 
 Execution only, like batching and :mod:`harness_g.training.prompt_sharing`: the cache holds the keys and values a
 full prefill computes for those positions (up to floating-point summation order), positions are unchanged, and

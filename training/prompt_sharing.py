@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import torch
 
-from harness_g.agent.llm.kv_cache import cache_kwarg, position_ids
+from harness_g.agent.llm.kv_cache import cache_kwarg, empty_cache, position_ids
 
 
 def distinct_rows(rows: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
@@ -40,8 +40,6 @@ def shared_prefill(model: torch.nn.Module, enc: dict[str, torch.Tensor], rows: S
     its first W - 1 positions, computed once per distinct prompt and copied to every row, with the number U of
     distinct prompts (U x (W - 1) positions were computed); None when no two rows share a prompt or the prompts are
     a single token wide (then ``generate`` prefills as usual)."""
-    from transformers import DynamicCache
-
     index, firsts = distinct_rows(rows)
     width = enc["input_ids"].shape[1]
     if len(firsts) == len(rows) or width < 2:
@@ -50,8 +48,7 @@ def shared_prefill(model: torch.nn.Module, enc: dict[str, torch.Tensor], rows: S
     pick = torch.tensor(firsts, dtype=torch.long, device=device)
     ids = enc["input_ids"].index_select(0, pick)[:, :-1]
     mask = enc["attention_mask"].index_select(0, pick)[:, :-1]
-    config = getattr(model, "config", None)
-    cache = DynamicCache(config=config) if config is not None else DynamicCache()
+    cache = empty_cache(model)
     model(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask), use_cache=True, logits_to_keep=1,
           **{cache_kwarg(): cache})
     cache.reorder_cache(torch.tensor(index, dtype=torch.long, device=device))

@@ -36,11 +36,11 @@ from harness_g.agent.eval.interfaces import trainable_interfaces
 from harness_g.agent.eval.metrics import exact_match, token_f1
 from harness_g.agent.llm.backends import Conversation, Generation
 from harness_g.agent.llm.context import Turn, render_chat
+from harness_g.agent.llm.kv_cache import RowState, cache_kwarg, empty_cache, reused_prefill, row_states
 from harness_g.graph.types import QAItem
 from harness_g.training.chat import ANSWER_TURN, Reply
 from harness_g.training.chat import Sequence as TrainSequence
 from harness_g.training.chat import build_chat_sequence
-from harness_g.agent.llm.kv_cache import RowState, cache_kwarg, empty_cache, reused_prefill, row_states
 from harness_g.training.prompt_sharing import shared_prefill
 from harness_g.training.tito import TokenContinuations, continues as ids_continue
 

@@ -6,7 +6,8 @@ trainer's generator continues prompts in token space (:mod:`harness_g.training.t
 reuse here is by token prefix: turn t's prompt ids and sampled ids are kept with their keys and values
 (:class:`~harness_g.agent.llm.kv_cache.RowState`), and turn t+1's prompt reuses them up to the first token where
 the two sequences differ (a reply the template re-renders differently from what was sampled ends the shared part
-there; everything after it is computed). The layout of a reused batch is :func:`~harness_g.agent.llm.kv_cache.reused_prefill`'s.
+there; everything after it is computed). The layout of a reused batch is
+:func:`~harness_g.agent.llm.kv_cache.reused_prefill`'s.
 
 Execution only: the reused keys and values are those a full prefill computes for the same tokens at the same
 positions (up to floating-point summation order), so the replies are the same. Chats are matched by their messages:

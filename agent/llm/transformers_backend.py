@@ -205,7 +205,8 @@ class TransformersBackend:
         for row in generated:
             n = next((i for i, t in enumerate(row) if t in end_ids), None)
             sampled.append(row[: n + 1] if n is not None else row)
-        for conv, prompt, ids, state in zip(batch, rows, sampled, row_states(cache, width, lens, [len(s) for s in sampled])):
+        states = row_states(cache, width, lens, [len(s) for s in sampled])
+        for conv, prompt, ids, state in zip(batch, rows, sampled, states):
             self.states.record(conv, [*prompt, *ids], state)
 
     def _generation_kwargs(self, max_new_tokens: int, temperature: float, top_p: float, stops: list[str],

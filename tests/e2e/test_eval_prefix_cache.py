@@ -175,3 +175,11 @@ def test_bench_plays_the_same_episodes_both_ways_and_writes_where_asked(tiny_dir
     assert data["computed_per_prompt_position"]["plain"] == 1.0
     assert data["computed_per_prompt_position"]["cached"] < 0.6
     assert "Same episodes in every question: **True**" in results.with_suffix(".md").read_text()
+
+
+def test_a_prefix_cache_budget_under_one_mib_is_refused(tiny_dir) -> None:
+    from harness_g.agent.llm.transformers_backend import TransformersBackend
+    from harness_g.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^prefix_cache_mb must be >= 1 \(got 0\)$"):
+        TransformersBackend(str(tiny_dir), num_threads=1, prefix_cache_mb=0)
