@@ -3,6 +3,7 @@
     python benchmarks/repro_small.py equivalence --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
     python benchmarks/repro_small.py credit      --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
     python benchmarks/repro_small.py learn       --graph GRAPH_DIR --out DIR [--steps N --round-steps R ...]  (repro_learning.py)
+    python benchmarks/repro_small.py pool --from DIR [DIR ...] --out POOL_DIR   (repro_pool.py)
     python benchmarks/repro_small.py page --out DIR
 
 ``equivalence``: N_g rollouts (``--group-size``, 8) per question of the same untrained policy (``--model``, SmolLM2-135M
@@ -18,6 +19,9 @@ signal gives the step: SNC and its two ablations (frozen answerer g on read-only
 training/snc_scoring.py + training/credit.py), outcome-only (the rollout's GRPO A_out on each of its steps) and IGPO
 (the turn advantage IGPO puts on the step, from the policy's beliefs). Per signal: the AUC of ranking gold-surfacing
 steps above the others, with a bootstrap 95% interval over questions -> ``DIR/credit.json``.
+
+``pool``: claims (a) and (b) over the questions of several result folders played under one setting (datasets, or
+blocks of one list), re-aggregated from their JSON and caches -> ``POOL_DIR/pooled.json`` (repro_pool.py).
 
 ``page``: ``DIR/index.html`` and ``DIR/plots/*.svg`` from the JSON files of DIR and of its sub-folders (one result
 set per folder: a dataset, a preset).
@@ -622,6 +626,7 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                          "steps": len(all_steps), "positive_steps": sum(s["label"] for s in all_steps),
                          "credit_seconds": round(sum(read_json_gz(run.out / "cache" / "credit" / f"{_safe(it.id)}.json.gz")
                                                      .get("seconds", 0.0) for it in items), 1)},
+            "question_ids": [it.id for it in items],
             "signals": signals, "snc_versus": versus, "within_lookups": within, "labels": {**SIGNALS, **BASELINES},
             "steps_by_action": {k: {"steps": v[0], "gold_surfacing": v[1]} for k, v in sorted(by_type.items())},
             "zero_gain": {"gold_surfacing_steps": sum(1 for s in all_steps if s["label"]),
@@ -866,9 +871,13 @@ def cmd_page(root: Path) -> Path:
 
     if not root.is_dir():
         raise ConfigError(f"--out {root}: no such folder (run `equivalence` / `credit` first)")
+    from repro_pool import pooled_sections
+
     sets = result_sets(root)
-    if not sets and not learning_results(root):
-        raise ConfigError(f"--out {root}: no equivalence.json, credit.json or learning.json there or in its sub-folders")
+    pooled = pooled_sections(root)
+    if not sets and not pooled and not learning_results(root):
+        raise ConfigError(f"--out {root}: no equivalence.json, credit.json, pooled.json or learning.json there or in "
+                          "its sub-folders")
     plots = root / "plots"
     plots.mkdir(exist_ok=True)
     sections = []
@@ -887,7 +896,7 @@ def cmd_page(root: Path) -> Path:
             "holds only when its whole interval is on the claimed side; a wide interval, or one from fewer than "
             f"{MIN_QUESTIONS} questions, reads \"not shown at n=...\". "
             "Source: <code>benchmarks/repro_small.py</code>; the JSON beside this page has every number.</p>"
-            + (summary_section(sets) if sets else "") + "".join(sections) + learning + "</body></html>")
+            + (summary_section(sets) if sets else "") + pooled + "".join(sections) + learning + "</body></html>")
     path = root / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
@@ -1014,6 +1023,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sft-epochs", type=int, default=2, help="epochs of that SFT (default 2)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a TrainConfig field for every arm, e.g. rollout.group_size=4 (repeatable)")
+    p = sub.add_parser("pool", help="items 1-2 over several result folders of one setting (repro_pool.py)")
+    p.add_argument("--from", dest="sources", required=True, nargs="+", type=Path, metavar="DIR",
+                   help="result folders written by equivalence (and credit) with the same settings but the dataset")
+    p.add_argument("--out", type=Path, required=True, help="folder for pooled.json (not one of --from)")
+    p.add_argument("--resamples", type=int, default=BOOTSTRAP, help=f"bootstrap resamples (default {BOOTSTRAP})")
     p = sub.add_parser("page")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return ap
@@ -1063,6 +1077,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "page":
             print(cmd_page(args.out))
+            return 0
+        if args.command == "pool":
+            from repro_pool import POOLED, cmd_pool
+
+            cmd_pool(args.sources, args.out, resamples=args.resamples)
+            print(args.out / POOLED)
             return 0
         if args.command == "learn":
             from repro_learning import Stopped, cmd_learn
