@@ -27,7 +27,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import utc_stamp, write_results  # noqa: E402
 from repro_small import (ARMS, BASELINES, BOOTSTRAP, BOOTSTRAP_SEED, SETTINGS, SIGNALS, _safe, auc,  # noqa: E402
-                         bootstrap_auc, bootstrap_auc_difference, bootstrap_mean, read_json_gz, signal_value)
+                         credit_aucs, equivalence_means, read_json_gz, signal_value)
 
 from harness_g.config_diff import flatten  # noqa: E402
 from harness_g.errors import ConfigError  # noqa: E402
@@ -168,43 +168,17 @@ def pool(sources: Sequence[Source], *, resamples: int = BOOTSTRAP) -> dict[str, 
 
 
 def equivalence_summary(sources: Sequence[Source], resamples: int) -> dict[str, Any]:
-    """Claim (a) over the questions of ``sources``: per arm N_eq, D_ret and aliasing, and menu minus free-query
-    (paired per question), as ``repro_small.py equivalence`` computes them for one folder."""
+    """Claim (a) over the questions of ``sources``: ``repro_small.equivalence_means`` of their per-question values."""
     per_q = {arm: [v for s in sources for v in s.equivalence["per_question"][arm]] for arm in ARMS}
-    arms = {arm: {k: bootstrap_mean([v[k] for v in per_q[arm]], resamples=resamples) for k in ("n_eq", "d_ret")}
-            for arm in ARMS}
-    for arm in ARMS:
-        arms[arm]["aliasing"] = bootstrap_mean([v["aliasing"] for v in per_q[arm] if v.get("aliasing") is not None],
-                                               resamples=resamples)
-    diff = {k: _paired([v[k] for v in per_q["menu"]], [v[k] for v in per_q["free-query"]], resamples)
-            for k in ("n_eq", "d_ret")}
-    both = [(m["aliasing"], f["aliasing"]) for m, f in zip(per_q["menu"], per_q["free-query"])
-            if m.get("aliasing") is not None and f.get("aliasing") is not None]
-    diff["aliasing"] = _paired([m for m, _ in both], [f for _, f in both], resamples)
+    arms, diff = equivalence_means(per_q, resamples=resamples)
     return {"questions": len(per_q["menu"]), "rollouts_per_arm": sum(s.rests_on["rollouts_per_arm"] for s in sources),
             "arms": arms, "menu_minus_free_query": diff}
 
 
-def _paired(a: Sequence[float], b: Sequence[float], resamples: int) -> dict[str, Any]:
-    """mean(a - b) over questions (``repro_small.paired_difference`` with ``resamples`` draws)."""
-    return bootstrap_mean([x - y for x, y in zip(a, b)], resamples=resamples)
-
-
 def credit_summary(clusters: Sequence[Sequence[dict[str, Any]]], resamples: int) -> dict[str, Any]:
-    """Claim (b) over ``clusters`` (per question, its scored steps): AUC per signal, SNC minus each other signal, and
-    the same among LOOKUP steps, as ``repro_small.py credit`` computes them for one folder."""
-    names = [*SIGNALS, *BASELINES]
-    scored = {n: [[(signal_value(s, n), bool(s["label"])) for s in c] for c in clusters] for n in names}
-    lookups = {n: [[(signal_value(s, n), bool(s["label"])) for s in c if s["action_type"] == "LOOKUP"] for c in clusters]
-               for n in SIGNALS}
-    return {"signals": {n: bootstrap_auc(scored[n], resamples=resamples) for n in names},
-            "snc_versus": {f"snc_minus_{n}": bootstrap_auc_difference(scored["snc"], scored[n], resamples=resamples)
-                           for n in names if n != "snc"},
-            "within_lookups": {
-                "signals": {n: bootstrap_auc(lookups[n], resamples=resamples) for n in SIGNALS},
-                "snc_versus": {f"snc_minus_{n}": bootstrap_auc_difference(lookups["snc"], lookups[n], resamples=resamples)
-                               for n in SIGNALS if n != "snc"}},
-            "labels": {**SIGNALS, **BASELINES},
+    """Claim (b) over ``clusters`` (per question, its scored steps): ``repro_small.credit_aucs``, the signals' labels
+    and the gold-surfacing steps with a gain of exactly 0."""
+    return {**credit_aucs(clusters, resamples=resamples), "labels": {**SIGNALS, **BASELINES},
             "zero_gain": {"gold_surfacing_steps": sum(1 for c in clusters for s in c if s["label"]),
                           "of_which_gain_zero": sum(1 for c in clusters for s in c if s["label"] and s["gain"] == 0.0)}}
 

@@ -161,9 +161,9 @@ def bootstrap_auc_difference(clusters_a: Sequence[Sequence[tuple[float, bool]]],
     return out
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+def paired_difference(a: Sequence[float], b: Sequence[float], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
     """mean(a - b) over questions (a[i], b[i] are the same question's values) with its bootstrap interval."""
-    return bootstrap_mean([x - y for x, y in zip(a, b)])
+    return bootstrap_mean([x - y for x, y in zip(a, b)], resamples=resamples)
 
 
 def surfaced_gold(step: Any, gold_sentences: set[str], gold_paragraphs: set[str]) -> bool:
@@ -542,6 +542,26 @@ def _open(run: Run) -> tuple[Any, Any, list[Any]]:
     return view_cm, view, questions(config, view)[run.skip_questions:]
 
 
+def equivalence_means(per_q: dict[str, Sequence[dict[str, Any]]], *, resamples: int = BOOTSTRAP,
+                      ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Claim (a) over per-question group values (``per_q[arm][i]``: question i's, the arms' lists in one question
+    order): per arm the mean N_eq, D_ret, D_query and aliasing (over the questions with a differing pair), and menu
+    minus free-query paired per question (aliasing over the questions where both arms have a value); bootstrap
+    intervals over questions (``resamples`` draws)."""
+    arms = {}
+    for arm in ARMS:
+        vals = per_q[arm]
+        arms[arm] = {k: bootstrap_mean([v[k] for v in vals], resamples=resamples) for k in ("n_eq", "d_ret", "d_query")}
+        arms[arm]["aliasing"] = bootstrap_mean([v["aliasing"] for v in vals if v.get("aliasing") is not None],
+                                               resamples=resamples)
+    diff = {k: paired_difference([v[k] for v in per_q["menu"]], [v[k] for v in per_q["free-query"]], resamples=resamples)
+            for k in ("n_eq", "d_ret")}
+    both = [(m["aliasing"], f["aliasing"]) for m, f in zip(per_q["menu"], per_q["free-query"])
+            if m.get("aliasing") is not None and f.get("aliasing") is not None]
+    diff["aliasing"] = paired_difference([m for m, _ in both], [f for _, f in both], resamples=resamples)
+    return arms, diff
+
+
 def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
     """Play both arms (cached per question) and write ``DIR/equivalence.json``."""
     view_cm, view, items = _open(run)
@@ -553,11 +573,9 @@ def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
         view_cm.__exit__(None, None, None)
     threshold = configs["menu"].credit.equivalence_jaccard
     per_q = {arm: [group_values(groups[arm][it.id], arm, threshold) for it in items] for arm in ARMS}
-    arms = {}
+    arms, diff = equivalence_means(per_q)
     for arm in ARMS:
         vals = per_q[arm]
-        arms[arm] = {k: bootstrap_mean([v[k] for v in vals]) for k in ("n_eq", "d_ret", "d_query")}
-        arms[arm]["aliasing"] = bootstrap_mean([v["aliasing"] for v in vals if v.get("aliasing") is not None])
         arms[arm]["describe"] = {k: bootstrap_mean([v[k] for v in vals])
                                  for k in ("reward_f1", "em", "turns", "lookups", "invalid_frac", "empty_evidence_frac",
                                            "requests")}
@@ -565,11 +583,6 @@ def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                                  "constrain_actions": configs[arm].rollout.constrain_actions,
                                  "seconds": round(cached_seconds(run, arm, items), 1),
                                  "cpu_seconds": round(cached_seconds(run, arm, items, "cpu_s"), 1)}
-    diff = {k: paired_difference([v[k] for v in per_q["menu"]], [v[k] for v in per_q["free-query"]])
-            for k in ("n_eq", "d_ret")}
-    both = [(m["aliasing"], f["aliasing"]) for m, f in zip(per_q["menu"], per_q["free-query"])
-            if m.get("aliasing") is not None and f.get("aliasing") is not None]
-    diff["aliasing"] = paired_difference([m for m, _ in both], [f for _, f in both])
     data = {"kind": "equivalence", "generated": utc_stamp(), "rests_on": rests_on(run, configs["menu"], items,
             sum(cached_seconds(run, arm, items) for arm in ARMS)),
             "arms": arms, "menu_minus_free_query": diff, "jaccard_threshold": threshold,
@@ -590,6 +603,25 @@ def cmd_equivalence(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
     return data
 
 
+def credit_aucs(clusters: Sequence[Sequence[dict[str, Any]]], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
+    """Claim (b) over ``clusters`` (per question, its scored steps): ``{signals, snc_versus, within_lookups}``, the AUC
+    per signal of ranking gold-surfacing steps first, SNC minus each other signal (paired), and the same among LOOKUP
+    steps, each with its bootstrap interval over questions (``resamples`` draws)."""
+    names = [*SIGNALS, *BASELINES]
+    scored = {n: [[(signal_value(s, n), bool(s["label"])) for s in c] for c in clusters] for n in names}
+    # the same among LOOKUP steps only: only a LOOKUP surfaces new sentences after U_0 (so "is a LOOKUP" ranks well
+    # without any credit); here a signal must tell the LOOKUPs that surfaced gold from those that did not
+    lookups = {n: [[(signal_value(s, n), bool(s["label"])) for s in c if s["action_type"] == "LOOKUP"] for c in clusters]
+               for n in SIGNALS}
+    return {"signals": {n: bootstrap_auc(scored[n], resamples=resamples) for n in names},
+            "snc_versus": {f"snc_minus_{n}": bootstrap_auc_difference(scored["snc"], scored[n], resamples=resamples)
+                           for n in names if n != "snc"},
+            "within_lookups": {
+                "signals": {n: bootstrap_auc(lookups[n], resamples=resamples) for n in SIGNALS},
+                "snc_versus": {f"snc_minus_{n}": bootstrap_auc_difference(lookups["snc"], lookups[n], resamples=resamples)
+                               for n in SIGNALS if n != "snc"}}}
+
+
 def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
     """Menu rollouts (cached, shared with ``equivalence``), their per-step labels and signals (cached), and
     ``DIR/credit.json``: AUC per signal with bootstrap intervals and the SNC-minus-other differences."""
@@ -602,18 +634,7 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
         steps = credit_for(run, config, view, models, items, groups, log)
     finally:
         view_cm.__exit__(None, None, None)
-    names = [*SIGNALS, *BASELINES]
-    clusters = {name: [[(signal_value(s, name), bool(s["label"])) for s in steps[it.id]] for it in items] for name in names}
-    signals = {name: bootstrap_auc(clusters[name]) for name in names}
-    versus = {f"snc_minus_{name}": bootstrap_auc_difference(clusters["snc"], clusters[name])
-              for name in names if name != "snc"}
-    # the same among LOOKUP steps only: only a LOOKUP surfaces new sentences after U_0 (so "is a LOOKUP" ranks well
-    # without any credit); here a signal must tell the LOOKUPs that surfaced gold from those that did not
-    lookups = {name: [[(signal_value(s, name), bool(s["label"])) for s in steps[it.id] if s["action_type"] == "LOOKUP"]
-                      for it in items] for name in SIGNALS}
-    within = {"signals": {name: bootstrap_auc(lookups[name]) for name in SIGNALS},
-              "snc_versus": {f"snc_minus_{name}": bootstrap_auc_difference(lookups["snc"], lookups[name])
-                             for name in SIGNALS if name != "snc"}}
+    aucs = credit_aucs([steps[it.id] for it in items])
     all_steps = [s for it in items for s in steps[it.id]]
     by_type: dict[str, list[int]] = {}
     for s in all_steps:
@@ -627,7 +648,7 @@ def cmd_credit(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                          "credit_seconds": round(sum(read_json_gz(run.out / "cache" / "credit" / f"{_safe(it.id)}.json.gz")
                                                      .get("seconds", 0.0) for it in items), 1)},
             "question_ids": [it.id for it in items],
-            "signals": signals, "snc_versus": versus, "within_lookups": within, "labels": {**SIGNALS, **BASELINES},
+            **aucs, "labels": {**SIGNALS, **BASELINES},
             "steps_by_action": {k: {"steps": v[0], "gold_surfacing": v[1]} for k, v in sorted(by_type.items())},
             "zero_gain": {"gold_surfacing_steps": sum(1 for s in all_steps if s["label"]),
                           "of_which_gain_zero": sum(1 for s in all_steps if s["label"] and s["gain"] == 0.0),
