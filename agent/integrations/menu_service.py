@@ -36,7 +36,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from harness_g.agent.env import EpisodeOver, MenuEnv
 from harness_g.agent.env.actions import ActionType, parse_action
@@ -170,11 +170,14 @@ class MenuService:
     """Episodes over one graph view. ``questions``: the graph's question set (``reset`` finds a question by id or
     text in it; other text is an ad-hoc question). ``credit``: optional :class:`StepCredit` (then every step records
     its menu's previews, which SNC's frontier needs). Refuses (ConfigError) a graph built under another preset than
-    ``config.preset`` before any episode (:func:`~harness_g.agent.env.config.check_graph_preset`)."""
+    ``config.preset`` before any episode (:func:`~harness_g.agent.env.config.check_graph_preset`). ``clock``: seconds
+    for idle ages (default ``time.monotonic``; tests pass a manual one so a slow machine cannot age an episode)."""
 
     def __init__(self, view: GraphView, questions: Sequence[QAItem] = (), config: EnvConfig | None = None, *,
-                 credit: StepCredit | None = None, limits: ServiceLimits | None = None):
+                 credit: StepCredit | None = None, limits: ServiceLimits | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.view = view
+        self._clock = clock
         self.config = config or EnvConfig()
         check_graph_preset(view.artifact.manifest, self.config, str(view.artifact.path))
         self.credit = credit
@@ -240,7 +243,7 @@ class MenuService:
             self._make_room()
             env = MenuEnv(self.view, self.config, record_previews=self.credit is not None)
             env.reset(item)
-            episode = Episode(str(episode_id), item, env)
+            episode = Episode(str(episode_id), item, env, touched=self._clock())
             episode.info = {"question_id": item.id, "gold": episode.gold, "committed": []}
             self._episodes[episode.id] = episode
             return episode
@@ -254,7 +257,7 @@ class MenuService:
     def _make_room(self) -> None:
         """While the service is full, drop released episodes, then idle ones (least recently touched first); refuse
         when neither is left."""
-        now = time.monotonic()
+        now = self._clock()
         droppable = sorted((e for e in self._episodes.values()
                             if not e.held or now - e.touched > self.limits.idle_seconds),
                            key=lambda e: (e.held, e.touched))
@@ -287,7 +290,7 @@ class MenuService:
         """Take ``action`` in ``episode`` (see :class:`ActionSpec`); raises :class:`EpisodeOver` once it is over,
         :class:`ActionRefused` for an action its state cannot take (nothing changes)."""
         with self._lock:
-            episode.touched = time.monotonic()
+            episode.touched = self._clock()
             if episode.done:
                 raise EpisodeOver(f"episode {episode.id} is over (answered {episode.answer!r}); reset for a new question")
             if episode.phase == "answer":

@@ -4,7 +4,6 @@ the answer phase, the outcome reward, question lookup, capacity, and the SNC cre
 giving the trainer's numbers."""
 from __future__ import annotations
 
-import time
 
 import pytest
 from helpers.menu_scripts import SCRIPTS, actions, play, served_snapshot, strip_timings
@@ -131,14 +130,16 @@ def test_questions_are_found_by_id_or_text_and_ad_hoc_ones_score_given_answers(h
 
 
 def test_live_episodes_are_capped_idle_ones_dropped_and_finished_ones_remembered(hotpot_view, hotpot_questions):
-    service = MenuService(hotpot_view, hotpot_questions, limits=ServiceLimits(max_sessions=2, idle_seconds=0.2))
+    now = [0.0]  # a manual clock: a slow machine's resets must not age `first` past idle_seconds by themselves
+    service = MenuService(hotpot_view, hotpot_questions, limits=ServiceLimits(max_sessions=2, idle_seconds=0.2),
+                          clock=lambda: now[0])
     first = service.reset(question_id=hotpot_questions[0].id, episode_id="first")
     second = service.reset(question_id=hotpot_questions[1].id)
     with pytest.raises(ServiceFull, match="2 live episodes, the most this server keeps"):
         service.reset(question_id=hotpot_questions[2].id)
     with pytest.raises(HarnessError, match="episode_id 'first' is taken"):
         service.reset(question_id=hotpot_questions[2].id, episode_id="first")
-    time.sleep(0.3)
+    now[0] += 0.3
     service.step(second, ActionSpec(kind="LOOKUP", targets=("E0",)))  # touched: only `first` is idle now
     third = service.reset(question_id=hotpot_questions[2].id)
     assert service.episode(second.id) is second and service.episode(third.id) is third
