@@ -185,7 +185,7 @@ def test_smollm2_plays_one_episode(smol, hotpot_view: GraphView, hotpot_question
     assert stats["act_calls"] == traj.turns and stats["completion_tokens"] <= 6 * traj.turns
     assert isinstance(traj.answer, str) and stats["answer_completion_tokens"] <= 12
     assert traj.meta["llm"]["answer_truncated"] == (stats["answer_completion_tokens"] == 12)
-    assert time.perf_counter() - t0 < 120
+    assert time.perf_counter() - t0 < 600  # a hang guard, not a speed bound: ~30 s here, 330 s on a 3x-loaded host
 
 
 def test_random_model_replies_are_counted_invalid(tiny_dir: Path, hotpot_view: GraphView,

@@ -270,7 +270,7 @@ def _burst(port: int, clients: int, body: bytes) -> list[tuple[str, dict[str, st
     def client(i: int) -> None:
         barrier.wait()
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+            with socket.create_connection(("127.0.0.1", port), timeout=300) as sock:  # queued >120 s on a loaded host
                 sock.sendall(request)
                 data = b""
                 while chunk := sock.recv(65536):
