@@ -4,7 +4,6 @@ the answer phase, the outcome reward, question lookup, capacity, and the SNC cre
 giving the trainer's numbers."""
 from __future__ import annotations
 
-
 import pytest
 from helpers.menu_scripts import SCRIPTS, actions, play, served_snapshot, strip_timings
 
