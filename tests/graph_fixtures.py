@@ -1,7 +1,9 @@
 """Session fixtures over a REAL graph: the 6 HotpotQA test questions built with the real pipeline
 (abbreviation-safe splitting, spaCy NER, MiniLM embeddings, entity linking) and loaded into an
-embedded FalkorDB. Built once per session (~20-30 s on 2 idle cores); every fixture here is
-read-only. Set ``HARNESS_G_TEST_GRAPH=DIR`` to keep the graph between sessions while iterating.
+embedded FalkorDB. Built once per test run (~20-30 s on 2 idle cores): under pytest-xdist the first worker to
+ask builds each graph into the run's shared temp dir (a file lock) and every worker copies its artifact, so the
+workers never build the same graph twice. Every fixture here is read-only. Set ``HARNESS_G_TEST_GRAPH=DIR`` to keep
+the graph between sessions while iterating.
 
 - ``hotpot_graph_dir``  GRAPH_DIR built from ``tests/data/hotpotqa`` (its embedded server is started
                         by ``hotpot_view`` and reused by in-process and subprocess CLI calls).
@@ -16,7 +18,7 @@ read-only. Set ``HARNESS_G_TEST_GRAPH=DIR`` to keep the graph between sessions w
 - ``artifact_copy``     a function copying the artifact (not its store) to a fresh dir, for tests
                         that need a server of their own (killing it, taking its port).
 - ``slice_graph``       a function: the packaged HotpotQA dev slice built under a build preset, once per
-                        session for every module that asks (``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the
+                        run for every module that asks (each worker its own copy) (``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the
                         builds between sessions); read-only.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from filelock import FileLock
 from helpers.menu_record import build_slice
 from helpers.paths import TEST_DATA
 
@@ -47,10 +50,16 @@ def hotpot_graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # HARNESS_G_TEST_GRAPH=DIR keeps the built graph across sessions (a rebuild is then a cache hit);
     # by default every session builds from scratch into its own temp dir.
     cached = os.environ.get("HARNESS_G_TEST_GRAPH")
-    graph_dir = Path(cached) if cached else tmp_path_factory.mktemp("hotpot") / "graph"
-    result = build_graph([CorpusSpec("hotpotqa", HOTPOT_FILE)], graph_dir, progress=False)
-    assert result.counts["questions"] == 6 and (cached or not result.cache_hit)
-    return graph_dir
+    if cached:
+        result = build_graph([CorpusSpec("hotpotqa", HOTPOT_FILE)], Path(cached), progress=False)
+        assert result.counts["questions"] == 6
+        return Path(cached)
+
+    def build(graph_dir: Path) -> None:
+        result = build_graph([CorpusSpec("hotpotqa", HOTPOT_FILE)], graph_dir, progress=False)
+        assert result.counts["questions"] == 6 and not result.cache_hit
+
+    return _run_build(tmp_path_factory, "hotpot", build)
 
 
 @pytest.fixture(scope="session")
@@ -95,6 +104,26 @@ def hotpot_questions(hotpot_graph_dir: Path) -> list[QAItem]:
     return Artifact.open(hotpot_graph_dir).questions()
 
 
+def _run_build(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A GRAPH_DIR of this worker holding the artifact ``build(dir)`` writes, built once per test run.
+
+    Without xdist the build writes straight into the session's temp dir. Under xdist the workers share the run's
+    temp root (``getbasetemp().parent``): the first to take ``NAME.lock`` builds into ``NAME.built`` and marks it
+    done; every worker then copies the artifact (never its store, which each worker starts for itself)."""
+    own = tmp_path_factory.mktemp(name) / "graph"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        build(own)
+        return own
+    root = tmp_path_factory.getbasetemp().parent
+    shared, done = root / f"{name}.built", root / f"{name}.built.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(shared, ignore_errors=True)  # a worker that failed mid-build left a partial one
+            build(shared)
+            done.touch()
+    return _copy_artifact(shared, own)
+
+
 def _copy_artifact(src: Path, dst: Path) -> Path:
     """The artifact files of ``src`` (manifest, tables, embeddings, questions), not its store."""
     dst.mkdir(parents=True)
@@ -114,12 +143,14 @@ def slice_graph(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
     """``slice_graph(preset)``: GRAPH_DIR of the packaged slice built under the build preset ``preset``
     (:func:`helpers.menu_record.build_slice`), built on the first call per preset and shared by the session."""
     kept = os.environ.get("HARNESS_G_TEST_SLICE_GRAPHS")
-    root = Path(kept) if kept else tmp_path_factory.mktemp("slice")
     built: dict[str, Path] = {}
 
     def get(preset: str) -> Path:
         if preset not in built:
-            built[preset] = build_slice(root / preset, preset)
+            if kept:
+                built[preset] = build_slice(Path(kept) / preset, preset)
+            else:
+                built[preset] = _run_build(tmp_path_factory, f"slice-{preset}", lambda d: build_slice(d, preset))
         return built[preset]
 
     return get

@@ -92,14 +92,16 @@ def test_a_reply_rendered_differently_reuses_only_the_shared_prefix(tiny_dir) ->
 
 @needs_smollm2
 def test_smollm2_evaluates_the_same_with_kept_states(falkordb_hotpot_view, hotpot_questions) -> None:
-    """The real SmolLM2-135M-Instruct, greedy, three turns of three episodes: the same trajectories either way."""
+    """The real SmolLM2-135M-Instruct, greedy, two turns of two episodes: the same trajectories either way (the tiny
+    model's tests above go deeper; this one is the real model's chat template and constrained ids, ~2 min of CPU)."""
     from harness_g.agent.llm.transformers_backend import TransformersBackend
 
     plain = TransformersBackend("smollm2", num_threads=1, prefix_cache=False)
     cached = TransformersBackend.from_loaded(plain.model, plain.tokenizer, name=plain.name, num_threads=1)
-    questions = hotpot_questions[:3]
-    want = _play(plain, falkordb_hotpot_view, questions, temperature=0.0, turns=3, constrain=True)
-    assert _play(cached, falkordb_hotpot_view, questions, temperature=0.0, turns=3, constrain=True) == want
+    questions = hotpot_questions[:2]
+    want = _play(plain, falkordb_hotpot_view, questions, temperature=0.0, turns=2, constrain=True)
+    assert _play(cached, falkordb_hotpot_view, questions, temperature=0.0, turns=2, constrain=True) == want
+    assert max(len(t["steps"]) for t in want) == 2  # an episode reached its second turn (the check could fail)
     assert cached.states.reused >= 1 and cached.computed_positions < plain.computed_positions
 
 

@@ -166,11 +166,13 @@ def test_registry_builds_llm_policies(tiny_dir: Path):
 
 
 # -- the policy on a real graph ----------------------------------------------------------------
-def test_smollm2_plays_one_episode(smol, hotpot_view: GraphView, hotpot_questions: list[QAItem]):
+def test_smollm2_plays_one_episode(smol, falkordb_hotpot_view: GraphView, hotpot_questions: list[QAItem]):
+    """The real model on the embedded store only: what it sees is the observation text, and that the two stores give
+    the same menus is test_menu_identity.py's (the tiny-model tests below run on both)."""
     from harness_g.agent.policies.llm import LLMPolicy
 
     policy = LLMPolicy(smol, max_new_tokens=6, max_answer_tokens=12, max_context_tokens=2500)
-    env = MenuEnv(hotpot_view, EnvConfig(max_turns=2))
+    env = MenuEnv(falkordb_hotpot_view, EnvConfig(max_turns=2))
     t0 = time.perf_counter()
     traj = run_episode(env, policy, hotpot_questions[0])
     assert traj.terminated_by in ("ANSWER", "ANSWER_WITH", "max_turns")
@@ -225,15 +227,15 @@ def test_act_batch_one_generate_call_per_step(tiny_dir: Path, hotpot_view: Graph
     assert [policy.episode_stats(e.observe()).act_calls for e in benv.envs] == [2, 2, 2]
 
 
-def test_constrained_actions_make_smollm2_play_valid_ids(hotpot_view, hotpot_questions):
-    """With --constrain-actions the 135M model can only emit offered ids: no invalid turns."""
+def test_constrained_actions_make_smollm2_play_valid_ids(falkordb_hotpot_view, hotpot_questions):
+    """With --constrain-actions the 135M model can only emit offered ids: no invalid turns (one store, as above)."""
     from harness_g.agent.env import MenuEnv
     from harness_g.agent.env.config import EnvConfig
     from harness_g.agent.eval.runner import run_episode
     from harness_g.agent.policies import make_policy
 
     policy = make_policy("transformers", model="smollm2", constrain_actions=True, max_new_tokens=4)
-    traj = run_episode(MenuEnv(hotpot_view, EnvConfig(max_turns=2)), policy, hotpot_questions[0])
+    traj = run_episode(MenuEnv(falkordb_hotpot_view, EnvConfig(max_turns=2)), policy, hotpot_questions[0])
     assert traj.steps and traj.invalid_turns == 0
     assert all(s.chosen is not None and s.reply == s.chosen for s in traj.steps)
 
