@@ -8,7 +8,8 @@ bash scripts/setup.sh
 bash scripts/setup-test-tools.sh
 . .venv/bin/activate
 # Two pytest-xdist workers, each taking whole test files (--dist loadfile), so CI's two cores are both busy: each worker
-# starts its own session fixtures (the real test graph, a FalkorDB and a Neo4j on free loopback ports).
+# starts its own session fixtures (a FalkorDB and a Neo4j on free loopback ports); the real test graphs are built once
+# per run by the first worker to ask and copied by the other (tests/graph_fixtures.py).
 # HARNESS_G_TEST_WORKERS=N runs N workers; 0 runs the suite in this one process (as -n 0 among the arguments does).
 # --durations: the 25 slowest test phases close the log, so a slow CI run says where its time went.
 python -m pytest -q -n "${HARNESS_G_TEST_WORKERS:-2}" --dist loadfile --durations 25 "$@"
