@@ -18,8 +18,8 @@ the graph between sessions while iterating.
 - ``artifact_copy``     a function copying the artifact (not its store) to a fresh dir, for tests
                         that need a server of their own (killing it, taking its port).
 - ``slice_graph``       a function: the packaged HotpotQA dev slice built under a build preset, once per
-                        run for every module that asks (each worker its own copy) (``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the
-                        builds between sessions); read-only.
+                        run for every module that asks, each worker reading its own copy
+                        (``HARNESS_G_TEST_SLICE_GRAPHS=DIR`` keeps the builds between sessions); read-only.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ TRIVIAQA_FILE = DATA / "triviaqa" / "triviaqa_test.subset.jsonl"
 @pytest.fixture(scope="session")
 def hotpot_graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # HARNESS_G_TEST_GRAPH=DIR keeps the built graph across sessions (a rebuild is then a cache hit);
-    # by default every session builds from scratch into its own temp dir.
+    # by default every test run builds from scratch, once for all its workers (_run_build).
     cached = os.environ.get("HARNESS_G_TEST_GRAPH")
     if cached:
         result = build_graph([CorpusSpec("hotpotqa", HOTPOT_FILE)], Path(cached), progress=False)
