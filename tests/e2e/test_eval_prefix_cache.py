@@ -93,7 +93,8 @@ def test_a_reply_rendered_differently_reuses_only_the_shared_prefix(tiny_dir) ->
 @needs_smollm2
 def test_smollm2_evaluates_the_same_with_kept_states(falkordb_hotpot_view, hotpot_questions) -> None:
     """The real SmolLM2-135M-Instruct, greedy, two turns of two episodes: the same trajectories either way (the tiny
-    model's tests above go deeper; this one is the real model's chat template and constrained ids: 86 s alone on 2 cores)."""
+    model's tests above go deeper; this one is the real model's chat template and constrained ids: 86 s alone on 2
+    cores)."""
     from harness_g.agent.llm.transformers_backend import TransformersBackend
 
     plain = TransformersBackend("smollm2", num_threads=1, prefix_cache=False)
