@@ -2,12 +2,13 @@
 ``GRPOTrainer(environment_factory=...)`` running 2 steps of a tiny random model on CPU through it.
 
 The GRPO test runs on the FalkorDB graph only: without Triton, TRL scores every position of each sequence against the
-49,152-token vocabulary, so its two optimiser steps took about 90 s on a loaded 2-core CPU (menus of two visible
-sentences and two LOOKUP candidates keep the prompts short). The environment class itself is checked on both stores. A
-tiny random model never writes a well-formed tool call by chance, so before GRPO it is fitted for a few dozen Adam
-steps (plain PyTorch, no mock) to reply to the first observation with ``answer(<gold>)`` or ``answer("Paris")``, half
-each: its rollouts then call the tool, the episode scores them with the answer's F1 through ``get_reward``, the
-rewards of a group differ and GRPO has an advantage to follow, so its parameters change.
+49,152-token vocabulary, so the test took 70 s alone on a 2-core CPU and 208 s in a CI-like run beside the other
+worker and the README walk (menus of two visible sentences and two LOOKUP candidates keep the prompts short). The
+environment class itself is checked on both stores. A tiny random model never writes a well-formed tool call by
+chance, so before GRPO it is fitted for up to 120 Adam steps (plain PyTorch, no mock) to reply to the first
+observation with ``answer(<gold>)`` or ``answer("Paris")``, half each: its rollouts then call the tool, the episode
+scores them with the answer's F1 through ``get_reward``, the rewards of a group differ and GRPO has an advantage to
+follow, so its parameters change.
 """
 from __future__ import annotations
 
@@ -100,8 +101,8 @@ def test_grpo_trainer_trains_a_tiny_model_through_the_environment(falkordb_hotpo
     tok = load_tokenizer(spec)
     tok.chat_template = qwen2_5_chat_template  # SmolLM2's own template has no tool calls; this one TRL can parse
     model = load_policy(spec, tok)
-    # two visible sentences and two LOOKUP candidates: a 1,060-token first prompt becomes about 700 tokens, and on CPU
-    # TRL scores every position of a sequence against the 49,152-token vocabulary (its compact path needs Triton)
+    # two visible sentences and two LOOKUP candidates: the first prompt is 821 tokens, not 1,065, and on CPU TRL scores
+    # every position of a sequence against the 49,152-token vocabulary (its compact path needs Triton)
     service = MenuService(falkordb_hotpot_view, hotpot_questions, EnvConfig(visible_cap=2, lookup_cap=2))
     made: list[MenuToolEnv] = []
 
