@@ -141,7 +141,7 @@ def artifact_copy(hotpot_graph_dir: Path, tmp_path: Path) -> Callable[[str], Pat
 @pytest.fixture(scope="session")
 def slice_graph(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """``slice_graph(preset)``: GRAPH_DIR of the packaged slice built under the build preset ``preset``
-    (:func:`helpers.menu_record.build_slice`), built on the first call per preset and shared by the session."""
+    (:func:`helpers.menu_record.build_slice`), built once per run on the first call per preset (:func:`_run_build`)."""
     kept = os.environ.get("HARNESS_G_TEST_SLICE_GRAPHS")
     built: dict[str, Path] = {}
 
