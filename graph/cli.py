@@ -384,7 +384,8 @@ def _add_neo4j(sub: Any) -> None:
                     "0600 file while the server runs), and stop it on Ctrl-C or SIGTERM. For trying harness-g on Neo4j, tests and benchmarks: the database "
                     "lives in a temporary directory deleted at stop (re-run `harness-g build --store ...`: the artifact is "
                     "cached, the load takes seconds). For a database that keeps its data use a Neo4j server "
-                    "(docker/README.md).",
+                    "(docker/README.md). $HARNESS_G_NEO4J_JAVA_OPTIONS adds JVM options to the server and the "
+                    "importer (e.g. -XX:TieredStopAtLevel=1: faster start for a short-lived server).",
     )
     p.add_argument("--bolt-port", type=int, default=7687, help="Bolt port on 127.0.0.1 (0 = any free port; default 7687)")
     p.add_argument("--http-port", type=int, default=7474, help="HTTP/Browser port on 127.0.0.1 (0 = any free port; default 7474)")

@@ -35,7 +35,7 @@ import socket
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import IO, Callable
@@ -61,6 +61,12 @@ DEFAULT_BOLT_PORT = 7687
 #: smallest JVM heap (MiB) the server and the bulk importer are started with (``--heap-mb``): below it Neo4j 5.26's
 #: in-process server and ``neo4j-admin``'s importer run out of heap before doing any work
 MIN_HEAP_MB = 256
+#: environment variable holding extra JVM options (whitespace-separated) for the local server and its bulk importer,
+#: e.g. ``-XX:TieredStopAtLevel=1``: the JIT's first tier only, so a short-lived server starts and warms up on about
+#: half the CPU (the test suite sets it; a long-running server is better off without it)
+JAVA_OPTIONS_ENV = "HARNESS_G_NEO4J_JAVA_OPTIONS"
+#: JVM options harness-g sets itself: the heap (``heap_mb``) and the classpath, refused among the extra options
+_OWN_JAVA_OPTIONS = ("-Xmx", "-cp", "-classpath", "--class-path", "-jar")
 #: where the memory limit of this process's cgroup is read (v2, then v1); the JVM sizes itself by it too
 _CGROUP_MEMORY_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
@@ -81,6 +87,8 @@ class LocalNeo4jConfig:
             this machine's memory (:func:`check_heap_mb`, checked at construction).
         page_cache_mb: Neo4j page cache in MiB.
         start_timeout_s: how long to wait for the server to report ready (seconds).
+        java_options: extra JVM options of the server and of a bulk import before it, each starting with ``-``
+            (:func:`check_java_options`); default: ``$HARNESS_G_NEO4J_JAVA_OPTIONS`` split on whitespace, else none.
     """
 
     bolt_port: int = 0
@@ -89,9 +97,33 @@ class LocalNeo4jConfig:
     heap_mb: int = 1024
     page_cache_mb: int = 256
     start_timeout_s: float = 180.0
+    java_options: tuple[str, ...] = field(default_factory=lambda: java_options_from_env())
 
     def __post_init__(self) -> None:
         check_heap_mb(self.heap_mb, "LocalNeo4jConfig.heap_mb")
+        check_java_options(self.java_options, "LocalNeo4jConfig.java_options")
+
+
+def java_options_from_env() -> tuple[str, ...]:
+    """``$HARNESS_G_NEO4J_JAVA_OPTIONS`` split on whitespace (empty when unset), checked by
+    :func:`check_java_options`."""
+    return check_java_options(tuple(os.environ.get(JAVA_OPTIONS_ENV, "").split()), f"${JAVA_OPTIONS_ENV}")
+
+
+def check_java_options(options: object, name: str) -> tuple[str, ...]:
+    """``options`` as a tuple when each is a JVM option harness-g can pass on: a string starting with ``-`` that
+    sets neither the heap (``heap_mb`` / ``--heap-mb`` does) nor the classpath or a jar (the launcher's). Else
+    ConfigError, one line naming ``name`` and the option."""
+    if isinstance(options, str) or not isinstance(options, (tuple, list)):
+        raise ConfigError(f"{name} must be a list of JVM options such as '-XX:TieredStopAtLevel=1'; got {options!r}")
+    for option in options:
+        if not isinstance(option, str) or not option.startswith("-") or any(c.isspace() for c in option):
+            raise ConfigError(f"{name}: a JVM option starts with '-' and has no spaces; got {option!r}")
+        own = next((o for o in _OWN_JAVA_OPTIONS if option == o or (o == "-Xmx" and option.startswith(o))), None)
+        if own is not None:
+            what = "the heap is --heap-mb (heap_mb)" if own == "-Xmx" else "harness-g sets the classpath itself"
+            raise ConfigError(f"{name}: {option!r} cannot be passed on ({what})")
+    return tuple(options)
 
 
 def machine_memory_mb() -> int | None:
@@ -285,20 +317,26 @@ class LocalNeo4j:
         data_dir = self._seed_database(classpath)
         password_file = self._workdir / "password"  # the launcher reads it, then deletes it
         write_private(password_file, self.password + "\n")
-        cfg = self.config
-        cmd = [java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", "-cp", f"{classes}{os.pathsep}{classpath}", _MAIN_CLASS,
-               "--dir", str(self._workdir), "--bolt-port", str(cfg.bolt_port), "--http-port", str(cfg.http_port),
-               "--page-cache-mb", str(cfg.page_cache_mb), "--password-file", str(password_file), "--stop-on-stdin-eof"]
-        if data_dir is not None:
-            cmd += ["--data-dir", str(data_dir)]
+        cmd = self.server_command(java, f"{classes}{os.pathsep}{classpath}", self._workdir, password_file, data_dir)
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, encoding="utf-8", errors="replace", start_new_session=True)
-        ready = self._wait_ready(self._proc.stdout, cfg.start_timeout_s)
+        ready = self._wait_ready(self._proc.stdout, self.config.start_timeout_s)
         self.bolt_uri, self.http_uri, self.version = ready["bolt"], ready["http"], ready["version"]
         self._store_credentials()
         # keep draining the server's output so a chatty log never blocks it on a full pipe
         threading.Thread(target=self._drain, args=(self._proc.stdout,), daemon=True, name="neo4j-log").start()
         return self
+
+    def server_command(self, java: str, classpath: str, workdir: Path, password_file: Path,
+                       data_dir: Path | None = None) -> list[str]:
+        """The launcher's command line: the JVM (heap ``heap_mb``, serial GC, then ``java_options``), the launcher's
+        class over ``classpath``, and its flags (work directory, ports, page cache, password file, ``data_dir`` when
+        the database was seeded)."""
+        cfg = self.config
+        cmd = [java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", *cfg.java_options, "-cp", classpath, _MAIN_CLASS,
+               "--dir", str(workdir), "--bolt-port", str(cfg.bolt_port), "--http-port", str(cfg.http_port),
+               "--page-cache-mb", str(cfg.page_cache_mb), "--password-file", str(password_file), "--stop-on-stdin-eof"]
+        return cmd + ["--data-dir", str(data_dir)] if data_dir is not None else cmd
 
     def _seed_database(self, classpath: str) -> Path | None:
         """Run the ``seed`` callback (see ``__init__``) in ``WORKDIR/seed``: the data directory it wrote, or None

@@ -177,12 +177,14 @@ def write_import_csvs(artifact: Artifact, out_dir: str | Path) -> ImportFiles:
 
 
 # -- the importer ---------------------------------------------------------------------------------------------
-def admin_tool_command(classpath: str, java: str | None = None, heap_mb: int = IMPORT_HEAP_MB) -> list[str]:
-    """``neo4j-admin`` as a Java command over ``classpath`` (the launcher's: it holds neo4j-import-tool)."""
+def admin_tool_command(classpath: str, java: str | None = None, heap_mb: int = IMPORT_HEAP_MB,
+                       java_options: tuple[str, ...] = ()) -> list[str]:
+    """``neo4j-admin`` as a Java command over ``classpath`` (the launcher's: it holds neo4j-import-tool), with the
+    extra JVM options ``java_options`` (:func:`~harness_g.graph.stores.local_neo4j.check_java_options`)."""
     java = java or shutil.which("java")
     if java is None:
         raise StoreError("the Neo4j bulk import needs `java` on PATH (a Java 17+ runtime)")
-    return [java, f"-Xmx{heap_mb}m", "-cp", classpath, ADMIN_TOOL_CLASS]
+    return [java, f"-Xmx{heap_mb}m", *java_options, "-cp", classpath, ADMIN_TOOL_CLASS]
 
 
 def import_heap_mb(config: Any = None) -> int:
@@ -193,8 +195,12 @@ def import_heap_mb(config: Any = None) -> int:
 
 
 def importer_command(classpath: str, config: Any = None, java: str | None = None) -> list[str]:
-    """The ``neo4j-admin`` command a bulk load runs: :func:`admin_tool_command` with :func:`import_heap_mb`'s heap."""
-    return admin_tool_command(classpath, java, heap_mb=import_heap_mb(config))
+    """The ``neo4j-admin`` command a bulk load runs: :func:`admin_tool_command` with :func:`import_heap_mb`'s heap
+    and the server's extra JVM options (``config.java_options``; without a config, ``$HARNESS_G_NEO4J_JAVA_OPTIONS``)."""
+    from harness_g.graph.stores.local_neo4j import java_options_from_env
+
+    options = tuple(config.java_options) if config is not None else java_options_from_env()
+    return admin_tool_command(classpath, java, heap_mb=import_heap_mb(config), java_options=options)
 
 
 def import_arguments(files: ImportFiles, database: str = DATABASE) -> list[str]:

@@ -17,9 +17,16 @@ import pytest
 from harness_g.graph import cli as graph_cli
 from harness_g.graph.artifact import Artifact
 from harness_g.graph.stores import neo4j_bulk
-from harness_g.graph.stores.local_neo4j import LocalNeo4jConfig
+from harness_g.graph.stores.local_neo4j import JAVA_OPTIONS_ENV, LocalNeo4jConfig
 
 JAVA = "/opt/java/bin/java"
+
+
+@pytest.fixture(autouse=True)
+def _no_extra_java_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands here carry no extra JVM options (the suite sets some: tests/conftest.py; they are checked in
+    test_local_neo4j_java_options.py)."""
+    monkeypatch.delenv(JAVA_OPTIONS_ENV, raising=False)
 
 
 def _neo4j_args(*argv: str) -> argparse.Namespace:
