@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from helpers import file_times
 from helpers.store_kinds import STORE_KINDS
 from helpers.tiny_artifact import build_tiny_artifact
 
@@ -81,12 +82,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get(file_times.FILE_TIMES_ENV):
+        file_times.record(report)
     kinds = {value for key, value in report.user_properties if key == "store"}
     if not kinds:
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         for kind in kinds:
             _STORE_OUTCOMES[(kind, report.outcome)] += 1
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    file_times.write(session.config)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's TerminalReporter
