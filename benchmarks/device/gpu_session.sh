@@ -7,10 +7,15 @@
 #      cross-turn prefix cache (training/prefix_cache.py) that came after the last 3B measurement  T30Q s (default 330)
 #   learn. issue 31 item 3: the three training arms (repro_small.py learn) on the carried 2wiki graph (learn-2wiki when
 #      pack_gpu_session.sh was given LEARN_N), resuming
-#      the state of an earlier lease when one was carried (learn-state.tgz)                   TL s (default 420)
+#      the state of an earlier lease when one was carried (learn-state.tgz)                   TL s
 #      (LSTEPS, LROUND, LEVAL, LBUDGET: --steps, --round-steps, --eval-questions, --budget-s; LEXTRA: more arguments,
-#      e.g. a CPU rehearsal's "--set model.name=tiny-random")
-# PARTS selects parts (default "30 31"; run "learn" alone in its lease: it returns up to 7 files). Every part writes
+#      e.g. a CPU rehearsal's "--set model.name=tiny-random"); TL defaults to what is left of CALL_S (570 s: a
+#      device call's 600 s less the archiving) after the parts before it
+#   35. issue 35 item 7: the sentence encoder's rate on the GPU (MiniLM, the bge-large shape) and the five dev sets'
+#      build end to end, GPU encoder vs ONNX on the host cores (bench_build_gpu.py; spaCy from the carried
+#      whl35, installed into /tmp/site35 and appended to sys.path)                           T35 s (default 180)
+# PARTS selects parts (default "30 31"), in that order. At the end every result but the learning state is archived
+# into results.tgz (the device returns at most 8 files), the state in 15 MB parts beside it. Every part writes
 # as it goes, so a part cut at its limit still returns what it finished; repro_small caches each question and the
 # learning runs checkpoint every step, so a rerun on the same warm machine continues.
 set -uo pipefail
@@ -41,14 +46,21 @@ for part in $PARTS; do
           | grep -v "it/s\]" | tail -20
         # the device returns at most 8 files, 2 folders deep: the result folder (caches, plots) travels as one archive
         tar czf "$OUT/repro_small.tgz" -C "$OUT" repro_small && rm -rf "$OUT/repro_small" ;;
+    35) python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site35 "$DC"/whl35/*.whl 2>&1 \
+          | grep -v WARNING
+        timeout "${T35:-180}" python3 benchmarks/bench_build_gpu.py --graphs "$DC/graphs" --names 2wiki \
+          --data "$DC/data" --extra-site /tmp/site35 --work /tmp/bbg --out "$OUT/build_gpu" 2>&1 | grep -v "it/s\]" \
+          | tail -30 ;;
     learn)
       W=/tmp/learn-work
+      TL=${TL:-$(( ${CALL_S:-570} - SECONDS ))}; LBUDGET=${LBUDGET:-$(( TL - 120 ))}
+      echo "learn: TL=$TL s, no piece starts after LBUDGET=$LBUDGET s"
       mkdir -p "$W"
       if [ -f "$DC/learn-state.tgz" ] && [ ! -d "$W/learning" ]; then tar xzf "$DC/learn-state.tgz" -C "$W"; fi
       LG="$DC/graphs/learn-2wiki"; [ -d "$LG" ] || LG="$DC/graphs/2wiki"
-      timeout "${TL:-420}" python3 benchmarks/repro_small.py learn --graph "$LG" --out "$W" \
+      timeout "$TL" python3 benchmarks/repro_small.py learn --graph "$LG" --out "$W" \
           --steps "${LSTEPS:-60}" --round-steps "${LROUND:-10}" --eval-questions "${LEVAL:-50}" \
-          --budget-s "${LBUDGET:-300}" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20
+          --budget-s "$LBUDGET" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20
       python3 benchmarks/repro_small.py page --out "$W" > /dev/null
       # the results (logs, learning.json, page: small) in one archive; the state a next lease resumes from (each
       # run's latest checkpoint: ~22 MB per arm for SmolLM2 + LoRA) in 15 MB parts (the device returns <= 16 MB a file)
@@ -59,4 +71,8 @@ for part in $PARTS; do
     *) echo "unknown part $part" ;;
   esac
 done
+# everything but the learning state in one archive (at most 8 files come back)
+(cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name 'learn-state.tgz.part-*' ! -name results.tgz -printf '%P\n' \
+  | tar czf results.tgz -T - && find . -mindepth 1 -maxdepth 1 ! -name 'learn-state.tgz.part-*' ! -name results.tgz \
+  -exec rm -rf {} +)
 ls -la "$OUT"
