@@ -42,3 +42,25 @@ def test_the_three_arms_resolve_by_name_and_differ_only_in_the_arm(capsys):
     assert (snc.model.name, snc.model.lora, snc.preset, snc.rollout.group_size, snc.credit.scheme) == ("smollm2", True, "paper", 8, "snc")
     assert configs["learning/free-query"].credit.scheme == "outcome"
     assert Path(snc.data.build_input).is_file()  # package data, found from any directory
+
+
+def test_the_arms_bound_each_training_pass():
+    """A mini-batch of multi-turn T = 6 rollouts in one pass ran out of 139 GiB on an H200 (2026-12-04): every arm
+    caps its passes (a memory knob: the same loss and gradients, tests/e2e/test_trainer_update_path.py)."""
+    for name in ARMS:
+        assert 0 < load_config(resolve_config(name)).optim.micro_batch_tokens <= 32768, name
+
+
+def test_every_packaged_config_is_package_data():
+    """A non-editable install ships only what pyproject's package-data globs name: a config folder they miss is
+    absent there (the learning arms were, until 2026-12-04: `--config learning/outcome` failed on the GPU machine)."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness_g.training"]
+    configs = root / "training" / "configs"
+    files = [p.relative_to(root / "training").as_posix() for p in configs.rglob("*.yaml")]
+    assert files
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
+    assert not missing, f"not in pyproject's package-data: {missing}"
