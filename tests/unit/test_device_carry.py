@@ -33,7 +33,7 @@ def test_folders_unpacked_one_per_call_rebuild_every_file(source, tmp_path) -> N
     carry = _carry()
     out, dest = tmp_path / ".carry", tmp_path / "dc"
     items = [f"m={source / 'model'}", f"g={source / 'graph'}", f"llm/one.gguf={source / 'one.gguf'}"]
-    k = carry.pack(items, out, budget=1000)
+    k = carry.pack(items, out, budget=1000, block=1)
     assert k == 4  # 2,500 + 8 + 0 + 2 + 700 bytes in folders of 1,000
     assert all(sum(p.stat().st_size for p in (out / str(i)).iterdir() if p.name != carry.MANIFEST) <= 1000
                for i in range(1, k + 1))
@@ -53,7 +53,7 @@ def test_folders_unpacked_one_per_call_rebuild_every_file(source, tmp_path) -> N
 def test_a_missing_folder_is_named_and_require_complete_fails(source, tmp_path, capsys) -> None:
     carry = _carry()
     out, dest = tmp_path / ".carry", tmp_path / "dc"
-    carry.pack([f"m={source / 'model'}"], out, budget=1000)
+    carry.pack([f"m={source / 'model'}"], out, budget=1000, block=1)
     assert carry.main(["unpack", "--from", str(out / "1"), "--dest", str(dest)]) == 0
     rc = carry.main(["unpack", "--from", str(out / "3"), "--dest", str(dest), "--require-complete"])
     assert rc == 1
@@ -64,7 +64,7 @@ def test_a_missing_folder_is_named_and_require_complete_fails(source, tmp_path, 
 def test_a_corrupted_part_is_refused_in_one_line_and_keeps_the_finished_files(source, tmp_path, capsys) -> None:
     carry = _carry()
     out, dest = tmp_path / ".carry", tmp_path / "dc"
-    carry.pack([f"g={source / 'graph'}", f"m={source / 'model'}"], out, budget=1000)
+    carry.pack([f"g={source / 'graph'}", f"m={source / 'model'}"], out, budget=1000, block=1)
     manifest = json.loads((out / "1" / carry.MANIFEST).read_text())
     weights = next(f for f in manifest["files"] if f["path"] == "m/weights.bin")
     last = weights["parts"][-1]
@@ -85,3 +85,19 @@ def test_bad_items_are_one_line_errors(tmp_path, capsys) -> None:
     assert capsys.readouterr().err.strip() == "carry: error: item 'no-equals-sign' is not NAME=PATH"
     assert carry.main(["pack", f"x={tmp_path / 'nope'}", "--out", str(tmp_path / "c"), "--budget-mb", "1"]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_folders_fit_the_budget_counted_in_disk_blocks(tmp_path):
+    """The device counts what travels in whole 4 KiB blocks: many small files must not overflow a folder whose bytes
+    alone would fit (2026-12-04: a tree of 14.8 MB in bytes was 20.4 MB in blocks and the call was refused)."""
+    carry = _carry()
+    source = tmp_path / "many"
+    source.mkdir()
+    for i in range(40):
+        (source / f"f{i:02d}.txt").write_bytes(b"x" * 100)  # 4,000 bytes, 40 blocks
+    out = tmp_path / "carry"
+    k = carry.pack([f"s={source}"], out, budget=10 * carry.BLOCK)
+    assert k == 4  # 10 one-block parts per folder, not all 40 in the first
+    for folder in range(1, k + 1):
+        parts = [p for p in (out / str(folder)).iterdir() if p.name != carry.MANIFEST]
+        assert sum(carry.on_disk(p.stat().st_size) for p in parts) <= 10 * carry.BLOCK
