@@ -2,6 +2,7 @@
 
     python benchmarks/bench_build_gpu.py --graphs DIR [--names A,B] --data DIR --out DIR [--device cuda] [--workers N]
                                          [--parts build,encode] [--extra-site DIR] [--n-sentences N] [--limit N]
+                                         [--shapes minilm,bge-large]
 
 ``encode``: every sentence of the ``build`` part's artifact when it ran before (``--parts build,encode``), else of
 the built graphs under ``--graphs`` (``*/sentences.parquet``, column ``text``; only the folders ``--names`` lists
@@ -48,6 +49,8 @@ CORPORA = (("hotpotqa", "hotpotqa/hotpot_dev_distractor_v1.subset.json"),
            ("popqa", "popqa/popqa.subset.json"))
 #: the paper's sentence encoder's shape (BAAI/bge-large-en-v1.5 is a BERT-large)
 BGE_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
+#: --shapes: the plain loop's encoders (label, BERT shape overrides; None = MiniLM's own weights)
+SHAPES = {"minilm": ("MiniLM-L6 (real weights)", None), "bge-large": ("bge-large shape (random weights)", BGE_LARGE)}
 BATCH = 256
 RUNS = 3
 
@@ -151,7 +154,8 @@ def part_encode(args: argparse.Namespace) -> dict[str, Any]:
     encoder = make_encoder(str(model_dir), backend="torch", device=args.device)
     add(f"harness-g TorchEncoder MiniLM fp32 ({args.device})", lambda t: encoder.encode(t, BATCH, False), None, None)
     pieces = None
-    for label, shape in (("MiniLM-L6 (real weights)", None), ("bge-large shape (random weights)", BGE_LARGE)):
+    for key in args.shapes.split(","):
+        label, shape = SHAPES[key]
         for dtype in ("fp32", "bf16"):
             try:
                 fn, count, n_params = plain_loop(model_dir, args.device, dtype, shape)
@@ -259,10 +263,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="NER processes (default: every core)")
     ap.add_argument("--parts", default="build,encode", help="in this order")
     ap.add_argument("--extra-site", type=Path, default=None, help="folder appended to sys.path (carried spaCy)")
+    ap.add_argument("--shapes", default="minilm,bge-large", help="plain-loop encoder shapes to time")
     ap.add_argument("--n-sentences", type=int, default=None, help="encode only the first N sentences")
     ap.add_argument("--limit", type=int, default=None, help="build only the first N questions / documents of each set "
                     "(a rehearsal)")
     args = ap.parse_args()
+    unknown = [k for k in args.shapes.split(",") if k not in SHAPES]
+    if unknown:
+        ap.error(f"--shapes: unknown shape(s) {unknown} (known: {', '.join(SHAPES)})")
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     name = args.device
