@@ -59,9 +59,9 @@ for part in $PARTS; do
       mkdir -p "$W"
       if [ -f "$DC/learn-state.tgz" ] && [ ! -d "$W/learning" ]; then tar xzf "$DC/learn-state.tgz" -C "$W"; fi
       LG="$DC/graphs/learn-2wiki"; [ -d "$LG" ] || LG="$DC/graphs/2wiki"
-      # from /tmp: the arms run `python -m harness_g`, and in the checkout's root its partial harness_g/ folder (the
-      # other subpackages live in agent/, graph/, ... mapped by pyproject) would shadow the installed package
-      # (2026-12-04: "No module named 'harness_g.agent'")
+      # from /tmp: the arms run `python -m harness_g`, and in the checkout's root its harness_g/ folder comes first
+      # (2026-12-04: "No module named 'harness_g.agent'"; harness_g/__init__.py now finds the subpackages there too,
+      # but the lease runs the installed copy it measures)
       (cd /tmp && timeout "$TL" python3 "$REPO/benchmarks/repro_small.py" learn --graph "$LG" --out "$W" \
           --steps "${LSTEPS:-60}" --round-steps "${LROUND:-10}" --eval-questions "${LEVAL:-50}" \
           --budget-s "$LBUDGET" --set model.compute_dtype=bfloat16 ${LEXTRA:-} 2>&1 | grep -v "it/s\]" | tail -20)
