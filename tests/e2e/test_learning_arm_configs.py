@@ -48,7 +48,7 @@ def test_the_arms_bound_each_training_pass():
     """A mini-batch of multi-turn T = 6 rollouts in one pass ran out of 139 GiB on an H200 (2026-12-04): every arm
     caps its passes (a memory knob: the same loss and gradients, tests/e2e/test_trainer_update_path.py)."""
     for name in ARMS:
-        assert 0 < load_config(resolve_config(name)).optim.micro_batch_tokens <= 32768, name
+        assert 0 < load_config(resolve_config(name)).optim.micro_batch_tokens <= 8192, name
 
 
 def test_every_packaged_config_is_package_data():
