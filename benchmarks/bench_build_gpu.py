@@ -62,10 +62,11 @@ def read_sentences(graphs: Path, names: list[str], n: int | None) -> list[str]:
 
     texts: list[str] = []
     paths = [graphs / name / "sentences.parquet" for name in names] or sorted(graphs.glob("*/sentences.parquet"))
+    missing = [str(p) for p in paths if not p.is_file()]
+    if not paths or missing:
+        raise SystemExit(f"{graphs}: no built graph's sentences.parquet there ({', '.join(missing) or '*/'} missing)")
     for path in paths:
         texts += pq.read_table(path, columns=["text"]).column("text").to_pylist()
-    if not texts:
-        raise SystemExit(f"{graphs}: no */sentences.parquet (built graphs) under it")
     return texts[:n] if n else texts
 
 
@@ -91,7 +92,8 @@ def _median_rate(fn: Any, texts: list[str], device: str) -> dict[str, float]:
 
 def plain_loop(model_dir: Path, device: str, dtype: str, shape: dict[str, int] | None) -> Any:
     """An encode function: length-sorted batches of ``BATCH`` rows, mean pooling, no normalisation. ``shape`` set:
-    a random BERT of that shape with MiniLM's tokenizer instead of MiniLM's weights. Returns (fn, word pieces fn)."""
+    a random BERT of that shape with MiniLM's tokenizer instead of MiniLM's weights. Returns (encode fn, a word-piece
+    counting fn, the model's parameter count); the pooled vectors are computed and dropped (only time is measured)."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
@@ -177,9 +179,9 @@ def part_build(args: argparse.Namespace) -> dict[str, Any]:
     if args.extra_site:
         sys.path.append(str(args.extra_site))
     try:
-        importlib.import_module("spacy")
+        spacy = importlib.import_module("spacy")
     except Exception as exc:  # noqa: BLE001 - reported, the encode part's numbers still count
-        return {"error": f"spaCy not importable: {type(exc).__name__}: {exc}"[:300]}
+        return {"error": f"spaCy not importable: {type(exc).__name__}: {exc}"[:300], "spacy_version": None}
     from harness_g.graph.build import CorpusSpec, build_graph
     from harness_g.graph.config import BuildConfig
 
@@ -189,7 +191,8 @@ def part_build(args: argparse.Namespace) -> dict[str, Any]:
         return {"error": f"missing dev sets: {missing}"}
     workers = args.workers or os.cpu_count() or 1
     cases = [("torch", args.device), ("onnx", "cpu")] if args.device != "cpu" else [("onnx", "cpu"), ("torch", "cpu")]
-    out: dict[str, Any] = {"corpora": [fmt for fmt, _ in CORPORA], "workers": workers, "builds": []}
+    out: dict[str, Any] = {"corpora": [fmt for fmt, _ in CORPORA], "workers": workers, "builds": [],
+                           "spacy_version": spacy.__version__}
     for backend, device in cases:
         graph_dir = args.work / f"build-{backend}-{device}"
         shutil.rmtree(graph_dir, ignore_errors=True)
@@ -215,11 +218,15 @@ def part_build(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+#: --parts: name -> the function that measures it (run in the order given)
+PARTS = {"build": part_build, "encode": part_encode}
+
+
 def markdown(data: dict[str, Any]) -> str:
     m = data["machine"]
     lines = [f"# Encoder rate and end-to-end build on `{data['device_name']}`", "",
              f"{utc_stamp()}; {m['cores']} host cores ({m['cpu_model']}), torch {m.get('torch_version')}, "
-             f"spaCy {data.get('spacy_version')}. Command: `{data['command']}`.", ""]
+             f"spaCy {data.get('build', {}).get('spacy_version')}. Command: `{data['command']}`.", ""]
     enc = data.get("encode")
     if enc:
         lines += [f"## Sentence encoder: {enc['sentences']:,} sentences ({enc['whitespace_tokens']:,} whitespace "
@@ -271,6 +278,9 @@ def main() -> None:
     unknown = [k for k in args.shapes.split(",") if k not in SHAPES]
     if unknown:
         ap.error(f"--shapes: unknown shape(s) {unknown} (known: {', '.join(SHAPES)})")
+    unknown = [k for k in args.parts.split(",") if k not in PARTS]
+    if unknown:
+        ap.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     name = args.device
@@ -281,18 +291,7 @@ def main() -> None:
     data: dict[str, Any] = {"device": args.device, "device_name": name, "machine": machine_info(),
                             "command": " ".join(["python", *sys.argv])}
     for part in args.parts.split(","):
-        if part == "build":
-            data["build"] = part_build(args)
-            try:
-                import spacy
-
-                data["spacy_version"] = spacy.__version__
-            except Exception:  # noqa: BLE001
-                data["spacy_version"] = None
-        elif part == "encode":
-            data["encode"] = part_encode(args)
-        else:
-            raise SystemExit(f"--parts: unknown part {part!r} (build, encode)")
+        data[part] = PARTS[part](args)
         write_results(args.out / "build_gpu.json", data, markdown(data))
     print(markdown(data))
 

@@ -33,6 +33,7 @@ from pathlib import Path
 MANIFEST = "carry.json"
 DEVICE_LIMIT = 64 * 1024 * 1024  # bytes one call may carry, the working tree included (device README, Limits)
 MARGIN = 1024 * 1024  # bytes kept free under the limit (the manifest, files that change before the call)
+SKIP = {"__pycache__", ".lock", "store", "store.json"}  # never carried: caches, a graph's running store
 #: the device tool counts what travels as disk space: every file in whole 4 KiB blocks (measured 2026-12-04: a tree
 #: of 14.8 MB in bytes, 20.4 MB in blocks, beside a 51.3 MB folder, was refused as over 64 MiB)
 BLOCK = 4096
@@ -41,7 +42,6 @@ BLOCK = 4096
 def on_disk(size: int, block: int = BLOCK) -> int:
     """``size`` bytes rounded up to whole blocks of ``block`` bytes (what a file of that size counts for)."""
     return -(-size // block) * block
-SKIP = {"__pycache__", ".lock", "store", "store.json"}  # never carried: caches, a graph's running store
 
 
 class CarryError(Exception):

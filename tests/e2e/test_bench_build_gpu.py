@@ -48,3 +48,21 @@ def test_an_unknown_shape_is_refused(tmp_path) -> None:
     assert proc.returncode != 0
     assert "unknown shape(s) ['gpt']" in proc.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def test_an_unknown_part_and_a_folder_without_graphs_are_refused(tmp_path) -> None:
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(REPO_ROOT / "benchmarks" / "bench_build_gpu.py"), "--graphs", str(tmp_path / "g"),
+             "--data", str(tmp_path), "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w"), "--device", "cpu",
+             *extra], capture_output=True, text=True, timeout=300)
+
+    proc = run("--parts", "build,train")
+    assert proc.returncode != 0
+    assert "unknown part(s) ['train']" in proc.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+    (tmp_path / "g").mkdir()
+    proc = run("--parts", "encode", "--names", "2wiki")
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "no built graph's sentences.parquet there" in last and "2wiki/sentences.parquet missing" in last
