@@ -111,15 +111,24 @@ def settings_record(run: Learn) -> dict[str, Any]:
 
 
 def check_settings(run: Learn) -> None:
+    """Refuse a call whose settings differ from the runs already in ``run.root`` (one line naming the setting).
+    Seeds may be *added*: a new seed is a new run beside the others and changes none of them, so ``--seeds 0,1``
+    goes on from a ``--seeds 0`` comparison (the record is rewritten); dropping a seed is refused, since the summary
+    would silently leave its runs out."""
     path = run.root / SETTINGS
     now = settings_record(run)
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
         for key in sorted(set(now) | set(before)):
+            if key == "seeds" and set(before.get(key) or ()) <= set(now.get(key) or ()):
+                continue
             if before.get(key) != now.get(key):
                 raise ConfigError(f"{path}: these runs were made with {key}={before.get(key)!r}, now {key}="
-                                  f"{now.get(key)!r}; go on with the same settings or choose another --out")
-        return
+                                  f"{now.get(key)!r}; go on with the same settings (more seeds may be added) or "
+                                  "choose another --out")
+        if before.get("seeds") == now["seeds"]:
+            return
+        now["seeds"] = list(before["seeds"]) + [s for s in now["seeds"] if s not in before["seeds"]]
     run.root.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(now, indent=1) + "\n", encoding="utf-8")
 

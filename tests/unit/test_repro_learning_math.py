@@ -98,3 +98,26 @@ def test_learn_refuses_bad_arguments_in_one_line_before_touching_the_output(tmp_
     err = capsys.readouterr().err.strip()
     assert err.startswith(message) and "\n" not in err
     assert not out.exists()  # refused before anything was written
+
+
+def test_seeds_may_be_added_to_a_comparison_but_not_dropped(tmp_path):
+    from harness_g.graph.artifact import MANIFEST
+
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / MANIFEST).write_text(json.dumps({"content_hash": "abc"}))
+
+    def run(seeds, sets=("rollout.group_size=4",)):
+        return rl.Learn(graph=graph, out=tmp_path / "out", arms=("outcome", "snc"), seeds=seeds, steps=2,
+                        round_steps=1, eval_questions=3, free_action_tokens=32, sets=sets, budget_s=None)
+
+    settings = tmp_path / "out" / "learning" / "settings.json"
+    rl.check_settings(run((0,)))
+    rl.check_settings(run((1, 0)))  # a seed added: the record keeps the earlier seeds first
+    assert json.loads(settings.read_text())["seeds"] == [0, 1]
+    rl.check_settings(run((0, 1)))
+    with pytest.raises(ConfigError, match=r"seeds=\[0, 1\], now seeds=\[1\]"):
+        rl.check_settings(run((1,)))  # dropping seed 0 would leave its runs out of the summary
+    with pytest.raises(ConfigError, match="sets="):
+        rl.check_settings(run((0, 1, 2), sets=("rollout.group_size=8",)))  # a new seed does not excuse another change
+    assert json.loads(settings.read_text())["seeds"] == [0, 1]  # nothing refused was recorded
