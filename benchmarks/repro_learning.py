@@ -13,6 +13,7 @@ trained on, the same for every arm). Same seeds, data order (``DataOrder`` of th
 from its run's latest checkpoint (``harness-g train --resume``: optimiser, scheduler, RNG and data position), so a
 budget cut (``--budget-s``: no piece starts after it; or a killed process: the trainer checkpoints every step) leaves
 the arms at equal steps, give or take one round, and the next call — on this machine or a GPU session's — goes on.
+A later call may add seeds (``--seeds 0,1`` after ``--seeds 0``): the new seeds' runs start beside the old ones.
 Every piece ends with the trainer's greedy held-out evaluation (F1, EM, evidence recall per question, eval.jsonl), so
 the held-out curve has a point per round; ``DIR/learning/pieces.jsonl`` records each piece's steps, device and time.
 
