@@ -1032,7 +1032,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--graph", required=True, type=Path, help="GRAPH_DIR (built with harness-g build; its own questions)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"result folder (default {DEFAULT_OUT})")
     p.add_argument("--arms", default="outcome,snc,free-query", help="comma-separated: outcome, snc, free-query")
-    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0); a later call may add seeds to the same --out, not drop any")
+    p.add_argument("--seeds", default="0",
+                   help="comma-separated seeds (default 0); a later call may add seeds to the same --out, not drop any")
     p.add_argument("--steps", type=int, default=60, help="optimiser steps per arm and seed (default 60, the configs')")
     p.add_argument("--round-steps", type=int, default=10, help="steps per piece: arms advance together (default 10)")
     p.add_argument("--eval-questions", type=int, default=50, help="the graph's last N questions, held out (default 50)")
