@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.cli_checks import run
+from helpers.paths import REPO_ROOT
 
 from harness_g.config_loader import to_dict
 from harness_g.training.config import load_config
@@ -57,7 +58,7 @@ def test_every_packaged_config_is_package_data():
     import fnmatch
     import tomllib
 
-    root = Path(__file__).resolve().parents[2]
+    root = REPO_ROOT
     globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness_g.training"]
     configs = root / "training" / "configs"
     files = [p.relative_to(root / "training").as_posix() for p in configs.rglob("*.yaml")]
