@@ -21,6 +21,8 @@ the held-out curve has a point per round; ``DIR/learning/pieces.jsonl`` records 
 fraction, KL per step), the held-out evaluations, and at the last step every arm reached, each arm's gain over its
 own step-0 evaluation and the paired differences of gains (SNC minus outcome-only, SNC minus free-query), each a mean
 over held-out questions with a bootstrap 95% interval (questions resampled; seeds averaged per question first).
+``python benchmarks/repro_small.py learn-summary --out DIR --seeds 3,4`` prints the same gains and differences over
+some of the seeds only (one seed's, or a group's), and writes nothing.
 """
 from __future__ import annotations
 
@@ -303,27 +305,44 @@ def per_question(evaluation: dict[str, Any], metric: str) -> dict[str, float]:
 
 
 def gains(runs: dict[int, dict[str, Any]], step: int, metric: str) -> dict[str, float]:
-    """Per held-out question: the arm's score at ``step`` minus at step 0, averaged over the seeds that have both."""
+    """Per held-out question: the arm's score at ``step`` minus at step 0, averaged over the seeds that have both.
+    Keyed in sorted question order, so the bootstrap that resamples these values does not depend on set order
+    (``PYTHONHASHSEED``)."""
     per: dict[str, list[float]] = {}
     for r in runs.values():
         if 0 in r["heldout"] and step in r["heldout"]:
             before, after = per_question(r["heldout"][0], metric), per_question(r["heldout"][step], metric)
             for q in before.keys() & after.keys():
                 per.setdefault(q, []).append(after[q] - before[q])
-    return {q: sum(v) / len(v) for q, v in per.items()}
+    return {q: sum(per[q]) / len(per[q]) for q in sorted(per)}
 
 
 def aggregate(out: Path) -> dict[str, Any]:
     """``OUT/learning.json`` from the run directories under ``OUT/learning`` (see the module docstring)."""
+    data = summarise(out)
+    (out / "learning.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return data
+
+
+def summarise(out: Path, seeds: Sequence[int] | None = None) -> dict[str, Any]:
+    """What ``learning.json`` holds, over ``seeds`` only (default: every seed of the comparison), written nowhere.
+    A subset is read exactly as if the comparison had only those seeds: per-seed numbers (``seeds=[3]``) or a group
+    of seeds apart from the rest (``seeds=[3, 4]``, e.g. a test declared after seeing the others)."""
     root = out / "learning"
     settings_path = root / SETTINGS
     if not settings_path.is_file():
         raise ConfigError(f"{root}: no learning runs there (run `learn` first)")
     settings = json.loads(settings_path.read_text(encoding="utf-8"))
+    if seeds is not None:
+        unknown = [s for s in seeds if s not in settings["seeds"]]
+        if unknown or not seeds:
+            raise ConfigError(f"--seeds {','.join(map(str, seeds))}: the comparison in {root} has seeds "
+                              f"{','.join(map(str, settings['seeds']))}")
+        settings = {**settings, "seeds": list(seeds)}
     runs = {arm: {seed: read_run(root / f"{arm}-seed{seed}") for seed in settings["seeds"]} for arm in settings["arms"]}
     common = set.intersection(*[set(r["heldout"]) for per in runs.values() for r in per.values()]) - {0}
     at = max(common, default=None)
-    pieces = _jsonl(root / PIECES)
+    pieces = [p for p in _jsonl(root / PIECES) if seeds is None or p.get("seed") in seeds]
     arms: dict[str, Any] = {}
     for arm, per in runs.items():
         arms[arm] = {"label": ARM_LABELS[arm], "steps": {str(s): r["steps"] for s, r in per.items()},
@@ -339,7 +358,7 @@ def aggregate(out: Path) -> dict[str, Any]:
                 comparisons[f"{a}_minus_{b}"] = {}
                 for m in METRICS:
                     ga, gb = gains(runs[a], at, m), gains(runs[b], at, m)
-                    comparisons[f"{a}_minus_{b}"][m] = bootstrap_mean([ga[q] - gb[q] for q in ga.keys() & gb.keys()])
+                    comparisons[f"{a}_minus_{b}"][m] = bootstrap_mean([ga[q] - gb[q] for q in sorted(ga.keys() & gb.keys())])
     held = next((r["heldout"][0]["questions"] for per in runs.values() for r in per.values() if 0 in r["heldout"]), 0)
     config = _first_config(root, settings)
     data = {"kind": "learning", "settings": settings, "compared_at_step": at, "arms": arms, "comparisons": comparisons,
@@ -352,7 +371,6 @@ def aggregate(out: Path) -> dict[str, Any]:
                          "max_turns": config.get("rollout", {}).get("max_turns"),
                          "context": config.get("rollout", {}).get("context"),
                          "lr": config.get("optim", {}).get("lr"), "preset": config.get("preset")}}
-    (out / "learning.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return data
 
 

@@ -3,6 +3,7 @@
     python benchmarks/repro_small.py equivalence --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
     python benchmarks/repro_small.py credit      --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
     python benchmarks/repro_small.py learn       --graph GRAPH_DIR --out DIR [--steps N --round-steps R ...]  (repro_learning.py)
+    python benchmarks/repro_small.py learn-summary --out DIR --seeds 3,4   (learn's numbers over some seeds; writes nothing)
     python benchmarks/repro_small.py pool --from DIR [DIR ...] --out POOL_DIR   (repro_pool.py)
     python benchmarks/repro_small.py page --out DIR
 
@@ -1045,6 +1046,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sft-epochs", type=int, default=2, help="epochs of that SFT (default 2)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a TrainConfig field for every arm, e.g. rollout.group_size=4 (repeatable)")
+    p = sub.add_parser("learn-summary", help="learn's gains and differences over some of its seeds; writes nothing")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the learn result folder (default {DEFAULT_OUT})")
+    p.add_argument("--seeds", required=True, help="comma-separated seeds of that comparison, e.g. 3,4 or 2")
     p = sub.add_parser("pool", help="items 1-2 over several result folders of one setting (repro_pool.py)")
     p.add_argument("--from", dest="sources", required=True, nargs="+", type=Path, metavar="DIR",
                    help="result folders written by equivalence (and credit) with the same settings but the dataset")
@@ -1055,6 +1059,17 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``--seeds 0,1,2`` -> ``(0, 1, 2)`` (duplicates dropped, order kept); refused in one line when not integers."""
+    try:
+        seeds = tuple(dict.fromkeys(int(s) for s in text.split(",") if s.strip()))
+    except ValueError:
+        raise ConfigError(f"--seeds {text!r}: expected comma-separated integers") from None
+    if not seeds:
+        raise ConfigError("--seeds: give at least one seed")
+    return seeds
+
+
 def learn_of(args: argparse.Namespace) -> Any:
     from repro_learning import Learn, check_sets, parse_arms
 
@@ -1063,12 +1078,7 @@ def learn_of(args: argparse.Namespace) -> Any:
             raise ConfigError(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
     if args.sft_questions < 0:
         raise ConfigError(f"--sft-questions must be >= 0, got {args.sft_questions}")
-    try:
-        seeds = tuple(dict.fromkeys(int(s) for s in args.seeds.split(",") if s.strip()))
-    except ValueError:
-        raise ConfigError(f"--seeds {args.seeds!r}: expected comma-separated integers") from None
-    if not seeds:
-        raise ConfigError("--seeds: give at least one seed")
+    seeds = parse_seeds(args.seeds)
     check_sets(args.set)
     return Learn(graph=args.graph, out=args.out, arms=parse_arms(args.arms), seeds=seeds, steps=args.steps,
                  round_steps=args.round_steps, eval_questions=args.eval_questions,
@@ -1105,6 +1115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             cmd_pool(args.sources, args.out, resamples=args.resamples)
             print(args.out / POOLED)
+            return 0
+        if args.command == "learn-summary":
+            from repro_learning import summarise
+
+            data = summarise(args.out, parse_seeds(args.seeds))
+            print(json.dumps({"rests_on": data["rests_on"], "compared_at_step": data["compared_at_step"],
+                              "gain": {arm: a["gain"] for arm, a in data["arms"].items()},
+                              "comparisons": data["comparisons"]}, indent=1))
             return 0
         if args.command == "learn":
             from repro_learning import Stopped, cmd_learn

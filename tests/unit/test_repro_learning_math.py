@@ -121,3 +121,60 @@ def test_seeds_may_be_added_to_a_comparison_but_not_dropped(tmp_path):
     with pytest.raises(ConfigError, match="sets="):
         rl.check_settings(run((0, 1, 2), sets=("rollout.group_size=8",)))  # a new seed does not excuse another change
     assert json.loads(settings.read_text())["seeds"] == [0, 1]  # nothing refused was recorded
+
+
+def _comparison_of_24_questions(root, seeds):
+    """Two arms x ``seeds`` over 24 held-out questions with varied per-question gains (enough ids for set order to
+    differ between hash seeds)."""
+    ids = [f"q{i}" for i in range(24)]
+    (root / "learning").mkdir(parents=True)
+    (root / "learning" / "settings.json").write_text(json.dumps({"arms": ["outcome", "snc"], "seeds": list(seeds)}))
+    for arm_i, arm in enumerate(("outcome", "snc")):
+        for seed in seeds:
+            evals = [{"step": step, "split": "heldout", "questions": 24, "f1": 0.0, "em": 0.0, "evidence_recall": 0.0,
+                      "answers": [["?", "a", ["g"], q] for q in ids],
+                      "scores": [[((i * 7 + seed * 5 + arm_i * 3) % 11) / 10 * (step > 0), 0.0, (i % 3) / 2 * (step > 0)]
+                                 for i in range(24)]} for step in (0, 2)]
+            run = root / "learning" / f"{arm}-seed{seed}"
+            run.mkdir()
+            (run / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+            (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (1, 2)))
+    with open(root / "learning" / "pieces.jsonl", "w") as fh:
+        for seed in seeds:
+            fh.write(json.dumps({"arm": "snc", "seed": seed, "device": "CPU", "seconds": 10.0 + seed}) + "\n")
+
+
+def test_the_intervals_are_the_same_under_any_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from helpers.paths import REPO_ROOT
+
+    _comparison_of_24_questions(tmp_path, (0, 1))
+    outs = []
+    for hash_seed in ("1", "2", "3"):
+        proc = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "repro_small.py"), "learn-summary",
+                               "--out", str(tmp_path), "--seeds", "0,1"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        assert proc.returncode == 0, proc.stderr
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1] == outs[2]  # set order once decided the bootstrap's resampled values
+    assert json.loads(outs[0])["comparisons"]["snc_minus_outcome"]["f1"]["n"] == 24
+
+
+def test_learn_summary_reads_some_seeds_as_if_alone_and_writes_nothing(tmp_path, capsys):
+    rs = load_script("benchmarks/repro_small.py")
+    _comparison_of_24_questions(tmp_path / "all", (0, 1, 2))
+    _comparison_of_24_questions(tmp_path / "alone", (1, 2))
+    assert rs.main(["learn-summary", "--out", str(tmp_path / "all"), "--seeds", "1,2"]) == 0
+    subset = json.loads(capsys.readouterr().out)
+    alone = rl.summarise(tmp_path / "alone")
+    assert subset["comparisons"] == alone["comparisons"] and subset["gain"]["snc"] == alone["arms"]["snc"]["gain"]
+    assert subset["rests_on"]["seeds"] == [1, 2] and subset["rests_on"]["pieces"] == 2
+    assert rl.summarise(tmp_path / "all")["comparisons"] != alone["comparisons"]  # seed 0 does change the numbers
+    assert not (tmp_path / "all" / "learning.json").exists()
+    assert rs.main(["learn-summary", "--out", str(tmp_path / "all"), "--seeds", "1,7"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --seeds 1,7: the comparison in ") and err.endswith("has seeds 0,1,2")
+    assert "\n" not in err
