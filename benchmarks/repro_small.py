@@ -4,6 +4,7 @@
     python benchmarks/repro_small.py credit      --graph GRAPH_DIR --questions FILE --format FMT --n-questions N --out DIR
     python benchmarks/repro_small.py learn       --graph GRAPH_DIR --out DIR [--steps N --round-steps R ...]  (repro_learning.py)
     python benchmarks/repro_small.py learn-summary --out DIR --seeds 3,4   (learn's numbers over some seeds; writes nothing)
+    python benchmarks/repro_small.py small-pool --runs RUN_DIR ... [--window 3] [--out FILE]   (ours: a fixed pool's reward)
     python benchmarks/repro_small.py pool --from DIR [DIR ...] --out POOL_DIR   (repro_pool.py)
     python benchmarks/repro_small.py page --out DIR
 
@@ -1049,6 +1050,13 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("learn-summary", help="learn's gains and differences over some of its seeds; writes nothing")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the learn result folder (default {DEFAULT_OUT})")
     p.add_argument("--seeds", required=True, help="comma-separated seeds of that comparison, e.g. 3,4 or 2")
+    p = sub.add_parser("small-pool", help="did GRPO raise the sampled reward on a fixed training pool? (ours; "
+                                          "repro_small_pool.py)")
+    p.add_argument("--runs", required=True, nargs="+", type=Path, metavar="RUN_DIR",
+                   help="harness-g train runs on a fixed pool that logged every rollout (log.keep_trajectories)")
+    p.add_argument("--window", type=int, default=3, help="steps per window: the first N against the last N (default 3)")
+    p.add_argument("--steps", type=int, help="the step the last window ends at (default: each run's optim.steps)")
+    p.add_argument("--out", type=Path, help="also write the record to this JSON file")
     p = sub.add_parser("pool", help="items 1-2 over several result folders of one setting (repro_pool.py)")
     p.add_argument("--from", dest="sources", required=True, nargs="+", type=Path, metavar="DIR",
                    help="result folders written by equivalence (and credit) with the same settings but the dataset")
@@ -1115,6 +1123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             cmd_pool(args.sources, args.out, resamples=args.resamples)
             print(args.out / POOLED)
+            return 0
+        if args.command == "small-pool":
+            from repro_small_pool import small_pool
+
+            data = small_pool(args.runs, window=args.window, steps=args.steps)
+            text = json.dumps(data, indent=1) + "\n"
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(text, encoding="utf-8")
+            print(text, end="")
             return 0
         if args.command == "learn-summary":
             from repro_learning import summarise

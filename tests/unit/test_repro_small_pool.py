@@ -1,0 +1,103 @@
+"""benchmarks/repro_small_pool.py (the small-pool check, ours) on hand-built training runs: the window change is
+per question then averaged, its stratified bootstrap interval and the declared verdict, SNC minus outcome-only, and
+the refusals (a step that logged only a sample of its rollouts, a pool that is not fixed, a bad window); a run short of
+its steps gets no verdict."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.paths import load_script
+
+from harness_g.errors import ConfigError
+
+sp = load_script("benchmarks/repro_small_pool.py")
+
+
+def _run(path, rewards, *, steps=None, group=2, pool=2):
+    """A run dir (a pool of ``pool`` questions, ``group`` rollouts each) whose step s played the questions of
+    ``rewards[s-1]`` with those rewards."""
+    path.mkdir(parents=True)
+    total = steps if steps is not None else len(rewards)
+    (path / "config.yaml").write_text(f"rollout: {{group_size: {group}, questions_per_step: {pool}}}\n"
+                                      f"optim: {{steps: {total}}}\n")
+    rows = [{"step": s, "question": q, "answers": ["a"], "answer": "a", "reward": r, "actions": []}
+            for s, per in enumerate(rewards, 1) for q in per for r in per[q]]
+    (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (path / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "zero_adv_frac": 0.5}) + "\n"
+                                                for s in range(1, len(rewards) + 1)))
+    (path / "eval.jsonl").write_text(json.dumps({"tag": "before", "step": 0, "split": "train", "questions": 2, "f1": 0.25,
+                                                 "em": 0.0, "evidence_recall": None}) + "\n")
+    return path
+
+
+def test_a_run_whose_rewards_rise_learns_the_pool_and_the_change_is_per_question(tmp_path):
+    # q1 rises 0 -> 1 in every rollout; q2 stays at 0.5; steps 3-4 are between the windows (window 2 of 6 steps)
+    low, high = {"q1": [0.0, 0.0], "q2": [0.5, 0.5]}, {"q1": [1.0, 1.0], "q2": [0.5, 0.5]}
+    run = _run(tmp_path / "outcome", [low, low, {"q1": [9.0, 9.0], "q2": [9.0, 9.0]}, low, high, high])
+    data = sp.small_pool([run], window=2)
+    rec = data["runs"]["outcome"]
+    assert rec["change"]["mean"] == pytest.approx(0.5)  # (1 - 0) for q1 and 0 for q2, averaged
+    assert rec["change"]["lo"] == pytest.approx(0.5) == rec["change"]["hi"]  # nothing varies within a window
+    assert rec["change"]["rollouts_first"] == 8 and rec["change"]["questions"] == 2
+    assert rec["first_steps"] == [1, 2] and rec["last_steps"] == [5, 6]
+    assert rec["verdict"] == "learns the pool" and rec["per_question"]["q1"] == {"first": 0.0, "last": 1.0}
+    assert rec["reward_f1_by_step"]["3"] == 9.0 and rec["evaluations"]["train"][0]["f1"] == 0.25
+    assert "snc_minus_outcome" not in data
+
+
+def test_noise_without_a_trend_is_not_decided_and_a_fall_loses(tmp_path):
+    mixed = {"q1": [0.0, 1.0], "q2": [0.0, 1.0]}
+    flat = sp.small_pool([_run(tmp_path / "flat", [mixed] * 6)], window=3)["runs"]["flat"]
+    assert flat["change"]["mean"] == 0.0 and flat["change"]["lo"] < 0 < flat["change"]["hi"]
+    assert flat["verdict"] == "not decided"
+    up, down = {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}, {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}
+    fall = sp.small_pool([_run(tmp_path / "fall", [up, up, down, down])], window=2)["runs"]["fall"]
+    assert fall["change"]["mean"] == -1.0 and fall["verdict"] == "loses on the pool"
+
+
+def test_snc_minus_outcome_resamples_both_runs(tmp_path):
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 1.0]}, {"q1": [1.0, 1.0], "q2": [0.0, 1.0]}
+    outcome = _run(tmp_path / "outcome", [low, low, low, low])
+    snc = _run(tmp_path / "snc", [low, low, high, high])
+    diff = sp.small_pool([outcome, snc], window=2)["snc_minus_outcome"]
+    assert diff["mean"] == pytest.approx(0.5) and diff["lo"] <= 0.5 <= diff["hi"] and diff["lo"] < diff["hi"]
+    again = sp.small_pool([outcome, snc], window=2)["snc_minus_outcome"]
+    assert again == diff  # a fixed bootstrap seed
+
+
+def test_a_run_short_of_its_steps_gets_no_verdict(tmp_path):
+    step = {"q1": [0.0, 1.0], "q2": [0.0, 0.0]}
+    run = _run(tmp_path / "snc", [step] * 4, steps=10)
+    rec = sp.small_pool([run, _run(tmp_path / "outcome", [step] * 10)], window=3)
+    assert rec["runs"]["snc"]["change"] is None and rec["runs"]["snc"]["verdict"].startswith("not run to step 10 (reached 4)")
+    assert "snc_minus_outcome" not in rec
+
+
+def test_refusals(tmp_path):
+    step = {"q1": [0.0, 1.0], "q2": [0.0, 0.0]}
+    sampled = _run(tmp_path / "sampled", [step] * 6)
+    (sampled / "config.yaml").write_text("rollout: {group_size: 4, questions_per_step: 2}\noptim: {steps: 6}\n")
+    with pytest.raises(ConfigError, match=r"step 1 logged 4 rollouts of 8 played \(set log.keep_trajectories >= 8\)"):
+        sp.small_pool([sampled])
+    # a pool that changes: steps 4-6 play q3 instead of q1
+    moving = _run(tmp_path / "moving", [step] * 3 + [{"q3": [0.0, 0.0], "q2": [0.0, 0.0]}] * 3)
+    with pytest.raises(ConfigError, match="question 'q1' is not in both windows: not a fixed pool"):
+        sp.small_pool([moving])
+    with pytest.raises(ConfigError, match="--window 4: needs 1 <= window and two windows within 6 steps"):
+        sp.small_pool([_run(tmp_path / "six", [step] * 6)], window=4)
+    with pytest.raises(ConfigError, match="missing"):
+        sp.small_pool([tmp_path / "nothing"])
+
+
+def test_the_cli_prints_and_writes_the_record_and_refuses_in_one_line(tmp_path, capsys):
+    rs = load_script("benchmarks/repro_small.py")
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 0.0], "q2": [0.0, 0.0]}
+    run = _run(tmp_path / "outcome", [low, low, high, high])
+    out = tmp_path / "res" / "small_pool.json"
+    assert rs.main(["small-pool", "--runs", str(run), "--window", "2", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text()) and printed["runs"]["outcome"]["change"]["mean"] == pytest.approx(0.25)
+    assert rs.main(["small-pool", "--runs", str(run), "--window", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --window 3: needs 1 <= window and two windows within 4 steps"
