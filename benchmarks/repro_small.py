@@ -912,7 +912,9 @@ def cmd_page(root: Path) -> Path:
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
         parts.append(credit_section(cr, plots, stem) if cr else "<p>Claim (b): not run for this set.</p>")
         sections.append("".join(parts))
-    learning = learning_sections(root, plots) + warm_start_section(root)
+    from repro_small_pool import small_pool_section
+
+    learning = learning_sections(root, plots) + small_pool_section(root) + warm_start_section(root)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>harness-g: issue 31 small-scale reproduction</title>"
             f"<style>{PAGE_CSS}</style></head><body><h1>Do the mechanisms work at small scale?</h1>"
             "<p>Each claim of the paper with the number measured here, its 95% interval and what it rests on. A claim "
@@ -1056,7 +1058,9 @@ def parser() -> argparse.ArgumentParser:
                    help="harness-g train runs on a fixed pool that logged every rollout (log.keep_trajectories)")
     p.add_argument("--window", type=int, default=3, help="steps per window: the first N against the last N (default 3)")
     p.add_argument("--steps", type=int, help="the step the last window ends at (default: each run's optim.steps)")
-    p.add_argument("--out", type=Path, help="also write the record to this JSON file")
+    p.add_argument("--device", default="not recorded", help="where the runs ran, e.g. 'CPU (2 cores)' (a label)")
+    p.add_argument("--out", type=Path, help="also write the record to this JSON file (the page reads "
+                                            "OUT_DIR/small-pool/small_pool.json)")
     p = sub.add_parser("pool", help="items 1-2 over several result folders of one setting (repro_pool.py)")
     p.add_argument("--from", dest="sources", required=True, nargs="+", type=Path, metavar="DIR",
                    help="result folders written by equivalence (and credit) with the same settings but the dataset")
@@ -1127,7 +1131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "small-pool":
             from repro_small_pool import small_pool
 
-            data = small_pool(args.runs, window=args.window, steps=args.steps)
+            data = small_pool(args.runs, window=args.window, steps=args.steps, device=args.device)
             text = json.dumps(data, indent=1) + "\n"
             if args.out:
                 args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -142,18 +142,86 @@ def summarise_run(run: Path, window: int, steps: int | None) -> tuple[dict[str, 
     return record, w
 
 
-def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = None) -> dict[str, Any]:
+def _rests_on(run: Path, device: str) -> dict[str, Any]:
+    """What a run's numbers rest on, from its ``config.yaml``."""
+    c = _config(run)
+    model, rollout = c.get("model", {}), c.get("rollout", {})
+    return {"model": model.get("name"), "lora": model.get("lora"), "warm_start": model.get("init_adapter"),
+            "pool_questions": c.get("data", {}).get("train_questions"), "group_size": rollout.get("group_size"),
+            "questions_per_step": rollout.get("questions_per_step"), "max_turns": rollout.get("max_turns"),
+            "context": rollout.get("context"), "lr": c.get("optim", {}).get("lr"), "seed": c.get("seed"),
+            "preset": c.get("preset"), "device": device}
+
+
+def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = None,
+               device: str = "not recorded") -> dict[str, Any]:
     """The check's record over ``runs`` (keyed by folder name); ``snc_minus_outcome`` when runs named outcome and snc
-    both reached the step."""
+    both reached the step; ``device`` is a label (the runs do not record where they ran)."""
     records: dict[str, Any] = {}
     wins: dict[str, Windows] = {}
     for run in runs:
         if run.name in records:
             raise ConfigError(f"{run}: two runs named {run.name!r}")
         records[run.name], w = summarise_run(run, window, steps)
+        records[run.name]["rests_on"] = _rests_on(run, device)
         if w is not None:
             wins[run.name] = w
     data: dict[str, Any] = {"kind": "small_pool", "window": window, "runs": records}
     if "snc" in wins and "outcome" in wins:
         data["snc_minus_outcome"] = difference(wins["snc"], wins["outcome"])
     return data
+
+
+#: where ``page`` looks for the check's record under the result root
+PAGE_FILE = Path("small-pool") / "small_pool.json"
+
+
+def small_pool_section(root: Path) -> str:
+    """The page's section for ``root/small-pool/small_pool.json`` ("" when absent): per run, the sampled reward of the
+    pool by step, the window change with its interval and verdict, the pool's and the held-out greedy scores at step 0
+    and after; SNC minus outcome-only."""
+    from html import escape
+
+    path = root / PAGE_FILE
+    if not path.is_file():
+        return ""
+    data = json.loads(path.read_text(encoding="utf-8"))
+
+    def num(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    def evals(rec: dict[str, Any], split: str, metric: str) -> str:
+        by = rec["evaluations"].get(split, {})
+        if not by:
+            return "-"
+        first, last = by[min(by, key=int)], by[max(by, key=int)]
+        return f"{num(first.get(metric))} &rarr; {num(last.get(metric))}"
+
+    rows, basis = [], ""
+    for name, rec in data["runs"].items():
+        r = rec["rests_on"]
+        basis = (f"a pool of {r['pool_questions']} training questions, all played every step, {r['group_size']} "
+                 f"rollouts each (temperature 1.0), {rec['steps']} steps, seed {r['seed']}, {r['model']}"
+                 f"{' + LoRA' if r['lora'] else ''} (lr {r['lr']}), T = {r['max_turns']} ({r['context']} context), "
+                 f"{r['preset']} preset, {'warm-started from an SFT adapter' if r['warm_start'] else 'no warm start'}, "
+                 f"{r['device']}")
+        curve = " ".join(f"{v:.2f}" for v in rec["reward_f1_by_step"].values())
+        ch = rec["change"]
+        change = "-" if ch is None else f"{ch['mean']:+.3f} [{ch['lo']:+.3f}, {ch['hi']:+.3f}]"
+        zero = [v for v in rec["zero_adv_frac_by_step"].values() if v is not None]
+        rows.append(f"<tr><td>{escape(name)}</td><td>{rec['reached']} of {rec['steps']}</td><td>{curve}</td>"
+                    f"<td>{change}</td><td>{escape(rec['verdict'])}</td><td>{evals(rec, 'train', 'f1')}</td>"
+                    f"<td>{evals(rec, 'heldout', 'f1')}</td><td>{evals(rec, 'heldout', 'evidence_recall')}</td>"
+                    f"<td>{num(sum(zero) / len(zero)) if zero else '-'}</td></tr>")
+    diff = data.get("snc_minus_outcome")
+    extra = (f"<p>SNC minus outcome-only on the change: {diff['mean']:+.3f} [{diff['lo']:+.3f}, {diff['hi']:+.3f}]"
+             "</p>") if diff else ""
+    w = data["window"]
+    return ("<h2>Does training raise the reward on the questions it trains on? (ours: the small-pool check)</h2>"
+            f"<p class='basis'>Rests on: {escape(basis)}. The change is the mean sampled reward F1 of the last {w} "
+            f"steps minus the first {w}, per question then averaged, with a 95% bootstrap interval over each "
+            "question's rollouts (an interval over rollouts of these questions, not over questions).</p>"
+            "<table><tr><th>arm</th><th>steps</th><th>pool reward F1 by step (sampled)</th><th>change [95% CI]</th>"
+            "<th>verdict (declared rule)</th><th>pool greedy F1, step 0 &rarr; last</th><th>held-out F1</th>"
+            "<th>held-out evidence recall</th><th>zero-advantage fraction of groups (mean)</th></tr>"
+            + "".join(rows) + "</table>" + extra)

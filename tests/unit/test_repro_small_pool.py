@@ -94,10 +94,16 @@ def test_the_cli_prints_and_writes_the_record_and_refuses_in_one_line(tmp_path, 
     rs = load_script("benchmarks/repro_small.py")
     low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 0.0], "q2": [0.0, 0.0]}
     run = _run(tmp_path / "outcome", [low, low, high, high])
-    out = tmp_path / "res" / "small_pool.json"
-    assert rs.main(["small-pool", "--runs", str(run), "--window", "2", "--out", str(out)]) == 0
+    out = tmp_path / "res" / "small-pool" / "small_pool.json"
+    assert sp.small_pool_section(tmp_path / "res") == ""
+    assert rs.main(["small-pool", "--runs", str(run), "--window", "2", "--device", "CPU (test)", "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text()) and printed["runs"]["outcome"]["change"]["mean"] == pytest.approx(0.25)
+    assert printed["runs"]["outcome"]["rests_on"]["device"] == "CPU (test)"
+    html = sp.small_pool_section(tmp_path / "res")
+    assert "<td>outcome</td><td>4 of 4</td><td>0.00 0.00 0.25 0.25</td><td>+0.250 [" in html
+    # q1 scored 1 in one rollout of two: a resample can draw no 1, so the interval reaches 0 and nothing is decided
+    assert "+0.250 [+0.000, +0.500]</td><td>not decided" in html and "CPU (test)" in html and "0.250 &rarr; 0.250" in html
     assert rs.main(["small-pool", "--runs", str(run), "--window", "3"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: --window 3: needs 1 <= window and two windows within 4 steps"
