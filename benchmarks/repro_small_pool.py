@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repro_learning import _jsonl as _read_jsonl  # noqa: E402
 from repro_small import BOOTSTRAP, BOOTSTRAP_SEED, _percentile  # noqa: E402
 
 from harness_g.errors import ConfigError  # noqa: E402
@@ -32,9 +33,10 @@ Windows = dict[str, tuple[list[float], list[float]]]
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a run's log; refused when the file is missing (``repro_learning._jsonl`` reads it as empty)."""
     if not path.is_file():
         raise ConfigError(f"{path}: missing (is {path.parent} a harness-g train run?)")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _read_jsonl(path)
 
 
 def _config(run: Path) -> dict[str, Any]:
@@ -46,11 +48,11 @@ def _config(run: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
-def rewards_by_step(run: Path) -> dict[int, list[tuple[str, float]]]:
+def rewards_by_step(run: Path, config: dict[str, Any]) -> dict[int, list[tuple[str, float]]]:
     """``{step: [(question, reward F1), ...]}`` from ``run/rollouts.jsonl``; refuses a run whose steps logged fewer
-    rollouts than they played (``rollout.group_size`` x ``rollout.questions_per_step``): a window of a sample is not
-    the measure."""
-    rollout = _config(run).get("rollout", {})
+    rollouts than they played (``rollout.group_size`` x ``rollout.questions_per_step`` of its ``config``): a window
+    of a sample is not the measure."""
+    rollout = config.get("rollout", {})
     per_step = int(rollout.get("group_size", 0)) * int(rollout.get("questions_per_step", 0))
     steps: dict[int, list[tuple[str, float]]] = {}
     for row in _jsonl(run / "rollouts.jsonl"):
@@ -71,9 +73,8 @@ def windows(steps: dict[int, list[tuple[str, float]]], first: Sequence[int], las
             for q, r in steps.get(step, []):
                 out.setdefault(q, ([], []))[which].append(r)
     missing = [q for q, (a, b) in out.items() if not a or not b]
-    if missing or not out:
-        raise ConfigError(f"question {missing[0]!r} is not in both windows: not a fixed pool" if missing
-                          else "no rollouts in the windows")
+    if missing:
+        raise ConfigError(f"question {missing[0]!r} is not in both windows: not a fixed pool")
     return {q: out[q] for q in sorted(out)}
 
 
@@ -118,23 +119,29 @@ def _evaluations(run: Path) -> dict[str, dict[int, dict[str, Any]]]:
     return out
 
 
-def summarise_run(run: Path, window: int, steps: int | None) -> tuple[dict[str, Any], Windows | None]:
+def summarise_run(run: Path, window: int, steps: int | None,
+                  device: str = "not recorded") -> tuple[dict[str, Any], Windows | None]:
     """One run's record and its windows (None when it is short of ``steps``, default its ``optim.steps``)."""
-    target = steps or int(_config(run).get("optim", {}).get("steps", 0))
+    config = _config(run)
+    target = steps or int(config.get("optim", {}).get("steps", 0))
     if window < 1 or 2 * window > target:
         raise ConfigError(f"--window {window}: needs 1 <= window and two windows within {target} steps")
-    by_step = rewards_by_step(run)
+    by_step = rewards_by_step(run, config)
     metrics = _jsonl(run / "metrics.jsonl")
     reached = max(by_step, default=0)
     record: dict[str, Any] = {
-        "run": str(run), "steps": target, "reached": reached,
+        "run": str(run), "steps": target, "reached": reached, "rests_on": _rests_on(config, device),
         "reward_f1_by_step": {str(s): round(_mean([r for _, r in by_step[s]]), 4) for s in sorted(by_step)},
         "zero_adv_frac_by_step": {str(m["step"]): m.get("zero_adv_frac") for m in metrics},
         "evaluations": _evaluations(run)}
     if reached < target:
         record.update(change=None, verdict=f"not run to step {target} (reached {reached}): no verdict")
         return record, None
-    w = windows(by_step, range(1, window + 1), range(target - window + 1, target + 1))
+    first, last = range(1, window + 1), range(target - window + 1, target + 1)
+    unlogged = [s for s in (*first, *last) if s not in by_step]
+    if unlogged:
+        raise ConfigError(f"{run}: step {unlogged[0]} of the windows logged no rollouts (rollouts.jsonl)")
+    w = windows(by_step, first, last)
     record["change"] = window_change(w)
     record["first_steps"], record["last_steps"] = [1, window], [target - window + 1, target]
     record["per_question"] = {q: {"first": round(_mean(a), 4), "last": round(_mean(b), 4)} for q, (a, b) in w.items()}
@@ -142,9 +149,8 @@ def summarise_run(run: Path, window: int, steps: int | None) -> tuple[dict[str, 
     return record, w
 
 
-def _rests_on(run: Path, device: str) -> dict[str, Any]:
-    """What a run's numbers rest on, from its ``config.yaml``."""
-    c = _config(run)
+def _rests_on(c: dict[str, Any], device: str) -> dict[str, Any]:
+    """What a run's numbers rest on, from its ``config.yaml`` (``c``)."""
     model, rollout = c.get("model", {}), c.get("rollout", {})
     return {"model": model.get("name"), "lora": model.get("lora"), "warm_start": model.get("init_adapter"),
             "pool_questions": c.get("data", {}).get("train_questions"), "group_size": rollout.get("group_size"),
@@ -162,8 +168,7 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
     for run in runs:
         if run.name in records:
             raise ConfigError(f"{run}: two runs named {run.name!r}")
-        records[run.name], w = summarise_run(run, window, steps)
-        records[run.name]["rests_on"] = _rests_on(run, device)
+        records[run.name], w = summarise_run(run, window, steps, device)
         if w is not None:
             wins[run.name] = w
     data: dict[str, Any] = {"kind": "small_pool", "window": window, "runs": records}

@@ -107,3 +107,23 @@ def test_the_cli_prints_and_writes_the_record_and_refuses_in_one_line(tmp_path, 
     assert rs.main(["small-pool", "--runs", str(run), "--window", "3"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: --window 3: needs 1 <= window and two windows within 4 steps"
+
+
+def test_steps_sets_where_the_last_window_ends_and_each_refusal_names_the_run(tmp_path, capsys):
+    rs = load_script("benchmarks/repro_small.py")
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}
+    run = _run(tmp_path / "outcome", [low, low, high, high, low, low])  # optim.steps 6: rises, then falls back
+    assert sp.small_pool([run], window=2)["runs"]["outcome"]["change"]["mean"] == 0.0
+    assert rs.main(["small-pool", "--runs", str(run), "--window", "2", "--steps", "4"]) == 0
+    rec = json.loads(capsys.readouterr().out)["runs"]["outcome"]
+    assert rec["last_steps"] == [3, 4] and rec["change"]["mean"] == 1.0 and rec["verdict"] == "learns the pool"
+    # a second folder of the same name (another arm's copy) is refused, not merged
+    twin = _run(tmp_path / "copy" / "outcome", [low] * 6)
+    assert rs.main(["small-pool", "--runs", str(run), str(twin), "--window", "2"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {twin}: two runs named 'outcome'"
+    # a window step whose rollouts are not in the log (a cut log) is named, not read as a changing pool
+    cut = _run(tmp_path / "cut", [low] * 6)
+    rows = [line for line in (cut / "rollouts.jsonl").read_text().splitlines() if json.loads(line)["step"] != 2]
+    (cut / "rollouts.jsonl").write_text("\n".join(rows) + "\n")
+    assert rs.main(["small-pool", "--runs", str(cut), "--window", "2"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {cut}: step 2 of the windows logged no rollouts (rollouts.jsonl)"
