@@ -1055,7 +1055,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("small-pool", help="did GRPO raise the sampled reward on a fixed training pool? (ours; "
                                           "repro_small_pool.py)")
     p.add_argument("--runs", required=True, nargs="+", type=Path, metavar="RUN_DIR",
-                   help="harness-g train runs on a fixed pool that logged every rollout (log.keep_trajectories)")
+                   help="harness-g train runs on a fixed pool that logged every rollout (log.keep_trajectories); "
+                        "paired by the seed and credit.scheme in their config.yaml, one run per scheme and seed")
     p.add_argument("--window", type=int, default=3, help="steps per window: the first N against the last N (default 3)")
     p.add_argument("--steps", type=int, help="the step the last window ends at (default: each run's optim.steps)")
     p.add_argument("--device", default="not recorded", help="where the runs ran, e.g. 'CPU (2 cores)' (a label)")

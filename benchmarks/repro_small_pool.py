@@ -9,8 +9,9 @@ the mean rollout reward F1 (the training rollouts, sampled) in the last ``--wind
 first ``--window`` steps; per-question window means are differenced first, then averaged over the pool's questions.
 The 95% interval resamples the rollouts within each question and window (``window_change``): it is an interval over
 rollouts of those fixed questions, not over questions. Beside it: greedy F1 on the pool and held-out F1 / evidence
-recall at step 0 and the last evaluation, the zero-advantage fraction per step, and, for two runs named ``outcome`` and
-``snc`` (the folder names), SNC minus outcome-only on the change. The rule declared with the check
+recall at step 0 and the last evaluation, the zero-advantage fraction per step. Runs are paired by their config's
+``seed`` and ``credit.scheme``: for each seed with an ``outcome`` and an ``snc`` run, SNC minus outcome-only on the
+change; per scheme, the verdicts by seed (the replication on seeds 1 and 2). The rule declared with the check
 (``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is above 0,
 *loses on the pool* if its upper end is below 0, else *not decided*; a run short of step S gets no verdict.
 """
@@ -130,7 +131,8 @@ def summarise_run(run: Path, window: int, steps: int | None,
     metrics = _jsonl(run / "metrics.jsonl")
     reached = max(by_step, default=0)
     record: dict[str, Any] = {
-        "run": str(run), "steps": target, "reached": reached, "rests_on": _rests_on(config, device),
+        "run": str(run), "arm": config.get("credit", {}).get("scheme"), "seed": config.get("seed"),
+        "steps": target, "reached": reached, "rests_on": _rests_on(config, device),
         "reward_f1_by_step": {str(s): round(_mean([r for _, r in by_step[s]]), 4) for s in sorted(by_step)},
         "zero_adv_frac_by_step": {str(m["step"]): m.get("zero_adv_frac") for m in metrics},
         "evaluations": _evaluations(run)}
@@ -161,20 +163,38 @@ def _rests_on(c: dict[str, Any], device: str) -> dict[str, Any]:
 
 def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = None,
                device: str = "not recorded") -> dict[str, Any]:
-    """The check's record over ``runs`` (keyed by folder name); ``snc_minus_outcome`` when runs named outcome and snc
-    both reached the step; ``device`` is a label (the runs do not record where they ran)."""
+    """The check's record over ``runs`` (keyed by folder name). Runs pair by (``credit.scheme``, ``seed``) of their
+    configs: ``snc_minus_outcome_by_seed`` for each seed whose outcome and snc runs both reached the step; ``by_arm``
+    the verdicts per scheme and seed. Two runs of the same scheme and seed are refused (which pairs is ambiguous);
+    ``device`` is a label (the runs do not record where they ran)."""
     records: dict[str, Any] = {}
-    wins: dict[str, Windows] = {}
+    wins: dict[tuple[Any, Any], Windows] = {}
+    owner: dict[tuple[Any, Any], Path] = {}
     for run in runs:
         if run.name in records:
             raise ConfigError(f"{run}: two runs named {run.name!r}")
-        records[run.name], w = summarise_run(run, window, steps, device)
+        rec, w = summarise_run(run, window, steps, device)
+        key = (rec["arm"], rec["seed"])
+        if rec["arm"] is not None and key in owner:
+            raise ConfigError(f"{run}: a second {rec['arm']} run of seed {rec['seed']} (after {owner[key]}): "
+                              "pass one run per scheme and seed")
+        owner[key], records[run.name] = run, rec
         if w is not None:
-            wins[run.name] = w
-    data: dict[str, Any] = {"kind": "small_pool", "window": window, "runs": records}
-    if "snc" in wins and "outcome" in wins:
-        data["snc_minus_outcome"] = difference(wins["snc"], wins["outcome"])
-    return data
+            wins[key] = w
+    by_arm: dict[str, Any] = {}
+    for rec in records.values():
+        if rec["arm"] is not None:
+            arm = by_arm.setdefault(rec["arm"], {"verdicts": {}})
+            arm["verdicts"][str(rec["seed"])] = rec["verdict"]
+    for arm in by_arm.values():
+        verdicts = list(arm["verdicts"].values())
+        arm.update(seeds=len(verdicts), learns_the_pool=verdicts.count("learns the pool"),
+                   loses_on_the_pool=verdicts.count("loses on the pool"))
+    seeds = sorted({seed for _, seed in wins}, key=str)
+    diffs = {str(seed): difference(wins["snc", seed], wins["outcome", seed])
+             for seed in seeds if ("snc", seed) in wins and ("outcome", seed) in wins}
+    return {"kind": "small_pool", "window": window, "runs": records, "by_arm": by_arm,
+            "snc_minus_outcome_by_seed": diffs}
 
 
 #: where ``page`` looks for the check's record under the result root
@@ -202,31 +222,48 @@ def small_pool_section(root: Path) -> str:
         first, last = by[min(by, key=int)], by[max(by, key=int)]
         return f"{num(first.get(metric))} &rarr; {num(last.get(metric))}"
 
-    rows, basis = [], ""
+    recs = list(data["runs"].values())
+    rows = []
     for name, rec in data["runs"].items():
-        r = rec["rests_on"]
-        basis = (f"a pool of {r['pool_questions']} training questions, all played every step, {r['group_size']} "
-                 f"rollouts each (temperature 1.0), {rec['steps']} steps, seed {r['seed']}, {r['model']}"
-                 f"{' + LoRA' if r['lora'] else ''} (lr {r['lr']}), T = {r['max_turns']} ({r['context']} context), "
-                 f"{r['preset']} preset, {'warm-started from an SFT adapter' if r['warm_start'] else 'no warm start'}, "
-                 f"{r['device']}")
         curve = " ".join(f"{v:.2f}" for v in rec["reward_f1_by_step"].values())
         ch = rec["change"]
         change = "-" if ch is None else f"{ch['mean']:+.3f} [{ch['lo']:+.3f}, {ch['hi']:+.3f}]"
         zero = [v for v in rec["zero_adv_frac_by_step"].values() if v is not None]
-        rows.append(f"<tr><td>{escape(name)}</td><td>{rec['reached']} of {rec['steps']}</td><td>{curve}</td>"
-                    f"<td>{change}</td><td>{escape(rec['verdict'])}</td><td>{evals(rec, 'train', 'f1')}</td>"
-                    f"<td>{evals(rec, 'heldout', 'f1')}</td><td>{evals(rec, 'heldout', 'evidence_recall')}</td>"
+        rows.append(f"<tr><td>{escape(name)}</td><td>{rec.get('seed')}</td><td>{rec['reached']} of {rec['steps']}</td>"
+                    f"<td>{curve}</td><td>{change}</td><td>{escape(rec['verdict'])}</td>"
+                    f"<td>{evals(rec, 'train', 'f1')}</td><td>{evals(rec, 'heldout', 'f1')}</td>"
+                    f"<td>{evals(rec, 'heldout', 'evidence_recall')}</td>"
                     f"<td>{num(sum(zero) / len(zero)) if zero else '-'}</td></tr>")
-    diff = data.get("snc_minus_outcome")
-    extra = (f"<p>SNC minus outcome-only on the change: {diff['mean']:+.3f} [{diff['lo']:+.3f}, {diff['hi']:+.3f}]"
-             "</p>") if diff else ""
+    basis = _basis([r["rests_on"] for r in recs], [r["steps"] for r in recs])
+    diffs = data.get("snc_minus_outcome_by_seed", {})
+    extra = "".join(f"<p>SNC minus outcome-only on the change, seed {escape(seed)}: {d['mean']:+.3f} "
+                    f"[{d['lo']:+.3f}, {d['hi']:+.3f}]</p>" for seed, d in diffs.items())
+    extra += "".join(f"<p>{escape(arm)}: learns the pool in {a['learns_the_pool']} of {a['seeds']} seed(s), loses on "
+                     f"it in {a['loses_on_the_pool']}</p>" for arm, a in data.get("by_arm", {}).items())
     w = data["window"]
     return ("<h2>Does training raise the reward on the questions it trains on? (ours: the small-pool check)</h2>"
             f"<p class='basis'>Rests on: {escape(basis)}. The change is the mean sampled reward F1 of the last {w} "
             f"steps minus the first {w}, per question then averaged, with a 95% bootstrap interval over each "
             "question's rollouts (an interval over rollouts of these questions, not over questions).</p>"
-            "<table><tr><th>arm</th><th>steps</th><th>pool reward F1 by step (sampled)</th><th>change [95% CI]</th>"
+            "<table><tr><th>run</th><th>seed</th><th>steps</th><th>pool reward F1 by step (sampled)</th><th>change [95% CI]</th>"
             "<th>verdict (declared rule)</th><th>pool greedy F1, step 0 &rarr; last</th><th>held-out F1</th>"
             "<th>held-out evidence recall</th><th>zero-advantage fraction of groups (mean)</th></tr>"
             + "".join(rows) + "</table>" + extra)
+
+
+def _basis(rests: list[dict[str, Any]], steps: list[int]) -> str:
+    """The page's "Rests on" sentence for the runs' ``rests_on`` records: each setting's value when the runs share it,
+    else "varies by run"; the seeds listed (the table names each run's seed)."""
+    def v(key: str) -> Any:
+        values = {json.dumps(r.get(key), sort_keys=True) for r in rests}
+        return rests[0].get(key) if len(values) == 1 else "varies by run"
+
+    seeds = ", ".join(str(s) for s in sorted({r.get("seed") for r in rests}, key=str))
+    warm = [bool(r.get("warm_start")) for r in rests]
+    start = ("each warm-started from an SFT adapter" if all(warm) else "no warm start" if not any(warm)
+             else "some warm-started from an SFT adapter")
+    lora = {True: " + LoRA", False: "", "varies by run": " (LoRA varies by run)"}[v("lora") if v("lora") == "varies by run"
+                                                                                 else bool(v("lora"))]
+    return (f"a pool of {v('pool_questions')} training questions, all played every step, {v('group_size')} rollouts "
+            f"each (temperature 1.0), {max(steps)} steps, seed(s) {seeds}, {v('model')}{lora} (lr {v('lr')}), "
+            f"T = {v('max_turns')} ({v('context')} context), {v('preset')} preset, {start}, {v('device')}")

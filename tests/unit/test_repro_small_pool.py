@@ -14,13 +14,16 @@ from harness_g.errors import ConfigError
 sp = load_script("benchmarks/repro_small_pool.py")
 
 
-def _run(path, rewards, *, steps=None, group=2, pool=2):
-    """A run dir (a pool of ``pool`` questions, ``group`` rollouts each) whose step s played the questions of
-    ``rewards[s-1]`` with those rewards."""
+def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0):
+    """A run dir (a pool of ``pool`` questions, ``group`` rollouts each; ``credit.scheme`` ``arm``, default the
+    folder's name when it is outcome or snc) whose step s played the questions of ``rewards[s-1]`` with those
+    rewards."""
     path.mkdir(parents=True)
     total = steps if steps is not None else len(rewards)
+    arm = arm or (path.name if path.name in ("outcome", "snc") else None)
     (path / "config.yaml").write_text(f"rollout: {{group_size: {group}, questions_per_step: {pool}}}\n"
-                                      f"optim: {{steps: {total}}}\n")
+                                      f"optim: {{steps: {total}}}\nseed: {seed}\n"
+                                      + (f"credit: {{scheme: {arm}}}\n" if arm else ""))
     rows = [{"step": s, "question": q, "answers": ["a"], "answer": "a", "reward": r, "actions": []}
             for s, per in enumerate(rewards, 1) for q in per for r in per[q]]
     (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -43,7 +46,9 @@ def test_a_run_whose_rewards_rise_learns_the_pool_and_the_change_is_per_question
     assert rec["first_steps"] == [1, 2] and rec["last_steps"] == [5, 6]
     assert rec["verdict"] == "learns the pool" and rec["per_question"]["q1"] == {"first": 0.0, "last": 1.0}
     assert rec["reward_f1_by_step"]["3"] == 9.0 and rec["evaluations"]["train"][0]["f1"] == 0.25
-    assert "snc_minus_outcome" not in data
+    assert data["snc_minus_outcome_by_seed"] == {}
+    assert data["by_arm"] == {"outcome": {"verdicts": {"0": "learns the pool"}, "seeds": 1, "learns_the_pool": 1,
+                                          "loses_on_the_pool": 0}}
 
 
 def test_noise_without_a_trend_is_not_decided_and_a_fall_loses(tmp_path):
@@ -60,10 +65,33 @@ def test_snc_minus_outcome_resamples_both_runs(tmp_path):
     low, high = {"q1": [0.0, 0.0], "q2": [0.0, 1.0]}, {"q1": [1.0, 1.0], "q2": [0.0, 1.0]}
     outcome = _run(tmp_path / "outcome", [low, low, low, low])
     snc = _run(tmp_path / "snc", [low, low, high, high])
-    diff = sp.small_pool([outcome, snc], window=2)["snc_minus_outcome"]
+    diff = sp.small_pool([outcome, snc], window=2)["snc_minus_outcome_by_seed"]["0"]
     assert diff["mean"] == pytest.approx(0.5) and diff["lo"] <= 0.5 <= diff["hi"] and diff["lo"] < diff["hi"]
-    again = sp.small_pool([outcome, snc], window=2)["snc_minus_outcome"]
+    again = sp.small_pool([outcome, snc], window=2)["snc_minus_outcome_by_seed"]["0"]
     assert again == diff  # a fixed bootstrap seed
+
+
+def test_runs_pair_by_seed_and_scheme_from_their_configs_not_their_names(tmp_path):
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}
+    runs = [_run(tmp_path / "o1", [low, low, high, high], arm="outcome", seed=1),  # learns
+            _run(tmp_path / "s1", [low, low, low, low], arm="snc", seed=1),  # flat
+            _run(tmp_path / "o2", [high, high, low, low], arm="outcome", seed=2),  # loses
+            _run(tmp_path / "s2", [low, low, low, high], arm="snc", seed=2, steps=10)]  # short of its steps
+    data = sp.small_pool(runs, window=2, steps=4)
+    assert (data["runs"]["o2"]["arm"], data["runs"]["o2"]["seed"]) == ("outcome", 2)
+    # seed 1 pairs o1 with s1; seed 2's snc run ended the windows at step 4 too (--steps), so it pairs as well
+    assert data["snc_minus_outcome_by_seed"]["1"]["mean"] == pytest.approx(-1.0)
+    assert data["snc_minus_outcome_by_seed"]["2"]["mean"] == pytest.approx(1.5)  # +0.5 (steps 3-4: low, high) - (-1)
+    assert data["by_arm"]["outcome"] == {"verdicts": {"1": "learns the pool", "2": "loses on the pool"}, "seeds": 2,
+                                         "learns_the_pool": 1, "loses_on_the_pool": 1}
+    # without --steps seed 2's snc run is short of its 10 steps: no verdict, no seed-2 difference
+    data = sp.small_pool(runs, window=2)
+    assert list(data["snc_minus_outcome_by_seed"]) == ["1"]
+    assert data["by_arm"]["snc"]["verdicts"]["2"].startswith("not run to step 10") and data["by_arm"]["snc"]["seeds"] == 2
+    # a second outcome run of seed 1 makes the pairing ambiguous: refused, naming both
+    twin = _run(tmp_path / "o1-again", [low] * 4, arm="outcome", seed=1)
+    with pytest.raises(ConfigError, match=r"o1-again: a second outcome run of seed 1 \(after .*o1\): pass one run per"):
+        sp.small_pool([*runs, twin], window=2)
 
 
 def test_a_run_short_of_its_steps_gets_no_verdict(tmp_path):
@@ -71,7 +99,7 @@ def test_a_run_short_of_its_steps_gets_no_verdict(tmp_path):
     run = _run(tmp_path / "snc", [step] * 4, steps=10)
     rec = sp.small_pool([run, _run(tmp_path / "outcome", [step] * 10)], window=3)
     assert rec["runs"]["snc"]["change"] is None and rec["runs"]["snc"]["verdict"].startswith("not run to step 10 (reached 4)")
-    assert "snc_minus_outcome" not in rec
+    assert rec["snc_minus_outcome_by_seed"] == {}
 
 
 def test_refusals(tmp_path):
@@ -101,7 +129,8 @@ def test_the_cli_prints_and_writes_the_record_and_refuses_in_one_line(tmp_path, 
     assert printed == json.loads(out.read_text()) and printed["runs"]["outcome"]["change"]["mean"] == pytest.approx(0.25)
     assert printed["runs"]["outcome"]["rests_on"]["device"] == "CPU (test)"
     html = sp.small_pool_section(tmp_path / "res")
-    assert "<td>outcome</td><td>4 of 4</td><td>0.00 0.00 0.25 0.25</td><td>+0.250 [" in html
+    assert "<td>outcome</td><td>0</td><td>4 of 4</td><td>0.00 0.00 0.25 0.25</td><td>+0.250 [" in html
+    assert "seed(s) 0," in html and "outcome: learns the pool in 0 of 1 seed(s), loses on it in 0" in html
     # q1 scored 1 in one rollout of two: a resample can draw no 1, so the interval reaches 0 and nothing is decided
     assert "+0.250 [+0.000, +0.500]</td><td>not decided" in html and "CPU (test)" in html and "0.250 &rarr; 0.250" in html
     assert rs.main(["small-pool", "--runs", str(run), "--window", "3"]) == 2
@@ -127,3 +156,23 @@ def test_steps_sets_where_the_last_window_ends_and_each_refusal_names_the_run(tm
     (cut / "rollouts.jsonl").write_text("\n".join(rows) + "\n")
     assert rs.main(["small-pool", "--runs", str(cut), "--window", "2"]) == 2
     assert capsys.readouterr().err.strip() == f"error: {cut}: step 2 of the windows logged no rollouts (rollouts.jsonl)"
+
+
+def test_the_page_lists_each_seeds_difference_and_says_which_settings_vary(tmp_path):
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}
+    runs = [_run(tmp_path / f"{arm}-seed{seed}", [low, low, high if arm == "outcome" else low, high], arm=arm, seed=seed)
+            for seed in (0, 1) for arm in ("outcome", "snc")]
+    # the seed-1 runs used another lr: the page must not print seed 0's lr as if all runs shared it
+    for run in runs[2:]:
+        (run / "config.yaml").write_text((run / "config.yaml").read_text() + "optim: {steps: 4, lr: 0.001}\n")
+    for run in runs[:2]:
+        (run / "config.yaml").write_text((run / "config.yaml").read_text() + "optim: {steps: 4, lr: 0.0002}\n")
+    out = tmp_path / "res" / "small-pool" / "small_pool.json"
+    out.parent.mkdir(parents=True)
+    out.write_text(json.dumps(sp.small_pool(runs, window=2)))
+    html = sp.small_pool_section(tmp_path / "res")
+    assert "seed(s) 0, 1," in html and "(lr varies by run)" in html and "lr 0.0002" not in html
+    # outcome: steps 3-4 both high (change +1); snc: one of them (+0.5)
+    assert "SNC minus outcome-only on the change, seed 0: -0.500 [" in html
+    assert "SNC minus outcome-only on the change, seed 1: -0.500 [" in html
+    assert "snc: learns the pool in 2 of 2 seed(s)" in html and "<td>snc-seed1</td><td>1</td><td>4 of 4</td>" in html
