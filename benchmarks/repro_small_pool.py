@@ -245,8 +245,9 @@ def small_pool_section(root: Path) -> str:
             f"<p class='basis'>Rests on: {escape(basis)}. The change is the mean sampled reward F1 of the last {w} "
             f"steps minus the first {w}, per question then averaged, with a 95% bootstrap interval over each "
             "question's rollouts (an interval over rollouts of these questions, not over questions).</p>"
-            "<table><tr><th>run</th><th>seed</th><th>steps</th><th>pool reward F1 by step (sampled)</th><th>change [95% CI]</th>"
-            "<th>verdict (declared rule)</th><th>pool greedy F1, step 0 &rarr; last</th><th>held-out F1</th>"
+            "<table><tr><th>run</th><th>seed</th><th>steps</th><th>pool reward F1 by step (sampled)</th>"
+            "<th>change [95% CI]</th><th>verdict (declared rule)</th><th>pool greedy F1, step 0 &rarr; last</th>"
+            "<th>held-out F1</th>"
             "<th>held-out evidence recall</th><th>zero-advantage fraction of groups (mean)</th></tr>"
             + "".join(rows) + "</table>" + extra)
 
@@ -262,8 +263,9 @@ def _basis(rests: list[dict[str, Any]], steps: list[int]) -> str:
     warm = [bool(r.get("warm_start")) for r in rests]
     start = ("each warm-started from an SFT adapter" if all(warm) else "no warm start" if not any(warm)
              else "some warm-started from an SFT adapter")
-    lora = {True: " + LoRA", False: "", "varies by run": " (LoRA varies by run)"}[v("lora") if v("lora") == "varies by run"
-                                                                                 else bool(v("lora"))]
+    lora = v("lora")
+    lora = " (LoRA varies by run)" if lora == "varies by run" else " + LoRA" if lora else ""
+    n_steps = steps[0] if len(set(steps)) == 1 else "varies by run"
     return (f"a pool of {v('pool_questions')} training questions, all played every step, {v('group_size')} rollouts "
-            f"each (temperature 1.0), {max(steps)} steps, seed(s) {seeds}, {v('model')}{lora} (lr {v('lr')}), "
+            f"each (temperature 1.0), {n_steps} steps, seed(s) {seeds}, {v('model')}{lora} (lr {v('lr')}), "
             f"T = {v('max_turns')} ({v('context')} context), {v('preset')} preset, {start}, {v('device')}")
