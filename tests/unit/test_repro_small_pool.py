@@ -14,7 +14,7 @@ from harness_g.errors import ConfigError
 sp = load_script("benchmarks/repro_small_pool.py")
 
 
-def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0):
+def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002):
     """A run dir (a pool of ``pool`` questions, ``group`` rollouts each; ``credit.scheme`` ``arm``, default the
     folder's name when it is outcome or snc) whose step s played the questions of ``rewards[s-1]`` with those
     rewards."""
@@ -22,7 +22,7 @@ def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0):
     total = steps if steps is not None else len(rewards)
     arm = arm or (path.name if path.name in ("outcome", "snc") else None)
     (path / "config.yaml").write_text(f"rollout: {{group_size: {group}, questions_per_step: {pool}}}\n"
-                                      f"optim: {{steps: {total}}}\nseed: {seed}\n"
+                                      f"optim: {{steps: {total}, lr: {lr}}}\nseed: {seed}\n"
                                       + (f"credit: {{scheme: {arm}}}\n" if arm else ""))
     rows = [{"step": s, "question": q, "answers": ["a"], "answer": "a", "reward": r, "actions": []}
             for s, per in enumerate(rewards, 1) for q in per for r in per[q]]
@@ -160,13 +160,9 @@ def test_steps_sets_where_the_last_window_ends_and_each_refusal_names_the_run(tm
 
 def test_the_page_lists_each_seeds_difference_and_says_which_settings_vary(tmp_path):
     low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}
-    runs = [_run(tmp_path / f"{arm}-seed{seed}", [low, low, high if arm == "outcome" else low, high], arm=arm, seed=seed)
-            for seed in (0, 1) for arm in ("outcome", "snc")]
     # the seed-1 runs used another lr: the page must not print seed 0's lr as if all runs shared it
-    for run in runs[2:]:
-        (run / "config.yaml").write_text((run / "config.yaml").read_text() + "optim: {steps: 4, lr: 0.001}\n")
-    for run in runs[:2]:
-        (run / "config.yaml").write_text((run / "config.yaml").read_text() + "optim: {steps: 4, lr: 0.0002}\n")
+    runs = [_run(tmp_path / f"{arm}-seed{seed}", [low, low, high if arm == "outcome" else low, high], arm=arm, seed=seed,
+                 lr=0.001 if seed else 0.0002) for seed in (0, 1) for arm in ("outcome", "snc")]
     out = tmp_path / "res" / "small-pool" / "small_pool.json"
     out.parent.mkdir(parents=True)
     out.write_text(json.dumps(sp.small_pool(runs, window=2)))
