@@ -170,6 +170,7 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
     records: dict[str, Any] = {}
     wins: dict[tuple[Any, Any], Windows] = {}
     owner: dict[tuple[Any, Any], Path] = {}
+    by_arm: dict[str, Any] = {}
     for run in runs:
         if run.name in records:
             raise ConfigError(f"{run}: two runs named {run.name!r}")
@@ -181,18 +182,14 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
         owner[key], records[run.name] = run, rec
         if w is not None:
             wins[key] = w
-    by_arm: dict[str, Any] = {}
-    for rec in records.values():
         if rec["arm"] is not None:
-            arm = by_arm.setdefault(rec["arm"], {"verdicts": {}})
-            arm["verdicts"][str(rec["seed"])] = rec["verdict"]
+            by_arm.setdefault(rec["arm"], {"verdicts": {}})["verdicts"][str(rec["seed"])] = rec["verdict"]
     for arm in by_arm.values():
         verdicts = list(arm["verdicts"].values())
         arm.update(seeds=len(verdicts), learns_the_pool=verdicts.count("learns the pool"),
                    loses_on_the_pool=verdicts.count("loses on the pool"))
-    seeds = sorted({seed for _, seed in wins}, key=str)
-    diffs = {str(seed): difference(wins["snc", seed], wins["outcome", seed])
-             for seed in seeds if ("snc", seed) in wins and ("outcome", seed) in wins}
+    diffs = {str(seed): difference(wins["snc", seed], w)
+             for (arm, seed), w in sorted(wins.items(), key=str) if arm == "outcome" and ("snc", seed) in wins}
     return {"kind": "small_pool", "window": window, "runs": records, "by_arm": by_arm,
             "snc_minus_outcome_by_seed": diffs}
 
