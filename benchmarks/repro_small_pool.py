@@ -11,8 +11,10 @@ The 95% interval resamples the rollouts within each question and window (``windo
 rollouts of those fixed questions, not over questions. Beside it: greedy F1 on the pool and held-out F1 / evidence
 recall at step 0 and the last evaluation, the zero-advantage fraction per step. Runs are paired by their config's
 ``seed`` and ``credit.scheme``: for each seed with an ``outcome`` and an ``snc`` run, SNC minus outcome-only on the
-change; per scheme, the verdicts by seed (the replication on seeds 1 and 2). The rule declared with the check
-(``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is above 0,
+change; per scheme, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
+questions in their rollouts); another pool (``data.train_offset``) gets its own ``--out``, e.g.
+``small-pool/offset4/small_pool.json``, and the page shows every ``small-pool/**/small_pool.json``. The rule declared
+with the check (``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is above 0,
 *loses on the pool* if its upper end is below 0, else *not decided*; a run short of step S gets no verdict.
 """
 from __future__ import annotations
@@ -132,7 +134,8 @@ def summarise_run(run: Path, window: int, steps: int | None,
     reached = max(by_step, default=0)
     record: dict[str, Any] = {
         "run": str(run), "arm": config.get("credit", {}).get("scheme"), "seed": config.get("seed"),
-        "steps": target, "reached": reached, "rests_on": _rests_on(config, device),
+        "pool": sorted({q for rows in by_step.values() for q, _ in rows}), "steps": target, "reached": reached,
+        "rests_on": _rests_on(config, device),
         "reward_f1_by_step": {str(s): round(_mean([r for _, r in by_step[s]]), 4) for s in sorted(by_step)},
         "zero_adv_frac_by_step": {str(m["step"]): m.get("zero_adv_frac") for m in metrics},
         "evaluations": _evaluations(run)}
@@ -155,7 +158,8 @@ def _rests_on(c: dict[str, Any], device: str) -> dict[str, Any]:
     """What a run's numbers rest on, from its ``config.yaml`` (``c``)."""
     model, rollout = c.get("model", {}), c.get("rollout", {})
     return {"model": model.get("name"), "lora": model.get("lora"), "warm_start": model.get("init_adapter"),
-            "pool_questions": c.get("data", {}).get("train_questions"), "group_size": rollout.get("group_size"),
+            "pool_questions": c.get("data", {}).get("train_questions"),
+            "pool_offset": c.get("data", {}).get("train_offset", 0), "group_size": rollout.get("group_size"),
             "questions_per_step": rollout.get("questions_per_step"), "max_turns": rollout.get("max_turns"),
             "context": rollout.get("context"), "lr": c.get("optim", {}).get("lr"), "seed": c.get("seed"),
             "preset": c.get("preset"), "device": device}
@@ -165,7 +169,8 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
                device: str = "not recorded") -> dict[str, Any]:
     """The check's record over ``runs`` (keyed by folder name). Runs pair by (``credit.scheme``, ``seed``) of their
     configs: ``snc_minus_outcome_by_seed`` for each seed whose outcome and snc runs both reached the step; ``by_arm``
-    the verdicts per scheme and seed. Two runs of the same scheme and seed are refused (which pairs is ambiguous);
+    the verdicts per scheme and seed. Two runs of the same scheme and seed are refused (which pairs is ambiguous), and
+    so are runs whose rollouts played other questions than the first run's (another pool: its own call);
     ``device`` is a label (the runs do not record where they ran)."""
     records: dict[str, Any] = {}
     wins: dict[tuple[Any, Any], Windows] = {}
@@ -175,6 +180,11 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
         if run.name in records:
             raise ConfigError(f"{run}: two runs named {run.name!r}")
         rec, w = summarise_run(run, window, steps, device)
+        first = next(iter(records.values()), rec)
+        if rec["pool"] != first["pool"]:
+            raise ConfigError(f"{run}: its rollouts play another pool than {first['run']}'s ({len(rec['pool'])} "
+                              f"question(s), {len(set(rec['pool']) - set(first['pool']))} not in it): pass the runs of "
+                              "one pool per call, each pool with its own --out")
         key = (rec["arm"], rec["seed"])
         if rec["arm"] is not None and key in owner:
             raise ConfigError(f"{run}: a second {rec['arm']} run of seed {rec['seed']} (after {owner[key]}): "
@@ -194,20 +204,25 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
             "snc_minus_outcome_by_seed": diffs}
 
 
-#: where ``page`` looks for the check's record under the result root
-PAGE_FILE = Path("small-pool") / "small_pool.json"
+#: where ``page`` looks for the check's records under the result root: one file per pool
+PAGE_DIR, PAGE_NAME = Path("small-pool"), "small_pool.json"
 
 
 def small_pool_section(root: Path) -> str:
-    """The page's section for ``root/small-pool/small_pool.json`` ("" when absent): per run, the sampled reward of the
-    pool by step, the window change with its interval and verdict, the pool's and the held-out greedy scores at step 0
-    and after; SNC minus outcome-only."""
-    from html import escape
-
-    path = root / PAGE_FILE
-    if not path.is_file():
+    """The page's section for every ``root/small-pool/**/small_pool.json`` ("" when there is none), one table per pool
+    (:func:`_pool_table`)."""
+    paths = sorted((root / PAGE_DIR).glob(f"**/{PAGE_NAME}"), key=lambda p: (len(p.parts), str(p)))
+    if not paths:
         return ""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    return ("<h2>Does training raise the reward on the questions it trains on? (ours: the small-pool check)</h2>"
+            + "".join(_pool_table(json.loads(p.read_text(encoding="utf-8")), p.relative_to(root)) for p in paths))
+
+
+def _pool_table(data: dict[str, Any], path: Path) -> str:
+    """One pool's table from its record ``data`` (read from ``path``): per run, the sampled reward of the pool by step,
+    the window change with its interval and verdict, the pool's and the held-out greedy scores at step 0 and after;
+    SNC minus outcome-only."""
+    from html import escape
 
     def num(x: Any) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -238,7 +253,8 @@ def small_pool_section(root: Path) -> str:
     extra += "".join(f"<p>{escape(arm)}: learns the pool in {a['learns_the_pool']} of {a['seeds']} seed(s), loses on "
                      f"it in {a['loses_on_the_pool']}</p>" for arm, a in data.get("by_arm", {}).items())
     w = data["window"]
-    return ("<h2>Does training raise the reward on the questions it trains on? (ours: the small-pool check)</h2>"
+    pool = recs[0].get("pool") or sorted({q for r in recs for q in r.get("per_question", {})})
+    return (f"<h3>{escape(str(path))}: a pool of {len(pool)} question(s): {escape('; '.join(pool))}</h3>"
             f"<p class='basis'>Rests on: {escape(basis)}. The change is the mean sampled reward F1 of the last {w} "
             f"steps minus the first {w}, per question then averaged, with a 95% bootstrap interval over each "
             "question's rollouts (an interval over rollouts of these questions, not over questions).</p>"
@@ -263,6 +279,9 @@ def _basis(rests: list[dict[str, Any]], steps: list[int]) -> str:
     lora = v("lora")
     lora = " (LoRA varies by run)" if lora == "varies by run" else " + LoRA" if lora else ""
     n_steps = steps[0] if len(set(steps)) == 1 else "varies by run"
-    return (f"a pool of {v('pool_questions')} training questions, all played every step, {v('group_size')} rollouts "
-            f"each (temperature 1.0), {n_steps} steps, seed(s) {seeds}, {v('model')}{lora} (lr {v('lr')}), "
+    offset = v("pool_offset")
+    where = (f"training questions {offset + 1}-{offset + v('pool_questions')} of the split"
+             if isinstance(offset, int) and isinstance(v("pool_questions"), int) else f"offset {offset}")
+    return (f"a pool of {v('pool_questions')} training questions ({where}), all played every step, "
+            f"{v('group_size')} rollouts each (temperature 1.0), {n_steps} steps, seed(s) {seeds}, {v('model')}{lora} (lr {v('lr')}), "
             f"T = {v('max_turns')} ({v('context')} context), {v('preset')} preset, {start}, {v('device')}")

@@ -72,9 +72,13 @@ class DataConfig(Config):
                                 "after training, their ids in RUN_DIR/heldout_ids.txt and RUN_DIR/split.json (a resume "
                                 "must match it). Paper: 128 per dataset (appendix 'Splits and corpus preprocessing')",
                              ge=0)
-    train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions (a small pool is revisited "
-                                           "every N steps; evaluate it with log.eval_train_questions); paper: 5,120 per "
-                                           "dataset, Graph-R1's split", ge=1)
+    train_questions: int | None = _f(None, "train on only the first N (>= 1) non-held-out questions after "
+                                           "data.train_offset (a small pool is revisited every N steps; evaluate it "
+                                           "with log.eval_train_questions); paper: 5,120 per dataset, Graph-R1's split",
+                                     ge=1)
+    train_offset: int = _f(0, "ours: skip the first N (>= 0) non-held-out questions before data.train_questions cuts the "
+                              "training part, so another small pool of the same split can be trained on (0: the paper's "
+                              "split)", ge=0)
     build: dict = _f({}, "BuildConfig fields (keys [preset ...] filled by the top-level preset): the build rules when "
                          "build_format makes graph_dir; a key given explicitly (e.g. embedding_model) must match a "
                          "graph_dir built otherwise, or training is refused naming it", parse=_build_overrides,

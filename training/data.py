@@ -101,7 +101,8 @@ def check_build_keys(config: Any) -> None:
 def split_questions(config: Any, view: Any) -> tuple[list[QAItem], list[QAItem]]:
     """(training, held-out) questions: ``data.questions`` (in ``data.questions_format``) or the graph's own, those
     with gold answers, the first ``data.limit``; the last ``data.eval_questions`` held out (at least one question
-    is always left to train on), the training part cut to ``data.train_questions``. ConfigError when
+    is always left to train on), the training part's first ``data.train_offset`` skipped and the rest cut to
+    ``data.train_questions``. ConfigError when
     ``rollout.questions_per_step`` is larger than the training part (:func:`check_batch_size`)."""
     return _split(config, _questions(config, lambda: view.artifact))
 
@@ -145,6 +146,12 @@ def _split(config: Any, items: list[QAItem]) -> tuple[list[QAItem], list[QAItem]
         raise ConfigError(f"no training questions with answers in {data.graph_dir}")
     n_eval = min(data.eval_questions, len(items) - 1)
     train, held_out = (items[:-n_eval], items[-n_eval:]) if n_eval > 0 else (items, [])
+    if data.train_offset:
+        if data.train_offset >= len(train):
+            raise ConfigError(f"data.train_offset ({data.train_offset}) leaves no training question: "
+                              f"{config.data.questions or config.data.graph_dir} has {len(train)} after data.limit and "
+                              f"data.eval_questions; set it to at most {len(train) - 1}")
+        train = train[data.train_offset:]
     if data.train_questions:
         train = train[: data.train_questions]
     check_batch_size(config, len(train))
@@ -159,7 +166,7 @@ def check_batch_size(config: Any, n_train: int) -> None:
     if q > n_train:
         source = config.data.questions or config.data.graph_dir
         raise ConfigError(f"rollout.questions_per_step ({q}) is larger than the {n_train} training question(s) of "
-                          f"{source} (after data.limit, data.eval_questions, data.train_questions); "
+                          f"{source} (after data.limit, data.eval_questions, data.train_offset, data.train_questions); "
                           f"set it to at most {n_train}")
 
 
@@ -170,7 +177,8 @@ def split_record(config: Any, train: list[QAItem], held_out: list[QAItem]) -> di
     ``data.eval_questions`` of training/configs/qwen2.5-3b-paper.yaml)."""
     data = config.data
     return {"source": str(data.questions or data.graph_dir), "limit": data.limit, "eval_questions": data.eval_questions,
-            "train_questions": data.train_questions, "heldout": [q.id for q in held_out], "train": [q.id for q in train]}
+            "train_questions": data.train_questions, "train_offset": data.train_offset,
+            "heldout": [q.id for q in held_out], "train": [q.id for q in train]}
 
 
 def check_split(run_dir: str | Path, record: dict[str, Any]) -> None:

@@ -90,6 +90,6 @@ def test_training_batch_larger_than_the_data_is_refused_at_start(flashrag_graph:
     rc, _, err = run(capsys, "train", "--config", TINY_CPU, "--out", out, "--set", f"data.graph_dir={flashrag_graph}",
                      "--set", "data.build_format=", "--set", "rollout.questions_per_step=100000", "-q")
     assert_one_line_error(rc, err, "rollout.questions_per_step (100000) is larger than the 4 training question(s) of "
-                          f"{flashrag_graph} (after data.limit, data.eval_questions, data.train_questions); "
+                          f"{flashrag_graph} (after data.limit, data.eval_questions, data.train_offset, data.train_questions); "
                           "set it to at most 4")
     assert not out.exists()

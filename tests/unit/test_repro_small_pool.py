@@ -14,7 +14,7 @@ from harness_g.errors import ConfigError
 sp = load_script("benchmarks/repro_small_pool.py")
 
 
-def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002):
+def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002, offset=None):
     """A run dir (a pool of ``pool`` questions, ``group`` rollouts each; ``credit.scheme`` ``arm``, default the
     folder's name when it is outcome or snc) whose step s played the questions of ``rewards[s-1]`` with those
     rewards."""
@@ -23,7 +23,9 @@ def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0
     arm = arm or (path.name if path.name in ("outcome", "snc") else None)
     (path / "config.yaml").write_text(f"rollout: {{group_size: {group}, questions_per_step: {pool}}}\n"
                                       f"optim: {{steps: {total}, lr: {lr}}}\nseed: {seed}\n"
-                                      + (f"credit: {{scheme: {arm}}}\n" if arm else ""))
+                                      + (f"credit: {{scheme: {arm}}}\n" if arm else "")
+                                      + (f"data: {{train_questions: {pool}, train_offset: {offset}}}\n"
+                                         if offset is not None else ""))
     rows = [{"step": s, "question": q, "answers": ["a"], "answer": "a", "reward": r, "actions": []}
             for s, per in enumerate(rewards, 1) for q in per for r in per[q]]
     (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -172,3 +174,26 @@ def test_the_page_lists_each_seeds_difference_and_says_which_settings_vary(tmp_p
     assert "SNC minus outcome-only on the change, seed 0: -0.500 [" in html
     assert "SNC minus outcome-only on the change, seed 1: -0.500 [" in html
     assert "snc: learns the pool in 2 of 2 seed(s)" in html and "<td>snc-seed1</td><td>1</td><td>4 of 4</td>" in html
+
+
+def test_another_pool_is_its_own_call_and_the_page_shows_one_table_per_pool(tmp_path):
+    """A second pool (data.train_offset) of the same seed and scheme is refused in one call, not paired with the
+    first pool's run, and each pool's record gets its own table on the page."""
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}
+    nxt_low, nxt_high = {"q3": [0.0, 0.0], "q4": [0.0, 0.0]}, {"q3": [1.0, 0.0], "q4": [0.0, 0.0]}
+    first = _run(tmp_path / "a" / "outcome", [low, low, high, high])  # an older run: no data.train_offset recorded
+    other = _run(tmp_path / "b" / "outcome4", [nxt_low, nxt_low, nxt_high, nxt_high], arm="outcome", offset=2)
+    with pytest.raises(ConfigError, match=r"outcome4: its rollouts play another pool than .*outcome's \(2 question\(s\), "
+                                          r"2 not in it\): pass the runs of one pool per call"):
+        sp.small_pool([first, other], window=2)
+    res = tmp_path / "res" / "small-pool"
+    (res / "offset2").mkdir(parents=True)
+    (res / "small_pool.json").write_text(json.dumps(sp.small_pool([first], window=2)))
+    rec = sp.small_pool([other], window=2)
+    assert rec["runs"]["outcome4"]["pool"] == ["q3", "q4"] and rec["runs"]["outcome4"]["rests_on"]["pool_offset"] == 2
+    (res / "offset2" / "small_pool.json").write_text(json.dumps(rec))
+    html = sp.small_pool_section(tmp_path / "res")
+    assert html.count("<table>") == 2 and html.count("<h2>") == 1
+    assert html.index("small-pool/small_pool.json: a pool of 2 question(s): q1; q2") < html.index(
+        "small-pool/offset2/small_pool.json: a pool of 2 question(s): q3; q4")
+    assert "(training questions 3-4 of the split)" in html and "+0.250 [" in html and "+1.000 [" in html

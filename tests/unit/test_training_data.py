@@ -36,8 +36,25 @@ def test_a_batch_larger_than_the_training_questions_is_refused(tmp_path: Path, o
     with pytest.raises(ConfigError) as info:
         split_questions(_config(tmp_path, **overrides), view=None)
     assert str(info.value) == (f"rollout.questions_per_step ({q}) is larger than the {n} training question(s) of "
-                               f"{TRIVIA} (after data.limit, data.eval_questions, data.train_questions); "
+                               f"{TRIVIA} (after data.limit, data.eval_questions, data.train_offset, data.train_questions); "
                                f"set it to at most {n}")
+
+
+def test_train_offset_takes_the_next_pool_of_the_same_split(tmp_path: Path) -> None:
+    """data.train_offset (ours) skips the first N training questions before data.train_questions cuts: another small
+    pool, with the held-out part unchanged."""
+    base = {"rollout.questions_per_step": 2, "data.train_questions": 2}
+    first, held = split_questions(_config(tmp_path, **base), view=None)
+    every, _ = split_questions(_config(tmp_path, **{"rollout.questions_per_step": 1}), view=None)
+    nxt, held2 = split_questions(_config(tmp_path, **base, **{"data.train_offset": 2}), view=None)
+    assert [q.id for q in first] == [q.id for q in every[:2]] and [q.id for q in nxt] == [q.id for q in every[2:4]]
+    assert [q.id for q in held2] == [q.id for q in held] and not {q.id for q in nxt} & {q.id for q in held}
+    with pytest.raises(ConfigError) as info:
+        split_questions(_config(tmp_path, **base, **{"data.train_offset": 4}), view=None)
+    assert str(info.value) == (f"data.train_offset (4) leaves no training question: {TRIVIA} has 4 after data.limit "
+                               "and data.eval_questions; set it to at most 3")
+    with pytest.raises(ConfigError, match="data.train_offset"):  # negative: refused by the config's own check
+        _config(tmp_path, **{"data.train_offset": -1})
 
 
 # -- the paper's split (harness-g.tex appendix "Splits and corpus preprocessing": 5,120 training, 128 held out) --------
