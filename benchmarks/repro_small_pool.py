@@ -9,7 +9,9 @@ the mean rollout reward F1 (the training rollouts, sampled) in the last ``--wind
 first ``--window`` steps; per-question window means are differenced first, then averaged over the pool's questions.
 The 95% interval resamples the rollouts within each question and window (``window_change``): it is an interval over
 rollouts of those fixed questions, not over questions. Beside it: greedy F1 on the pool and held-out F1 / evidence
-recall at step 0 and the last evaluation, the zero-advantage fraction per step. Runs are paired by their config's
+recall at step 0 and the last evaluation, the zero-advantage fraction per step, and the same change over only the
+pool's questions that do not offer their answer (``offers_its_answer``: no gold answer appears in the question's
+text, so choosing between the names a question shows cannot answer it). Runs are paired by their config's
 ``seed`` and ``credit.scheme``: for each seed with an ``outcome`` and an ``snc`` run, SNC minus outcome-only on the
 change; per scheme, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
 questions in their rollouts); another pool (``data.train_offset``) gets its own ``--out``, e.g.
@@ -65,6 +67,21 @@ def rewards_by_step(run: Path, config: dict[str, Any]) -> dict[int, list[tuple[s
         raise ConfigError(f"{run}: step {short[0]} logged {len(steps[short[0]])} rollouts of {per_step} played "
                           f"(set log.keep_trajectories >= {per_step})")
     return steps
+
+
+def offers_its_answer(question: str, answers: Sequence[str]) -> bool:
+    """The rule declared with the second pool (README, "another pool"): a question *offers its answer* when one of its
+    gold answers (any alias), lower-cased, appears in its lower-cased text, e.g. a comparison question that names the
+    two films it asks about. Such a question can be answered by choosing between names it shows, without the graph."""
+    text = question.lower()
+    return any(a.strip() and a.strip().lower() in text for a in answers)
+
+
+def offered_questions(run: Path) -> list[str]:
+    """The questions of ``run``'s rollouts that offer their answer (:func:`offers_its_answer`, the gold answers the
+    rollouts logged), sorted."""
+    return sorted({str(r["question"]) for r in _jsonl(run / "rollouts.jsonl")
+                   if offers_its_answer(str(r["question"]), r.get("answers") or [])})
 
 
 def windows(steps: dict[int, list[tuple[str, float]]], first: Sequence[int], last: Sequence[int]) -> Windows:
@@ -135,12 +152,12 @@ def summarise_run(run: Path, window: int, steps: int | None,
     record: dict[str, Any] = {
         "run": str(run), "arm": config.get("credit", {}).get("scheme"), "seed": config.get("seed"),
         "pool": sorted({q for rows in by_step.values() for q, _ in rows}), "steps": target, "reached": reached,
-        "rests_on": _rests_on(config, device),
+        "rests_on": _rests_on(config, device), "offers_its_answer": offered_questions(run),
         "reward_f1_by_step": {str(s): round(_mean([r for _, r in by_step[s]]), 4) for s in sorted(by_step)},
         "zero_adv_frac_by_step": {str(m["step"]): m.get("zero_adv_frac") for m in metrics},
         "evaluations": _evaluations(run)}
     if reached < target:
-        record.update(change=None, verdict=f"not run to step {target} (reached {reached}): no verdict")
+        record.update(change=None, change_not_offered=None, verdict=f"not run to step {target} (reached {reached}): no verdict")
         return record, None
     first, last = range(1, window + 1), range(target - window + 1, target + 1)
     unlogged = [s for s in (*first, *last) if s not in by_step]
@@ -151,6 +168,8 @@ def summarise_run(run: Path, window: int, steps: int | None,
     record["first_steps"], record["last_steps"] = [1, window], [target - window + 1, target]
     record["per_question"] = {q: {"first": round(_mean(a), 4), "last": round(_mean(b), 4)} for q, (a, b) in w.items()}
     record["verdict"] = verdict(record["change"])
+    rest = {q: v for q, v in w.items() if q not in record["offers_its_answer"]}
+    record["change_not_offered"] = window_change(rest) if rest else None
     return record, w
 
 
@@ -238,11 +257,10 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
     rows = []
     for name, rec in data["runs"].items():
         curve = " ".join(f"{v:.2f}" for v in rec["reward_f1_by_step"].values())
-        ch = rec["change"]
-        change = "-" if ch is None else f"{ch['mean']:+.3f} [{ch['lo']:+.3f}, {ch['hi']:+.3f}]"
+        change, rest = (_interval(rec.get(k)) for k in ("change", "change_not_offered"))
         zero = [v for v in rec["zero_adv_frac_by_step"].values() if v is not None]
         rows.append(f"<tr><td>{escape(name)}</td><td>{rec.get('seed')}</td><td>{rec['reached']} of {rec['steps']}</td>"
-                    f"<td>{curve}</td><td>{change}</td><td>{escape(rec['verdict'])}</td>"
+                    f"<td>{curve}</td><td>{change}</td><td>{escape(rec['verdict'])}</td><td>{rest}</td>"
                     f"<td>{evals(rec, 'train', 'f1')}</td><td>{evals(rec, 'heldout', 'f1')}</td>"
                     f"<td>{evals(rec, 'heldout', 'evidence_recall')}</td>"
                     f"<td>{num(sum(zero) / len(zero)) if zero else '-'}</td></tr>")
@@ -254,15 +272,23 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
                      f"it in {a['loses_on_the_pool']}</p>" for arm, a in data.get("by_arm", {}).items())
     w = data["window"]
     pool = recs[0].get("pool") or sorted({q for r in recs for q in r.get("per_question", {})})
+    offered = recs[0].get("offers_its_answer") or []
     return (f"<h3>{escape(str(path))}: a pool of {len(pool)} question(s): {escape('; '.join(pool))}</h3>"
             f"<p class='basis'>Rests on: {escape(basis)}. The change is the mean sampled reward F1 of the last {w} "
             f"steps minus the first {w}, per question then averaged, with a 95% bootstrap interval over each "
-            "question's rollouts (an interval over rollouts of these questions, not over questions).</p>"
+            "question's rollouts (an interval over rollouts of these questions, not over questions). "
+            f"{len(offered)} of the {len(pool)} offer their answer (a gold answer appears in the question's text, e.g. "
+            "one of two names it compares): the second change leaves them out.</p>"
             "<table><tr><th>run</th><th>seed</th><th>steps</th><th>pool reward F1 by step (sampled)</th>"
-            "<th>change [95% CI]</th><th>verdict (declared rule)</th><th>pool greedy F1, step 0 &rarr; last</th>"
+            "<th>change [95% CI]</th><th>verdict (declared rule)</th>"
+            "<th>change over the questions that do not offer their answer [95% CI]</th><th>pool greedy F1, step 0 &rarr; last</th>"
             "<th>held-out F1</th>"
             "<th>held-out evidence recall</th><th>zero-advantage fraction of groups (mean)</th></tr>"
             + "".join(rows) + "</table>" + extra)
+
+
+def _interval(x: dict[str, Any] | None) -> str:
+    return "-" if x is None else f"{x['mean']:+.3f} [{x['lo']:+.3f}, {x['hi']:+.3f}]"
 
 
 def _basis(rests: list[dict[str, Any]], steps: list[int]) -> str:

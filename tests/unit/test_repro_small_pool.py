@@ -14,7 +14,7 @@ from harness_g.errors import ConfigError
 sp = load_script("benchmarks/repro_small_pool.py")
 
 
-def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002, offset=None):
+def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002, offset=None, answers=None):
     """A run dir (a pool of ``pool`` questions, ``group`` rollouts each; ``credit.scheme`` ``arm``, default the
     folder's name when it is outcome or snc) whose step s played the questions of ``rewards[s-1]`` with those
     rewards."""
@@ -26,7 +26,7 @@ def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0
                                       + (f"credit: {{scheme: {arm}}}\n" if arm else "")
                                       + (f"data: {{train_questions: {pool}, train_offset: {offset}}}\n"
                                          if offset is not None else ""))
-    rows = [{"step": s, "question": q, "answers": ["a"], "answer": "a", "reward": r, "actions": []}
+    rows = [{"step": s, "question": q, "answers": (answers or {}).get(q, ["a"]), "answer": "a", "reward": r, "actions": []}
             for s, per in enumerate(rewards, 1) for q in per for r in per[q]]
     (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (path / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "zero_adv_frac": 0.5}) + "\n"
@@ -197,3 +197,26 @@ def test_another_pool_is_its_own_call_and_the_page_shows_one_table_per_pool(tmp_
     assert html.index("small-pool/small_pool.json: a pool of 2 question(s): q1; q2") < html.index(
         "small-pool/offset2/small_pool.json: a pool of 2 question(s): q3; q4")
     assert "(training questions 3-4 of the split)" in html and "+0.250 [" in html and "+1.000 [" in html
+
+
+def test_the_change_over_questions_that_do_not_offer_their_answer_leaves_the_comparison_questions_out(tmp_path):
+    """A question whose gold answer (any alias, case-insensitive) is in its own text can be answered by choosing
+    between the names it shows: the second change leaves it out, so a gain made only there reads as 0 there."""
+    cmp_q, graph_q = "Which film came first, Xanadu or Yentl?", "Where was the director of Yentl born?"
+    low = {cmp_q: [0.0, 0.0], graph_q: [0.5, 0.5]}
+    high = {cmp_q: [1.0, 1.0], graph_q: [0.5, 0.5]}
+    answers = {cmp_q: ["xanadu (film)", "XANADU"], graph_q: ["Brooklyn"]}
+    rec = sp.small_pool([_run(tmp_path / "outcome", [low, low, high, high], answers=answers)], window=2)
+    rec = rec["runs"]["outcome"]
+    assert rec["offers_its_answer"] == [cmp_q] and rec["change"]["mean"] == pytest.approx(0.5)
+    assert rec["change_not_offered"]["mean"] == 0.0 and rec["change_not_offered"]["questions"] == 1
+    assert sp.offers_its_answer("Who is older, Ann or Bo?", ["  ", "bo"]) and not sp.offers_its_answer("Who?", [" "])
+    out = tmp_path / "res" / "small-pool" / "small_pool.json"
+    out.parent.mkdir(parents=True)
+    out.write_text(json.dumps(sp.small_pool([tmp_path / "outcome"], window=2)))
+    html = sp.small_pool_section(tmp_path / "res")
+    assert "1 of the 2 offer their answer" in html and "+0.500 [+0.500, +0.500]</td><td>learns the pool</td><td>+0.000 [+0.000, +0.000]" in html
+    # every question offers its answer: nothing is left for the second change
+    both = {cmp_q: [0.0, 0.0]}
+    rec = sp.small_pool([_run(tmp_path / "snc", [both] * 4, pool=1, answers=answers)], window=2)["runs"]["snc"]
+    assert rec["change_not_offered"] is None and rec["change"]["mean"] == 0.0
