@@ -16,8 +16,8 @@ text, so choosing between the names a question shows cannot answer it). Runs are
 change; per scheme, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
 questions in their rollouts); another pool (``data.train_offset``) gets its own ``--out``, e.g.
 ``small-pool/offset4/small_pool.json``, and the page shows every ``small-pool/**/small_pool.json``. The rule declared
-with the check (``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is above 0,
-*loses on the pool* if its upper end is below 0, else *not decided*; a run short of step S gets no verdict.
+with the check (``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is
+above 0, *loses on the pool* if its upper end is below 0, else *not decided*; a run short of step S gets no verdict.
 """
 from __future__ import annotations
 
@@ -157,7 +157,8 @@ def summarise_run(run: Path, window: int, steps: int | None,
         "zero_adv_frac_by_step": {str(m["step"]): m.get("zero_adv_frac") for m in metrics},
         "evaluations": _evaluations(run)}
     if reached < target:
-        record.update(change=None, change_not_offered=None, verdict=f"not run to step {target} (reached {reached}): no verdict")
+        record.update(change=None, change_not_offered=None,
+                      verdict=f"not run to step {target} (reached {reached}): no verdict")
         return record, None
     first, last = range(1, window + 1), range(target - window + 1, target + 1)
     unlogged = [s for s in (*first, *last) if s not in by_step]
@@ -281,7 +282,8 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
             "one of two names it compares): the second change leaves them out.</p>"
             "<table><tr><th>run</th><th>seed</th><th>steps</th><th>pool reward F1 by step (sampled)</th>"
             "<th>change [95% CI]</th><th>verdict (declared rule)</th>"
-            "<th>change over the questions that do not offer their answer [95% CI]</th><th>pool greedy F1, step 0 &rarr; last</th>"
+            "<th>change over the questions that do not offer their answer [95% CI]</th>"
+            "<th>pool greedy F1, step 0 &rarr; last</th>"
             "<th>held-out F1</th>"
             "<th>held-out evidence recall</th><th>zero-advantage fraction of groups (mean)</th></tr>"
             + "".join(rows) + "</table>" + extra)
@@ -309,5 +311,6 @@ def _basis(rests: list[dict[str, Any]], steps: list[int]) -> str:
     where = (f"training questions {offset + 1}-{offset + v('pool_questions')} of the split"
              if isinstance(offset, int) and isinstance(v("pool_questions"), int) else f"offset {offset}")
     return (f"a pool of {v('pool_questions')} training questions ({where}), all played every step, "
-            f"{v('group_size')} rollouts each (temperature 1.0), {n_steps} steps, seed(s) {seeds}, {v('model')}{lora} (lr {v('lr')}), "
+            f"{v('group_size')} rollouts each (temperature 1.0), {n_steps} steps, seed(s) {seeds}, {v('model')}{lora} "
+            f"(lr {v('lr')}), "
             f"T = {v('max_turns')} ({v('context')} context), {v('preset')} preset, {start}, {v('device')}")
