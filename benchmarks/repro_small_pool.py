@@ -13,7 +13,8 @@ recall at step 0 and the last evaluation, the zero-advantage fraction per step, 
 pool's questions that do not offer their answer (``offers_its_answer``: no gold answer appears in the question's
 text, so choosing between the names a question shows cannot answer it). Runs are paired by their config's
 ``seed`` and ``credit.scheme``: for each seed with an ``outcome`` and an ``snc`` run, SNC minus outcome-only on the
-change; per scheme, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
+change, and menu outcome-only minus the free-query arm (``free-query/outcome``, its ``rollout.interface`` told apart);
+per arm, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
 questions in their rollouts); another pool (``data.train_offset``) gets its own ``--out``, e.g.
 ``small-pool/offset4/small_pool.json``, and the page shows every ``small-pool/**/small_pool.json``. The rule declared
 with the check (``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is
@@ -150,7 +151,7 @@ def summarise_run(run: Path, window: int, steps: int | None,
     metrics = _jsonl(run / "metrics.jsonl")
     reached = max(by_step, default=0)
     record: dict[str, Any] = {
-        "run": str(run), "arm": config.get("credit", {}).get("scheme"), "seed": config.get("seed"),
+        "run": str(run), "arm": arm_of(config), "seed": config.get("seed"),
         "pool": sorted({q for rows in by_step.values() for q, _ in rows}), "steps": target, "reached": reached,
         "rests_on": _rests_on(config, device), "offers_its_answer": offered_questions(run),
         "reward_f1_by_step": {str(s): round(_mean([r for _, r in by_step[s]]), 4) for s in sorted(by_step)},
@@ -174,6 +175,15 @@ def summarise_run(run: Path, window: int, steps: int | None,
     return record, w
 
 
+def arm_of(config: dict[str, Any]) -> str | None:
+    """A run's arm from its ``config.yaml``: the menu arms by ``credit.scheme`` (``outcome``, ``snc``, ...), another
+    ``rollout.interface`` prefixed to it (``free-query/outcome``, the paper's free-query arm), so the free-query arm
+    does not pair as the menu's outcome-only run; None without a ``credit.scheme``."""
+    scheme = config.get("credit", {}).get("scheme")
+    interface = config.get("rollout", {}).get("interface", "menu")
+    return scheme if scheme is None or interface == "menu" else f"{interface}/{scheme}"
+
+
 def _rests_on(c: dict[str, Any], device: str) -> dict[str, Any]:
     """What a run's numbers rest on, from its ``config.yaml`` (``c``)."""
     model, rollout = c.get("model", {}), c.get("rollout", {})
@@ -187,9 +197,10 @@ def _rests_on(c: dict[str, Any], device: str) -> dict[str, Any]:
 
 def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = None,
                device: str = "not recorded") -> dict[str, Any]:
-    """The check's record over ``runs`` (keyed by folder name). Runs pair by (``credit.scheme``, ``seed``) of their
-    configs: ``snc_minus_outcome_by_seed`` for each seed whose outcome and snc runs both reached the step; ``by_arm``
-    the verdicts per scheme and seed. Two runs of the same scheme and seed are refused (which pairs is ambiguous), and
+    """The check's record over ``runs`` (keyed by folder name). Runs pair by (arm, ``seed``) of their configs (the arm:
+    :func:`arm_of`): ``snc_minus_outcome_by_seed`` for each seed whose outcome and snc runs both reached the step,
+    ``menu_outcome_minus_free_query_by_seed`` likewise for the menu's and the free-query arm's outcome-only runs;
+    ``by_arm`` the verdicts per arm and seed. Two runs of the same arm and seed are refused (which pairs is ambiguous), and
     so are runs whose rollouts played other questions than the first run's (another pool: its own call);
     ``device`` is a label (the runs do not record where they ran)."""
     records: dict[str, Any] = {}
@@ -208,7 +219,7 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
         key = (rec["arm"], rec["seed"])
         if rec["arm"] is not None and key in owner:
             raise ConfigError(f"{run}: a second {rec['arm']} run of seed {rec['seed']} (after {owner[key]}): "
-                              "pass one run per scheme and seed")
+                              "pass one run per arm and seed")
         owner[key], records[run.name] = run, rec
         if w is not None:
             wins[key] = w
@@ -218,10 +229,17 @@ def small_pool(runs: Sequence[Path], *, window: int = 3, steps: int | None = Non
         verdicts = list(arm["verdicts"].values())
         arm.update(seeds=len(verdicts), learns_the_pool=verdicts.count("learns the pool"),
                    loses_on_the_pool=verdicts.count("loses on the pool"))
-    diffs = {str(seed): difference(wins["snc", seed], w)
-             for (arm, seed), w in sorted(wins.items(), key=str) if arm == "outcome" and ("snc", seed) in wins}
+    def minus(a: str, b: str) -> dict[str, Any]:
+        return {str(seed): difference(wins[a, seed], w)
+                for (arm, seed), w in sorted(wins.items(), key=str) if arm == b and (a, seed) in wins}
+
     return {"kind": "small_pool", "window": window, "runs": records, "by_arm": by_arm,
-            "snc_minus_outcome_by_seed": diffs}
+            "snc_minus_outcome_by_seed": minus("snc", "outcome"),
+            "menu_outcome_minus_free_query_by_seed": minus("outcome", FREE_QUERY)}
+
+
+#: the free-query arm's label (:func:`arm_of`): outcome-only GRPO on the free-query interface
+FREE_QUERY = "free-query/outcome"
 
 
 #: where ``page`` looks for the check's records under the result root: one file per pool
@@ -269,6 +287,9 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
     diffs = data.get("snc_minus_outcome_by_seed", {})
     extra = "".join(f"<p>SNC minus outcome-only on the change, seed {escape(seed)}: {d['mean']:+.3f} "
                     f"[{d['lo']:+.3f}, {d['hi']:+.3f}]</p>" for seed, d in diffs.items())
+    extra += "".join(f"<p>menu outcome-only minus the free-query arm on the change, seed {escape(seed)}: "
+                     f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]</p>"
+                     for seed, d in data.get("menu_outcome_minus_free_query_by_seed", {}).items())
     extra += "".join(f"<p>{escape(arm)}: learns the pool in {a['learns_the_pool']} of {a['seeds']} seed(s), loses on "
                      f"it in {a['loses_on_the_pool']}</p>" for arm, a in data.get("by_arm", {}).items())
     w = data["window"]

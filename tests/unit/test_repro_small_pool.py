@@ -14,14 +14,16 @@ from harness_g.errors import ConfigError
 sp = load_script("benchmarks/repro_small_pool.py")
 
 
-def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002, offset=None, answers=None):
+def _run(path, rewards, *, steps=None, group=2, pool=2, arm=None, seed=0, lr=0.0002, offset=None, answers=None,
+         interface="menu"):
     """A run dir (a pool of ``pool`` questions, ``group`` rollouts each; ``credit.scheme`` ``arm``, default the
     folder's name when it is outcome or snc) whose step s played the questions of ``rewards[s-1]`` with those
     rewards."""
     path.mkdir(parents=True)
     total = steps if steps is not None else len(rewards)
     arm = arm or (path.name if path.name in ("outcome", "snc") else None)
-    (path / "config.yaml").write_text(f"rollout: {{group_size: {group}, questions_per_step: {pool}}}\n"
+    (path / "config.yaml").write_text(f"rollout: {{group_size: {group}, questions_per_step: {pool}, "
+                                      f"interface: {interface}}}\n"
                                       f"optim: {{steps: {total}, lr: {lr}}}\nseed: {seed}\n"
                                       + (f"credit: {{scheme: {arm}}}\n" if arm else "")
                                       + (f"data: {{train_questions: {pool}, train_offset: {offset}}}\n"
@@ -92,7 +94,7 @@ def test_runs_pair_by_seed_and_scheme_from_their_configs_not_their_names(tmp_pat
     assert data["by_arm"]["snc"]["verdicts"]["2"].startswith("not run to step 10") and data["by_arm"]["snc"]["seeds"] == 2
     # a second outcome run of seed 1 makes the pairing ambiguous: refused, naming both
     twin = _run(tmp_path / "o1-again", [low] * 4, arm="outcome", seed=1)
-    with pytest.raises(ConfigError, match=r"o1-again: a second outcome run of seed 1 \(after .*o1\): pass one run per"):
+    with pytest.raises(ConfigError, match=r"o1-again: a second outcome run of seed 1 \(after .*o1\): pass one run per arm"):
         sp.small_pool([*runs, twin], window=2)
 
 
@@ -220,3 +222,22 @@ def test_the_change_over_questions_that_do_not_offer_their_answer_leaves_the_com
     both = {cmp_q: [0.0, 0.0]}
     rec = sp.small_pool([_run(tmp_path / "snc", [both] * 4, pool=1, answers=answers)], window=2)["runs"]["snc"]
     assert rec["change_not_offered"] is None and rec["change"]["mean"] == 0.0
+
+
+def test_the_free_query_arm_is_its_own_arm_and_pairs_with_the_menus_outcome_only_run(tmp_path):
+    """The free-query arm trains with credit.scheme outcome too: told apart by rollout.interface, it is not refused as
+    a second outcome run, and the record holds menu outcome-only minus it per seed."""
+    low, high = {"q1": [0.0, 0.0], "q2": [0.0, 0.0]}, {"q1": [1.0, 1.0], "q2": [1.0, 1.0]}
+    menu = _run(tmp_path / "outcome", [low, low, high, high])
+    free = _run(tmp_path / "free", [low, low, low, high], arm="outcome", interface="free-query")
+    data = sp.small_pool([menu, free], window=2)
+    assert data["runs"]["free"]["arm"] == sp.FREE_QUERY == "free-query/outcome" and data["runs"]["outcome"]["arm"] == "outcome"
+    assert data["menu_outcome_minus_free_query_by_seed"]["0"]["mean"] == pytest.approx(0.5)  # +1 minus +0.5
+    assert data["snc_minus_outcome_by_seed"] == {} and set(data["by_arm"]) == {"outcome", "free-query/outcome"}
+    out = tmp_path / "res" / "small-pool" / "small_pool.json"
+    out.parent.mkdir(parents=True)
+    out.write_text(json.dumps(data))
+    assert "menu outcome-only minus the free-query arm on the change, seed 0: +0.500 [" in sp.small_pool_section(
+        tmp_path / "res")
+    with pytest.raises(ConfigError, match="a second free-query/outcome run of seed 0"):
+        sp.small_pool([menu, free, _run(tmp_path / "free2", [low] * 4, arm="outcome", interface="free-query")], window=2)
