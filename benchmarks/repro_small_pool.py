@@ -12,9 +12,9 @@ rollouts of those fixed questions, not over questions. Beside it: greedy F1 on t
 recall at step 0 and the last evaluation, the zero-advantage fraction per step, and the same change over only the
 pool's questions that do not offer their answer (``offers_its_answer``: no gold answer appears in the question's
 text, so choosing between the names a question shows cannot answer it). Runs are paired by their config's
-``seed`` and ``credit.scheme``: for each seed with an ``outcome`` and an ``snc`` run, SNC minus outcome-only on the
-change, and menu outcome-only minus the free-query arm (``free-query/outcome``, its ``rollout.interface`` told apart);
-per arm, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
+``seed`` and arm (``arm_of``: ``credit.scheme``, with another ``rollout.interface`` prefixed): for each seed with an
+``outcome`` and an ``snc`` run, SNC minus outcome-only on the change, and menu outcome-only minus the free-query arm
+(``free-query/outcome``); per arm, the verdicts by seed (the replication on seeds 1 and 2). One call reads runs of one pool (the same
 questions in their rollouts); another pool (``data.train_offset``) gets its own ``--out``, e.g.
 ``small-pool/offset4/small_pool.json``, and the page shows every ``small-pool/**/small_pool.json``. The rule declared
 with the check (``benchmarks/results/repro_small/README.md``): the run *learns the pool* if the interval's lower end is
@@ -54,14 +54,15 @@ def _config(run: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
-def rewards_by_step(run: Path, config: dict[str, Any]) -> dict[int, list[tuple[str, float]]]:
-    """``{step: [(question, reward F1), ...]}`` from ``run/rollouts.jsonl``; refuses a run whose steps logged fewer
-    rollouts than they played (``rollout.group_size`` x ``rollout.questions_per_step`` of its ``config``): a window
-    of a sample is not the measure."""
+def rewards_by_step(run: Path, config: dict[str, Any],
+                    rows: list[dict[str, Any]]) -> dict[int, list[tuple[str, float]]]:
+    """``{step: [(question, reward F1), ...]}`` from ``rows`` (``run/rollouts.jsonl``); refuses a run whose steps
+    logged fewer rollouts than they played (``rollout.group_size`` x ``rollout.questions_per_step`` of its
+    ``config``): a window of a sample is not the measure."""
     rollout = config.get("rollout", {})
     per_step = int(rollout.get("group_size", 0)) * int(rollout.get("questions_per_step", 0))
     steps: dict[int, list[tuple[str, float]]] = {}
-    for row in _jsonl(run / "rollouts.jsonl"):
+    for row in rows:
         steps.setdefault(int(row["step"]), []).append((str(row["question"]), float(row["reward"])))
     short = sorted(s for s, rows in steps.items() if len(rows) != per_step)
     if short:
@@ -78,11 +79,10 @@ def offers_its_answer(question: str, answers: Sequence[str]) -> bool:
     return any(a.strip() and a.strip().lower() in text for a in answers)
 
 
-def offered_questions(run: Path) -> list[str]:
-    """The questions of ``run``'s rollouts that offer their answer (:func:`offers_its_answer`, the gold answers the
-    rollouts logged), sorted."""
-    return sorted({str(r["question"]) for r in _jsonl(run / "rollouts.jsonl")
-                   if offers_its_answer(str(r["question"]), r.get("answers") or [])})
+def offered_questions(rows: list[dict[str, Any]]) -> list[str]:
+    """The questions of a run's rollout ``rows`` that offer their answer (:func:`offers_its_answer`, the gold answers
+    the rollouts logged), sorted."""
+    return sorted({str(r["question"]) for r in rows if offers_its_answer(str(r["question"]), r.get("answers") or [])})
 
 
 def windows(steps: dict[int, list[tuple[str, float]]], first: Sequence[int], last: Sequence[int]) -> Windows:
@@ -147,13 +147,14 @@ def summarise_run(run: Path, window: int, steps: int | None,
     target = steps or int(config.get("optim", {}).get("steps", 0))
     if window < 1 or 2 * window > target:
         raise ConfigError(f"--window {window}: needs 1 <= window and two windows within {target} steps")
-    by_step = rewards_by_step(run, config)
+    rows = _jsonl(run / "rollouts.jsonl")
+    by_step = rewards_by_step(run, config, rows)
     metrics = _jsonl(run / "metrics.jsonl")
     reached = max(by_step, default=0)
     record: dict[str, Any] = {
         "run": str(run), "arm": arm_of(config), "seed": config.get("seed"),
         "pool": sorted({q for rows in by_step.values() for q, _ in rows}), "steps": target, "reached": reached,
-        "rests_on": _rests_on(config, device), "offers_its_answer": offered_questions(run),
+        "rests_on": _rests_on(config, device), "offers_its_answer": offered_questions(rows),
         "reward_f1_by_step": {str(s): round(_mean([r for _, r in by_step[s]]), 4) for s in sorted(by_step)},
         "zero_adv_frac_by_step": {str(m["step"]): m.get("zero_adv_frac") for m in metrics},
         "evaluations": _evaluations(run)}
@@ -293,8 +294,7 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
     extra += "".join(f"<p>{escape(arm)}: learns the pool in {a['learns_the_pool']} of {a['seeds']} seed(s), loses on "
                      f"it in {a['loses_on_the_pool']}</p>" for arm, a in data.get("by_arm", {}).items())
     w = data["window"]
-    pool = recs[0].get("pool") or sorted({q for r in recs for q in r.get("per_question", {})})
-    offered = recs[0].get("offers_its_answer") or []
+    pool, offered = recs[0]["pool"], recs[0]["offers_its_answer"]
     return (f"<h3>{escape(str(path))}: a pool of {len(pool)} question(s): {escape('; '.join(pool))}</h3>"
             f"<p class='basis'>Rests on: {escape(basis)}. The change is the mean sampled reward F1 of the last {w} "
             f"steps minus the first {w}, per question then averaged, with a 95% bootstrap interval over each "

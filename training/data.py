@@ -149,7 +149,7 @@ def _split(config: Any, items: list[QAItem]) -> tuple[list[QAItem], list[QAItem]
     if data.train_offset:
         if data.train_offset >= len(train):
             raise ConfigError(f"data.train_offset ({data.train_offset}) leaves no training question: "
-                              f"{config.data.questions or config.data.graph_dir} has {len(train)} after data.limit and "
+                              f"{data.questions or data.graph_dir} has {len(train)} after data.limit and "
                               f"data.eval_questions; set it to at most {len(train) - 1}")
         train = train[data.train_offset:]
     if data.train_questions:
