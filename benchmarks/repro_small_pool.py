@@ -285,12 +285,11 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
                     f"<td>{evals(rec, 'heldout', 'evidence_recall')}</td>"
                     f"<td>{num(sum(zero) / len(zero)) if zero else '-'}</td></tr>")
     basis = _basis([r["rests_on"] for r in recs], [r["steps"] for r in recs])
-    diffs = data.get("snc_minus_outcome_by_seed", {})
-    extra = "".join(f"<p>SNC minus outcome-only on the change, seed {escape(seed)}: {d['mean']:+.3f} "
-                    f"[{d['lo']:+.3f}, {d['hi']:+.3f}]</p>" for seed, d in diffs.items())
-    extra += "".join(f"<p>menu outcome-only minus the free-query arm on the change, seed {escape(seed)}: "
-                     f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]</p>"
-                     for seed, d in data.get("menu_outcome_minus_free_query_by_seed", {}).items())
+    extra = "".join(f"<p>{label} on the change, seed {escape(seed)}: {_interval(d)}</p>"
+                    for key, label in (("snc_minus_outcome_by_seed", "SNC minus outcome-only"),
+                                       ("menu_outcome_minus_free_query_by_seed",
+                                        "menu outcome-only minus the free-query arm"))
+                    for seed, d in data.get(key, {}).items())
     extra += "".join(f"<p>{escape(arm)}: learns the pool in {a['learns_the_pool']} of {a['seeds']} seed(s), loses on "
                      f"it in {a['loses_on_the_pool']}</p>" for arm, a in data.get("by_arm", {}).items())
     w = data["window"]
