@@ -34,8 +34,9 @@ from common import RESULTS, load_avg, machine_info, machine_line, md_table, utc_
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
 
-def read_sentences(graphs: Path, datasets: list[str], n: int) -> list[str]:
-    """``n`` sentences split evenly over the datasets' dev graphs, in file order."""
+def read_sentences_evenly(graphs: Path, datasets: list[str], n: int) -> list[str]:
+    """``n`` sentences split evenly over the datasets' dev graphs, in file order (unlike
+    :func:`bench_build_gpu.read_sentences`: every sentence of the named graphs, then the first ``n``)."""
     import pyarrow.parquet as pq
 
     per = -(-n // len(datasets))
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     import onnxruntime
 
     datasets = args.datasets.split(",")
-    texts = read_sentences(args.graphs, datasets, args.n)
+    texts = read_sentences_evenly(args.graphs, datasets, args.n)
     load_before = load_avg()
     with tempfile.TemporaryDirectory(prefix="hg-onnx-") as tmp:
         embedders, construction = load_backends(args.cache or Path(tmp))
