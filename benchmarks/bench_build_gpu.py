@@ -222,11 +222,18 @@ def part_build(args: argparse.Namespace) -> dict[str, Any]:
 PARTS = {"build": part_build, "encode": part_encode}
 
 
+def spacy_version(data: dict[str, Any]) -> str | None:
+    """The spaCy that built the graphs: ``build.spacy_version``, or the top-level key of records written before it
+    moved there (the H200 record of 2026-12-04). ``machine.spacy_version`` is read before ``--extra-site`` is on the
+    path, so it is None whenever spaCy travelled with the run."""
+    return (data.get("build") or {}).get("spacy_version") or data.get("spacy_version")
+
+
 def markdown(data: dict[str, Any]) -> str:
     m = data["machine"]
     lines = [f"# Encoder rate and end-to-end build on `{data['device_name']}`", "",
              f"{utc_stamp()}; {m['cores']} host cores ({m['cpu_model']}), torch {m.get('torch_version')}, "
-             f"spaCy {data.get('build', {}).get('spacy_version')}. Command: `{data['command']}`.", ""]
+             f"spaCy {spacy_version(data)}. Command: `{data['command']}`.", ""]
     enc = data.get("encode")
     if enc:
         lines += [f"## Sentence encoder: {enc['sentences']:,} sentences ({enc['whitespace_tokens']:,} whitespace "
