@@ -176,8 +176,6 @@ def part_encode(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def part_build(args: argparse.Namespace) -> dict[str, Any]:
-    if args.extra_site:
-        sys.path.append(str(args.extra_site))
     try:
         spacy = importlib.import_module("spacy")
     except Exception as exc:  # noqa: BLE001 - reported, the encode part's numbers still count
@@ -224,8 +222,8 @@ PARTS = {"build": part_build, "encode": part_encode}
 
 def spacy_version(data: dict[str, Any]) -> str | None:
     """The spaCy that built the graphs: ``build.spacy_version``, or the top-level key of records written before it
-    moved there (the H200 record of 2026-12-04). ``machine.spacy_version`` is read before ``--extra-site`` is on the
-    path, so it is None whenever spaCy travelled with the run."""
+    moved there (the H200 record of 2026-12-04, whose ``machine.spacy_version`` is None: the script then put
+    ``--extra-site`` on the path only after reading the machine)."""
     return (data.get("build") or {}).get("spacy_version") or data.get("spacy_version")
 
 
@@ -290,6 +288,8 @@ def main() -> None:
         ap.error(f"--parts: unknown part(s) {unknown} (known: {', '.join(PARTS)})")
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.extra_site:  # before machine_info(), so the record names the carried spaCy
+        sys.path.append(str(args.extra_site))
     name = args.device
     if args.device.startswith("cuda"):
         import torch

@@ -1,6 +1,7 @@
 """The committed H200 build record (``benchmarks/results/build_gpu.json``, issue 35 item 7) renders with the spaCy
 that built its graphs. That record predates ``bench_build_gpu.py`` keeping the version under ``build``: it has it at
-the top level, and ``machine.spacy_version`` is None there because spaCy travelled on ``--extra-site``."""
+the top level, and ``machine.spacy_version`` is None there (spaCy travelled on ``--extra-site``, then put on the
+path only after the machine was read)."""
 from __future__ import annotations
 
 import json
