@@ -1,0 +1,128 @@
+"""Does the shared empty class explain a menu group's lower N_eq? A check of issue 31 item 1 from cached rollouts only.
+
+    python benchmarks/repro_empty_class.py --from DIR [DIR ...] --out FILE.json
+
+Appendix "Retrieval-equivalence diagnostics" clusters a group's rollouts by their evidence E(tau) (Jaccard >= 0.8);
+every rollout that retrieved nothing has E(tau) = {} and all of them fall into one class. The untrained menu policy
+often answers without a LOOKUP, the free-query arm searches every turn, so a menu group can lose classes to that one
+empty class rather than to aliasing. This script recounts each question's classes two ways, per arm:
+
+- ``n_eq``: the appendix's count (``training/diagnostics.equivalence_classes``), which must equal what the folder's
+  ``equivalence.json`` recorded for the question (refused otherwise: the cache is not the folder's);
+- ``n_eq_empty_apart``: the classes of the rollouts with evidence plus one class per rollout without any: the most
+  classes the empty rollouts could have added had each retrieved something of its own (an upper bound, ours; the
+  paper defines no such number).
+
+and reports, with ``repro_small.py``'s bootstrap (95%, questions resampled, fixed seed), both means per arm, their
+paired menu-minus-free-query differences, and the share of rollouts with no evidence, pooled over the folders and per
+folder. Reading: if the menu's difference reaches 0 or above with the empty rollouts apart, the shared empty class
+accounts for the gap; if it stays below 0, it does not. Folders are checked as ``repro_small.py pool`` checks them
+(one setting; a question counted once). Nothing is replayed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import utc_stamp, write_results  # noqa: E402
+from repro_pool import Source, check_poolable, load_source  # noqa: E402
+from repro_small import ARMS, BOOTSTRAP, _safe, bootstrap_mean, paired_difference, read_json_gz  # noqa: E402
+
+from harness_g.errors import ConfigError  # noqa: E402
+
+
+def class_counts(evidence_sets: Sequence[frozenset[str]], threshold: float) -> dict[str, float]:
+    """One group's ``n_eq`` (the appendix's classes), ``n_eq_empty_apart`` (classes of the rollouts with evidence
+    plus one per rollout without) and ``empty_frac`` (share of the group's rollouts with E(tau) = {})."""
+    from harness_g.training.diagnostics import equivalence_classes
+
+    with_evidence = [e for e in evidence_sets if e]
+    empty = len(evidence_sets) - len(with_evidence)
+    return {"n_eq": float(len(set(equivalence_classes(evidence_sets, threshold)))),
+            "n_eq_empty_apart": float(len(set(equivalence_classes(with_evidence, threshold))) + empty),
+            "empty_frac": empty / len(evidence_sets) if evidence_sets else 0.0}
+
+
+def folder_values(source: Source) -> dict[str, list[dict[str, float]]]:
+    """Per arm, per question of ``source`` (equivalence.json's order), :func:`class_counts` of its cached group;
+    refuses a folder whose cached rollouts do not give the N_eq its equivalence.json recorded."""
+    from harness_g.training.diagnostics import retrieval_evidence
+
+    if not source.equivalence:
+        raise ConfigError(f"--from {source.folder}: no equivalence.json there; run `repro_small.py equivalence` first")
+    threshold = float(source.equivalence["jaccard_threshold"])
+    values: dict[str, list[dict[str, float]]] = {}
+    for arm in ARMS:
+        recorded = source.equivalence["per_question"][arm]
+        values[arm] = []
+        for qid, rec in zip(source.question_ids, recorded):
+            path = source.folder / "cache" / "rollouts" / arm / f"{_safe(qid)}.json.gz"
+            if not path.is_file():
+                raise ConfigError(f"--from {source.folder}: {path.name} is missing from cache/rollouts/{arm}")
+            counts = class_counts([retrieval_evidence(r["trajectory"]) for r in read_json_gz(path)["rollouts"]],
+                                  threshold)
+            if counts["n_eq"] != rec["n_eq"]:
+                raise ConfigError(f"--from {source.folder}: question {qid} ({arm}) gives N_eq {counts['n_eq']:g} from "
+                                  f"its cache, {rec['n_eq']:g} in equivalence.json; the cache is not this folder's")
+            values[arm].append(counts)
+    return values
+
+
+def summarise(values: dict[str, list[dict[str, float]]], resamples: int) -> dict[str, Any]:
+    """Bootstrap means per arm and paired menu-minus-free-query differences of ``values`` (:func:`folder_values`,
+    possibly several folders' lists joined)."""
+    keys = ("n_eq", "n_eq_empty_apart", "empty_frac")
+    arms = {arm: {k: bootstrap_mean([v[k] for v in values[arm]], resamples=resamples) for k in keys} for arm in ARMS}
+    menu, free = values["menu"], values["free-query"]
+    diff = {k: paired_difference([v[k] for v in menu], [v[k] for v in free], resamples=resamples) for k in keys}
+    return {"questions": len(menu), "arms": arms, "menu_minus_free_query": diff}
+
+
+def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
+    """The check over ``folders`` (pooled, and per folder): ``{kind, generated, pooled, per_folder, definitions}``."""
+    if resamples < 100:
+        raise ConfigError(f"--resamples must be >= 100, got {resamples}")
+    sources = [load_source(f) for f in folders]
+    if len(sources) > 1:
+        check_poolable(sources)
+    per = [(s, folder_values(s)) for s in sources]
+    joined = {arm: [v for _, vals in per for v in vals[arm]] for arm in ARMS}
+    return {"kind": "empty_class_check", "generated": utc_stamp(),
+            "pooled": summarise(joined, resamples),
+            "per_folder": [{"folder": str(s.folder), "dataset": s.rests_on.get("dataset"),
+                            "first_question": s.rests_on.get("first_question") or 1,
+                            **summarise(vals, resamples)} for s, vals in per],
+            "definitions": {
+                "n_eq": "the appendix's retrieval-equivalence classes of a question's N_g rollouts (as equivalence.json)",
+                "n_eq_empty_apart": "ours: classes of the rollouts with evidence plus one class per rollout without any "
+                                    "(the most the empty rollouts could add)",
+                "empty_frac": "share of a question's rollouts whose evidence E(tau) is empty",
+                "interval": "bootstrap 95% over questions (percentile), fixed seed, as repro_small.py"}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--from", dest="folders", nargs="+", type=Path, required=True,
+                   help="result folders `repro_small.py equivalence` wrote (one setting; pooled when several)")
+    p.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    p.add_argument("--resamples", type=int, default=BOOTSTRAP, help="bootstrap resamples (default %(default)s)")
+    args = p.parse_args(argv)
+    try:
+        data = check(args.folders, resamples=args.resamples)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_results(args.out, data)
+    d = data["pooled"]["menu_minus_free_query"]
+    print(f"{data['pooled']['questions']} questions: menu minus free-query N_eq {d['n_eq']['mean']:+.2f} "
+          f"[{d['n_eq']['lo']:+.2f}, {d['n_eq']['hi']:+.2f}]; with empty rollouts apart "
+          f"{d['n_eq_empty_apart']['mean']:+.2f} [{d['n_eq_empty_apart']['lo']:+.2f}, {d['n_eq_empty_apart']['hi']:+.2f}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""``benchmarks/repro_empty_class.py``: the empty-class recount of N_eq, on hand-made evidence sets and on a committed
+result folder (its cached rollouts must give the N_eq its equivalence.json recorded; a folder whose record disagrees
+is refused in one line and nothing is written)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from helpers.paths import REPO_ROOT, load_script
+
+FOLDER = REPO_ROOT / "benchmarks" / "results" / "repro_small" / "2wiki-paper-t6-q26-50"
+
+
+def test_empty_rollouts_share_one_class_and_count_apart_in_the_upper_bound():
+    ec = load_script("benchmarks/repro_empty_class.py")
+    a, b = frozenset({"s1", "s2"}), frozenset({"s9"})
+    counts = ec.class_counts([frozenset(), a, frozenset(), a, b, frozenset()], 0.8)
+    assert counts == {"n_eq": 3.0, "n_eq_empty_apart": 5.0, "empty_frac": 0.5}
+    # no empty rollout: both counts are the appendix's
+    assert ec.class_counts([a, a, b], 0.8) == {"n_eq": 2.0, "n_eq_empty_apart": 2.0, "empty_frac": 0.0}
+    assert ec.class_counts([frozenset()] * 4, 0.8) == {"n_eq": 1.0, "n_eq_empty_apart": 4.0, "empty_frac": 1.0}
+
+
+def test_committed_folder_reproduces_its_n_eq_and_a_tampered_one_is_refused(tmp_path, capsys):
+    ec = load_script("benchmarks/repro_empty_class.py")
+    out = tmp_path / "check.json"
+    assert ec.main(["--from", str(FOLDER), "--out", str(out), "--resamples", "200"]) == 0
+    data = json.loads(out.read_text())
+    recorded = json.loads((FOLDER / "equivalence.json").read_text())
+    for arm in ("menu", "free-query"):
+        assert data["pooled"]["arms"][arm]["n_eq"]["mean"] == pytest.approx(recorded["arms"][arm]["n_eq"]["mean"])
+        assert data["pooled"]["arms"][arm]["empty_frac"]["mean"] == pytest.approx(
+            recorded["arms"][arm]["describe"]["empty_evidence_frac"]["mean"])
+    menu = data["pooled"]["arms"]["menu"]
+    # counting each empty rollout apart can only add classes, and adds exactly where a menu group had empty rollouts
+    assert menu["n_eq_empty_apart"]["mean"] >= menu["n_eq"]["mean"]
+    assert (menu["n_eq_empty_apart"]["mean"] > menu["n_eq"]["mean"]) == (menu["empty_frac"]["mean"] > 0)
+    assert data["pooled"]["questions"] == recorded["rests_on"]["questions"] == 25
+
+    bad = tmp_path / "bad"
+    shutil.copytree(FOLDER, bad, ignore=shutil.ignore_patterns("credit"))
+    eq = json.loads((bad / "equivalence.json").read_text())
+    eq["per_question"]["menu"][0]["n_eq"] += 1
+    (bad / "equivalence.json").write_text(json.dumps(eq))
+    out2 = tmp_path / "refused.json"
+    assert ec.main(["--from", str(bad), "--out", str(out2)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the cache is not this folder's" in err
+    assert not out2.exists()
