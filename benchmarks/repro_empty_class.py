@@ -103,6 +103,31 @@ def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, A
                 "interval": "bootstrap 95% over questions (percentile), fixed seed, as repro_small.py"}}
 
 
+#: the file name a check is filed under beside a pool's ``pooled.json``, where the page finds it
+EMPTY_CLASS = "empty_class.json"
+
+
+def paragraph(data: dict[str, Any]) -> str:
+    """The page's sentence for a check filed beside a pool (HTML): the arms' empty shares and the N_eq difference
+    both ways. A diagnostic, not a claim, so it gets no verdict."""
+    from html import escape
+
+    pooled = data["pooled"]
+    arms, d = pooled["arms"], pooled["menu_minus_free_query"]
+
+    def iv(x: dict[str, Any]) -> str:
+        return f"{x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]"
+
+    menu, free = arms["menu"]["empty_frac"]["mean"], arms["free-query"]["empty_frac"]["mean"]
+    return ("<p class='basis'>" + escape(
+        f"Ours, a check of claim (a)'s difference from the cached rollouts ({pooled['questions']} questions, "
+        f"benchmarks/repro_empty_class.py): {menu:.1%} of the menu's rollouts and {free:.1%} of the free-query arm's "
+        f"retrieved nothing and share one class. Counting each of them as a class of its own (the most they could "
+        f"add), menu minus free-query N_eq is {iv(d['n_eq_empty_apart'])}, against {iv(d['n_eq'])} as defined. "
+        "Where the first lies above 0, the shared empty class is large enough to account for the difference; what "
+        "those rollouts would have retrieved is not known.") + "</p>")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--from", dest="folders", nargs="+", type=Path, required=True,

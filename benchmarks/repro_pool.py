@@ -200,9 +200,14 @@ def cmd_pool(folders: Sequence[Path], out: Path, *, resamples: int = BOOTSTRAP) 
 # -- the page -------------------------------------------------------------------------------------------------------
 def pooled_sections(root: Path) -> str:
     """One page section per ``pooled.json`` under ``root``: claims (a) and (b) over the pooled questions, each with
-    its interval and the page's verdict rule; "" when there is none."""
+    its interval and the page's verdict rule, and the empty-class check's sentence where an ``empty_class.json``
+    (``repro_empty_class.py``) lies beside it; "" when there is none."""
+    from repro_empty_class import EMPTY_CLASS, paragraph
+
     paths = sorted(p for p in root.rglob(POOLED) if "cache" not in p.relative_to(root).parts)
     return "".join(_pooled_section(json.loads(p.read_text(encoding="utf-8")), p.parent.relative_to(root))
+                   + (paragraph(json.loads((p.parent / EMPTY_CLASS).read_text(encoding="utf-8")))
+                      if (p.parent / EMPTY_CLASS).is_file() else "")
                    for p in paths)
 
 

@@ -48,3 +48,20 @@ def test_committed_folder_reproduces_its_n_eq_and_a_tampered_one_is_refused(tmp_
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "the cache is not this folder's" in err
     assert not out2.exists()
+
+
+def test_the_page_shows_a_check_filed_beside_a_pool_and_only_there(tmp_path):
+    ec = load_script("benchmarks/repro_empty_class.py")
+    rp = load_script("benchmarks/repro_pool.py")
+    pool = REPO_ROOT / "benchmarks" / "results" / "repro_small" / "pooled-paper-t6-grown"
+    for name, with_check in (("with", True), ("without", False)):
+        (tmp_path / name / "p").mkdir(parents=True)
+        shutil.copy(pool / "pooled.json", tmp_path / name / "p" / "pooled.json")
+        if with_check:
+            shutil.copy(pool / ec.EMPTY_CLASS, tmp_path / name / "p" / ec.EMPTY_CLASS)
+    check = json.loads((pool / ec.EMPTY_CLASS).read_text())
+    apart = check["pooled"]["menu_minus_free_query"]["n_eq_empty_apart"]
+    html = rp.pooled_sections(tmp_path / "with")
+    assert "retrieved nothing and share one class" in html and f"{apart['mean']:+.2f} [{apart['lo']:+.2f}," in html
+    assert "retrieved nothing" not in rp.pooled_sections(tmp_path / "without")
+    assert rp.pooled_sections(tmp_path / "without") in html  # the pool's own section is unchanged
