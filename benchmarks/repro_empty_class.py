@@ -13,7 +13,12 @@ empty class rather than to aliasing. This script recounts each question's classe
   classes the empty rollouts could have added had each retrieved something of its own (an upper bound, ours; the
   paper defines no such number).
 
-and reports, with ``repro_small.py``'s bootstrap (95%, questions resampled, fixed seed), both means per arm, their
+and, pairing the arms per question, a matched count (ours): ``menu_retrieving``, the classes of the k menu rollouts
+that retrieved something, against ``free_matched``, the mean classes of every k-subset of the free-query group
+(rollout order kept), over the questions with k >= 1. The bound says whether the empty rollouts are enough to explain
+the gap; the matched count says whether the retrieving ones reach as many classes as as many free-query rollouts.
+
+It reports, with ``repro_small.py``'s bootstrap (95%, questions resampled, fixed seed), both means per arm, their
 paired menu-minus-free-query differences, and the share of rollouts with no evidence, pooled over the folders and per
 folder. Reading: if the menu's difference reaches 0 or above with the empty rollouts apart, the shared empty class
 accounts for the gap; if it stays below 0, it does not. Folders are checked as ``repro_small.py pool`` checks them
@@ -46,6 +51,25 @@ def class_counts(evidence_sets: Sequence[frozenset[str]], threshold: float) -> d
             "empty_frac": empty / len(evidence_sets) if evidence_sets else 0.0}
 
 
+def matched_counts(menu: Sequence[frozenset[str]], free: Sequence[frozenset[str]], threshold: float) -> dict[str, float]:
+    """One question's matched count: ``k`` (menu rollouts with evidence), ``menu_retrieving`` (their classes) and
+    ``free_matched`` (the mean classes over every k-subset of the free-query group, in rollout order; C(8, k) <= 70
+    subsets). Both 0 when k = 0."""
+    from itertools import combinations
+
+    from harness_g.training.diagnostics import equivalence_classes
+
+    retrieving = [e for e in menu if e]
+    k = len(retrieving)
+    if k == 0:
+        return {"k": 0.0, "menu_retrieving": 0.0, "free_matched": 0.0}
+    if k > len(free):
+        raise ConfigError(f"a menu group has {k} rollouts with evidence, its free-query group only {len(free)} rollouts")
+    subsets = [len(set(equivalence_classes(list(c), threshold))) for c in combinations(free, k)]
+    return {"k": float(k), "menu_retrieving": float(len(set(equivalence_classes(retrieving, threshold)))),
+            "free_matched": sum(subsets) / len(subsets)}
+
+
 def folder_values(source: Source) -> dict[str, list[dict[str, float]]]:
     """Per arm, per question of ``source`` (equivalence.json's order), :func:`class_counts` of its cached group;
     refuses a folder whose cached rollouts do not give the N_eq its equivalence.json recorded."""
@@ -54,20 +78,22 @@ def folder_values(source: Source) -> dict[str, list[dict[str, float]]]:
     if not source.equivalence:
         raise ConfigError(f"--from {source.folder}: no equivalence.json there; run `repro_small.py equivalence` first")
     threshold = float(source.equivalence["jaccard_threshold"])
-    values: dict[str, list[dict[str, float]]] = {}
-    for arm in ARMS:
-        recorded = source.equivalence["per_question"][arm]
-        values[arm] = []
-        for qid, rec in zip(source.question_ids, recorded):
+    values: dict[str, list[dict[str, float]]] = {arm: [] for arm in ARMS}
+    values["matched"] = []
+    for i, qid in enumerate(source.question_ids):
+        evidence = {}
+        for arm in ARMS:
             path = source.folder / "cache" / "rollouts" / arm / f"{_safe(qid)}.json.gz"
             if not path.is_file():
                 raise ConfigError(f"--from {source.folder}: {path.name} is missing from cache/rollouts/{arm}")
-            counts = class_counts([retrieval_evidence(r["trajectory"]) for r in read_json_gz(path)["rollouts"]],
-                                  threshold)
-            if counts["n_eq"] != rec["n_eq"]:
+            evidence[arm] = [retrieval_evidence(r["trajectory"]) for r in read_json_gz(path)["rollouts"]]
+            counts = class_counts(evidence[arm], threshold)
+            recorded = source.equivalence["per_question"][arm][i]["n_eq"]
+            if counts["n_eq"] != recorded:
                 raise ConfigError(f"--from {source.folder}: question {qid} ({arm}) gives N_eq {counts['n_eq']:g} from "
-                                  f"its cache, {rec['n_eq']:g} in equivalence.json; the cache is not this folder's")
+                                  f"its cache, {recorded:g} in equivalence.json; the cache is not this folder's")
             values[arm].append(counts)
+        values["matched"].append(matched_counts(evidence["menu"], evidence["free-query"], threshold))
     return values
 
 
@@ -78,7 +104,15 @@ def summarise(values: dict[str, list[dict[str, float]]], resamples: int) -> dict
     arms = {arm: {k: bootstrap_mean([v[k] for v in values[arm]], resamples=resamples) for k in keys} for arm in ARMS}
     menu, free = values["menu"], values["free-query"]
     diff = {k: paired_difference([v[k] for v in menu], [v[k] for v in free], resamples=resamples) for k in keys}
-    return {"questions": len(menu), "arms": arms, "menu_minus_free_query": diff}
+    matched = [v for v in values["matched"] if v["k"] >= 1]
+    return {"questions": len(menu), "arms": arms, "menu_minus_free_query": diff,
+            "matched": {"questions": len(matched),
+                        "k": bootstrap_mean([v["k"] for v in matched], resamples=resamples),
+                        "menu_retrieving": bootstrap_mean([v["menu_retrieving"] for v in matched], resamples=resamples),
+                        "free_matched": bootstrap_mean([v["free_matched"] for v in matched], resamples=resamples),
+                        "menu_minus_free": paired_difference([v["menu_retrieving"] for v in matched],
+                                                             [v["free_matched"] for v in matched],
+                                                             resamples=resamples)}}
 
 
 def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
@@ -89,7 +123,7 @@ def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, A
     if len(sources) > 1:
         check_poolable(sources)
     per = [(s, folder_values(s)) for s in sources]
-    joined = {arm: [v for _, vals in per for v in vals[arm]] for arm in ARMS}
+    joined = {key: [v for _, vals in per for v in vals[key]] for key in (*ARMS, "matched")}
     return {"kind": "empty_class_check", "generated": utc_stamp(),
             "pooled": summarise(joined, resamples),
             "per_folder": [{"folder": str(s.folder), "dataset": s.rests_on.get("dataset"),
@@ -100,6 +134,9 @@ def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, A
                 "n_eq_empty_apart": "ours: classes of the rollouts with evidence plus one class per rollout without any "
                                     "(the most the empty rollouts could add)",
                 "empty_frac": "share of a question's rollouts whose evidence E(tau) is empty",
+                "matched": "ours: over the questions where k >= 1 menu rollouts retrieved something, the classes of "
+                           "those k (menu_retrieving) and the mean classes of every k-subset of the free-query group "
+                           "(free_matched), paired",
                 "interval": "bootstrap 95% over questions (percentile), fixed seed, as repro_small.py"}}
 
 
@@ -113,7 +150,7 @@ def paragraph(data: dict[str, Any]) -> str:
     from html import escape
 
     pooled = data["pooled"]
-    arms, d = pooled["arms"], pooled["menu_minus_free_query"]
+    arms, d, m = pooled["arms"], pooled["menu_minus_free_query"], pooled["matched"]
 
     def iv(x: dict[str, Any]) -> str:
         return f"{x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]"
@@ -125,7 +162,10 @@ def paragraph(data: dict[str, Any]) -> str:
         f"retrieved nothing and share one class. Counting each of them as a class of its own (the most they could "
         f"add), menu minus free-query N_eq is {iv(d['n_eq_empty_apart'])}, against {iv(d['n_eq'])} as defined. "
         "Where the first lies above 0, the shared empty class is large enough to account for the difference; what "
-        "those rollouts would have retrieved is not known.") + "</p>")
+        "those rollouts would have retrieved is not known. "
+        f"Matched: over the {m['questions']} questions where some menu rollout retrieved (k = {m['k']['mean']:.1f} of "
+        f"them on average), their classes minus the mean classes of k free-query rollouts: "
+        f"{iv(m['menu_minus_free'])}.") + "</p>")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,9 +183,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_results(args.out, data)
     d = data["pooled"]["menu_minus_free_query"]
+    m = data["pooled"]["matched"]["menu_minus_free"]
     print(f"{data['pooled']['questions']} questions: menu minus free-query N_eq {d['n_eq']['mean']:+.2f} "
           f"[{d['n_eq']['lo']:+.2f}, {d['n_eq']['hi']:+.2f}]; with empty rollouts apart "
-          f"{d['n_eq_empty_apart']['mean']:+.2f} [{d['n_eq_empty_apart']['lo']:+.2f}, {d['n_eq_empty_apart']['hi']:+.2f}]")
+          f"{d['n_eq_empty_apart']['mean']:+.2f} [{d['n_eq_empty_apart']['lo']:+.2f}, {d['n_eq_empty_apart']['hi']:+.2f}]; "
+          f"matched ({m['n']} questions) {m['mean']:+.2f} [{m['lo']:+.2f}, {m['hi']:+.2f}]")
     return 0
 
 

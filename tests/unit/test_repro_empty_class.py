@@ -22,6 +22,19 @@ def test_empty_rollouts_share_one_class_and_count_apart_in_the_upper_bound():
     assert ec.class_counts([frozenset()] * 4, 0.8) == {"n_eq": 1.0, "n_eq_empty_apart": 4.0, "empty_frac": 1.0}
 
 
+def test_matched_count_compares_the_retrieving_menu_rollouts_with_as_many_free_query_ones():
+    ec = load_script("benchmarks/repro_empty_class.py")
+    a, b, c = frozenset({"s1"}), frozenset({"s2"}), frozenset({"s3"})
+    e = frozenset()
+    # k = 3 menu rollouts retrieved (2 classes); every 3-subset of [a, b, c] has 3 classes
+    assert ec.matched_counts([e, a, a, b, e], [a, b, c], 0.8) == {"k": 3.0, "menu_retrieving": 2.0, "free_matched": 3.0}
+    # k = 1: any one rollout is one class
+    assert ec.matched_counts([e, c, e], [a, a, b], 0.8) == {"k": 1.0, "menu_retrieving": 1.0, "free_matched": 1.0}
+    # k = 2 against [a, a, b]: subsets (a,a) 1, (a,b) 2, (a,b) 2 -> 5/3
+    assert ec.matched_counts([a, b], [a, a, b], 0.8)["free_matched"] == pytest.approx(5 / 3)
+    assert ec.matched_counts([e, e], [a, b], 0.8) == {"k": 0.0, "menu_retrieving": 0.0, "free_matched": 0.0}
+
+
 def test_committed_folder_reproduces_its_n_eq_and_a_tampered_one_is_refused(tmp_path, capsys):
     ec = load_script("benchmarks/repro_empty_class.py")
     out = tmp_path / "check.json"
@@ -37,6 +50,9 @@ def test_committed_folder_reproduces_its_n_eq_and_a_tampered_one_is_refused(tmp_
     assert menu["n_eq_empty_apart"]["mean"] >= menu["n_eq"]["mean"]
     assert (menu["n_eq_empty_apart"]["mean"] > menu["n_eq"]["mean"]) == (menu["empty_frac"]["mean"] > 0)
     assert data["pooled"]["questions"] == recorded["rests_on"]["questions"] == 25
+    m = data["pooled"]["matched"]
+    assert 0 < m["questions"] <= 25 and 1 <= m["k"]["mean"] <= 8
+    assert m["menu_minus_free"]["mean"] == pytest.approx(m["menu_retrieving"]["mean"] - m["free_matched"]["mean"])
 
     bad = tmp_path / "bad"
     shutil.copytree(FOLDER, bad, ignore=shutil.ignore_patterns("credit"))
