@@ -21,7 +21,8 @@ the gap; the matched count says whether the retrieving ones reach as many classe
 It reports, with ``repro_small.py``'s bootstrap (95%, questions resampled, fixed seed), both means per arm, their
 paired menu-minus-free-query differences, and the share of rollouts with no evidence, pooled over the folders and per
 folder. Reading: if the menu's difference reaches 0 or above with the empty rollouts apart, the shared empty class
-accounts for the gap; if it stays below 0, it does not. Folders are checked as ``repro_small.py pool`` checks them
+is large enough to account for the gap (if it stays below 0, it is not); if the matched difference is not below 0,
+the menu's retrieving rollouts are not where the gap comes from. Folders are checked as ``repro_small.py pool`` checks them
 (one setting; a question counted once). Nothing is replayed.
 """
 from __future__ import annotations
