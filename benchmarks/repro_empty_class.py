@@ -22,8 +22,8 @@ It reports, with ``repro_small.py``'s bootstrap (95%, questions resampled, fixed
 paired menu-minus-free-query differences, and the share of rollouts with no evidence, pooled over the folders and per
 folder. Reading: if the menu's difference reaches 0 or above with the empty rollouts apart, the shared empty class
 is large enough to account for the gap (if it stays below 0, it is not); if the matched difference is not below 0,
-the menu's retrieving rollouts are not where the gap comes from. Folders are checked as ``repro_small.py pool`` checks them
-(one setting; a question counted once). Nothing is replayed.
+the menu's retrieving rollouts are not where the gap comes from. Folders are checked as ``repro_small.py pool``
+checks them (one setting; a question counted once). Nothing is replayed.
 """
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ from repro_pool import Source, check_poolable, load_source  # noqa: E402
 from repro_small import ARMS, BOOTSTRAP, _safe, bootstrap_mean, paired_difference, read_json_gz  # noqa: E402
 
 from harness_g.errors import ConfigError  # noqa: E402
+
+#: the file name a check is filed under beside a pool's ``pooled.json``, where the page finds it
+EMPTY_CLASS = "empty_class.json"
 
 
 def class_counts(evidence_sets: Sequence[frozenset[str]], threshold: float) -> dict[str, float]:
@@ -141,8 +144,11 @@ def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, A
                 "interval": "bootstrap 95% over questions (percentile), fixed seed, as repro_small.py"}}
 
 
-#: the file name a check is filed under beside a pool's ``pooled.json``, where the page finds it
-EMPTY_CLASS = "empty_class.json"
+def _iv(x: dict[str, Any]) -> str:
+    """``mean [lo, hi]`` of a bootstrap interval, signed, 2 decimals; "n/a" when it has no value (no question)."""
+    if x.get("mean") is None:
+        return "n/a"
+    return f"{x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]"
 
 
 def paragraph(data: dict[str, Any]) -> str:
@@ -152,21 +158,18 @@ def paragraph(data: dict[str, Any]) -> str:
 
     pooled = data["pooled"]
     arms, d, m = pooled["arms"], pooled["menu_minus_free_query"], pooled["matched"]
-
-    def iv(x: dict[str, Any]) -> str:
-        return f"{x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]"
-
+    k = m["k"]["mean"]
     menu, free = arms["menu"]["empty_frac"]["mean"], arms["free-query"]["empty_frac"]["mean"]
     return ("<p class='basis'>" + escape(
         f"Ours, a check of claim (a)'s difference from the cached rollouts ({pooled['questions']} questions, "
         f"benchmarks/repro_empty_class.py): {menu:.1%} of the menu's rollouts and {free:.1%} of the free-query arm's "
         f"retrieved nothing and share one class. Counting each of them as a class of its own (the most they could "
-        f"add), menu minus free-query N_eq is {iv(d['n_eq_empty_apart'])}, against {iv(d['n_eq'])} as defined. "
+        f"add), menu minus free-query N_eq is {_iv(d['n_eq_empty_apart'])}, against {_iv(d['n_eq'])} as defined. "
         "Where the first lies above 0, the shared empty class is large enough to account for the difference; what "
         "those rollouts would have retrieved is not known. "
-        f"Matched: over the {m['questions']} questions where some menu rollout retrieved (k = {m['k']['mean']:.1f} of "
-        f"them on average), their classes minus the mean classes of k free-query rollouts: "
-        f"{iv(m['menu_minus_free'])}.") + "</p>")
+        f"Matched: over the {m['questions']} questions where some menu rollout retrieved (k = "
+        f"{'n/a' if k is None else f'{k:.1f}'} of them on average), their classes minus the mean classes of k "
+        f"free-query rollouts: {_iv(m['menu_minus_free'])}.") + "</p>")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,12 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_results(args.out, data)
-    d = data["pooled"]["menu_minus_free_query"]
-    m = data["pooled"]["matched"]["menu_minus_free"]
-    print(f"{data['pooled']['questions']} questions: menu minus free-query N_eq {d['n_eq']['mean']:+.2f} "
-          f"[{d['n_eq']['lo']:+.2f}, {d['n_eq']['hi']:+.2f}]; with empty rollouts apart "
-          f"{d['n_eq_empty_apart']['mean']:+.2f} [{d['n_eq_empty_apart']['lo']:+.2f}, {d['n_eq_empty_apart']['hi']:+.2f}]; "
-          f"matched ({m['n']} questions) {m['mean']:+.2f} [{m['lo']:+.2f}, {m['hi']:+.2f}]")
+    d, m = data["pooled"]["menu_minus_free_query"], data["pooled"]["matched"]["menu_minus_free"]
+    print(f"{data['pooled']['questions']} questions: menu minus free-query N_eq {_iv(d['n_eq'])}; with empty rollouts "
+          f"apart {_iv(d['n_eq_empty_apart'])}; matched ({m['n']} questions) {_iv(m)}")
     return 0
 
 

@@ -81,3 +81,58 @@ def test_the_page_shows_a_check_filed_beside_a_pool_and_only_there(tmp_path):
     assert "retrieved nothing and share one class" in html and f"{apart['mean']:+.2f} [{apart['lo']:+.2f}," in html
     assert "retrieved nothing" not in rp.pooled_sections(tmp_path / "without")
     assert rp.pooled_sections(tmp_path / "without") in html  # the pool's own section is unchanged
+
+
+def test_several_folders_pool_as_repro_pool_does_and_bad_input_is_refused_in_one_line(tmp_path, capsys):
+    ec = load_script("benchmarks/repro_empty_class.py")
+    root = REPO_ROOT / "benchmarks" / "results" / "repro_small"
+    out = tmp_path / "pooled.json"
+    assert ec.main(["--from", str(root / "2wiki-paper-t6"), str(FOLDER), "--out", str(out), "--resamples", "200"]) == 0
+    data = json.loads(out.read_text())
+    pooled = json.loads((root / "pooled-2wiki-paper-t6" / "pooled.json").read_text())["equivalence"]
+    assert data["pooled"]["questions"] == pooled["questions"] == 50
+    assert data["pooled"]["menu_minus_free_query"]["n_eq"]["mean"] == pytest.approx(
+        pooled["menu_minus_free_query"]["n_eq"]["mean"])
+    assert [f["questions"] for f in data["per_folder"]] == [25, 25]
+    capsys.readouterr()
+
+    no_eq = tmp_path / "credit-only"
+    shutil.copytree(FOLDER, no_eq, ignore=shutil.ignore_patterns("rollouts", "equivalence.json"))
+    missing = tmp_path / "missing"
+    shutil.copytree(FOLDER, missing, ignore=shutil.ignore_patterns("credit"))
+    first = json.loads((missing / "equivalence.json").read_text())["per_question"]["menu"][0]["question_id"]
+    next((missing / "cache" / "rollouts" / "menu").glob(f"{first}*")).unlink()
+    cases = [
+        (["--from", str(FOLDER), str(FOLDER)], "is also in"),  # a question counted twice
+        (["--from", str(FOLDER), str(root / "2wiki-paper-menu")], "played with other settings"),
+        (["--from", str(no_eq)], "no equivalence.json there"),
+        (["--from", str(missing)], "is missing from cache/rollouts/menu"),
+        (["--from", str(FOLDER), "--resamples", "50"], "--resamples must be >= 100"),
+    ]
+    for argv, message in cases:
+        target = tmp_path / "refused.json"
+        assert ec.main([*argv, "--out", str(target)]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, (argv, err)
+        assert not target.exists()
+
+
+def test_a_group_with_more_retrieving_menu_rollouts_than_free_query_ones_is_refused():
+    ec = load_script("benchmarks/repro_empty_class.py")
+    from harness_g.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="only 1 rollouts"):
+        ec.matched_counts([frozenset({"s1"}), frozenset({"s2"})], [frozenset({"s1"})], 0.8)
+
+
+def test_the_sentence_says_n_a_where_no_menu_rollout_retrieved(capsys):
+    ec = load_script("benchmarks/repro_empty_class.py")
+    e, a, b = frozenset(), frozenset({"s1"}), frozenset({"s2"})
+    values = {"menu": [ec.class_counts([e, e], 0.8)], "free-query": [ec.class_counts([a, b], 0.8)],
+              "matched": [ec.matched_counts([e, e], [a, b], 0.8)]}
+    summary = ec.summarise(values, 100)
+    assert summary["matched"]["questions"] == 0 and summary["matched"]["menu_minus_free"]["mean"] is None
+    html = ec.paragraph({"pooled": summary})
+    assert "over the 0 questions" in html and "(k = n/a of them" in html and "rollouts: n/a." in html
+    # as defined: 1 class (both empty) - 2; each empty rollout apart: 2 - 2
+    assert "100.0% of the menu" in html and "N_eq is +0.00 [+0.00, +0.00], against -1.00 [-1.00, -1.00] as defined" in html
