@@ -1,0 +1,149 @@
+"""Does a result of issue 31 item 1 depend on the sampling seed? The same questions at two seeds, paired by question.
+
+    python benchmarks/repro_seed_pair.py --a DIR [DIR ...] --b DIR [DIR ...] --out FILE.json
+
+``--a`` and ``--b`` are result folders ``repro_small.py equivalence`` wrote (each side read as one sample, as
+``repro_small.py pool`` reads several folders), played under the same settings but the seed (``--seed``: it draws
+every group's rollouts, ``crc32("<seed>:<question id>")``) on exactly the same questions. Nothing is replayed: for
+every question its recorded values (``equivalence.json``'s ``per_question``) are paired across the sides, and for
+each quantity this reports the mean at a, the mean at b, the paired difference a minus b with ``repro_small.py``'s
+bootstrap (95%, questions resampled, fixed seed), and the Pearson correlation of the two sides over questions (ours:
+how much of a question's value carries over to another seed; None where a side does not vary).
+
+Quantities: N_eq per arm and menu minus free-query (the appendix "Retrieval-equivalence diagnostics" count, as
+``equivalence.json``), and per arm the share of a group's rollouts whose evidence is empty (``empty_evidence_frac``,
+the share behind ``repro_empty_class.py``'s check). Refused, one line each, before anything is written: sides whose
+settings differ in anything but the seed (within a side, the dataset and block of questions may differ, as for a
+pool); the same seed on both sides; a question on one side only or twice on one side.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import utc_stamp, write_results  # noqa: E402
+from repro_pool import Source, check_poolable, load_source, setting_differences  # noqa: E402
+from repro_small import ARMS, BOOTSTRAP, bootstrap_mean, paired_difference  # noqa: E402
+
+from harness_g.errors import ConfigError  # noqa: E402
+
+#: (name, arm or None for menu minus free-query, per_question key)
+QUANTITIES = (("n_eq_menu", "menu", "n_eq"), ("n_eq_free_query", "free-query", "n_eq"),
+              ("n_eq_menu_minus_free_query", None, "n_eq"),
+              ("empty_frac_menu", "menu", "empty_evidence_frac"),
+              ("empty_frac_free_query", "free-query", "empty_evidence_frac"))
+
+
+def side_values(sources: Sequence[Source], flag: str) -> dict[tuple[Any, str], dict[str, float]]:
+    """``{(graph content hash, question id): {quantity: value}}`` over one side's folders (checked as a pool)."""
+    if not sources:
+        raise ConfigError(f"{flag}: give at least one result folder")
+    if len(sources) > 1:
+        check_poolable(sources)
+    values: dict[tuple[Any, str], dict[str, float]] = {}
+    for s in sources:
+        if not s.equivalence:
+            raise ConfigError(f"{flag} {s.folder}: no equivalence.json there; run `repro_small.py equivalence` first")
+        rows = {arm: s.equivalence["per_question"][arm] for arm in ARMS}
+        for i, qid in enumerate(s.question_ids):
+            key = (s.settings.get("content_hash"), qid)
+            if key in values:
+                raise ConfigError(f"{flag} {s.folder}: question {qid} is on this side twice; a question counts once")
+            if any(rows[arm][i]["question_id"] != qid for arm in ARMS):
+                raise ConfigError(f"{flag} {s.folder}: equivalence.json lists its arms' questions in different orders")
+            v: dict[str, float] = {}
+            for name, arm, field in QUANTITIES:
+                v[name] = (float(rows[arm][i][field]) if arm is not None
+                           else float(rows["menu"][i][field]) - float(rows["free-query"][i][field]))
+            values[key] = v
+    return values
+
+
+def check_sides(a: Sequence[Source], b: Sequence[Source]) -> None:
+    """Refuse sides played under other settings than each other in anything but the seed, or with the same seed."""
+    diffs = [d for d in setting_differences(a[0].settings, b[0].settings) if not d.startswith("seed:")]
+    if diffs:
+        raise ConfigError(f"--b {b[0].folder}: played with other settings than --a {a[0].folder} ({diffs[0]}); only the "
+                          "seed may differ between the sides")
+    if a[0].settings.get("seed") == b[0].settings.get("seed"):
+        raise ConfigError(f"--a and --b were both played with seed {a[0].settings.get('seed')}; give two seeds")
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """The Pearson correlation of paired values; None for fewer than 2 pairs or a side that does not vary."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
+
+
+def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
+    """The paired comparison: ``{kind, generated, seeds, questions, per_dataset, quantities, definitions}``."""
+    if resamples < 100:
+        raise ConfigError(f"--resamples must be >= 100, got {resamples}")
+    a, b = [load_source(f) for f in a_folders], [load_source(f) for f in b_folders]
+    va, vb = side_values(a, "--a"), side_values(b, "--b")
+    check_sides(a, b)
+    only = next((k for k in va if k not in vb), None) or next((k for k in vb if k not in va), None)
+    if only is not None:
+        side = "--a" if only in va else "--b"
+        raise ConfigError(f"question {only[1]} is on {side} only; both sides must hold the same questions")
+    keys = list(va)
+
+    def summary(ks: Sequence[tuple[Any, str]]) -> dict[str, Any]:
+        out = {}
+        for name, _, _ in QUANTITIES:
+            xa, xb = [va[k][name] for k in ks], [vb[k][name] for k in ks]
+            out[name] = {"a": bootstrap_mean(xa, resamples=resamples), "b": bootstrap_mean(xb, resamples=resamples),
+                         "a_minus_b": paired_difference(xa, xb, resamples=resamples), "pearson": pearson(xa, xb)}
+        return out
+
+    hashes = {s.settings.get("content_hash"): s.rests_on.get("dataset") for s in a}
+    return {"kind": "seed_pair", "generated": utc_stamp(),
+            "seeds": {"a": a[0].settings.get("seed"), "b": b[0].settings.get("seed")},
+            "folders": {"a": [str(s.folder) for s in a], "b": [str(s.folder) for s in b]},
+            "questions": len(keys), "quantities": summary(keys),
+            "per_dataset": {hashes[h]: {"questions": sum(1 for k in keys if k[0] == h),
+                                        "quantities": summary([k for k in keys if k[0] == h])} for h in hashes},
+            "definitions": {
+                "n_eq": "the appendix's retrieval-equivalence classes of a question's N_g rollouts (equivalence.json)",
+                "empty_frac": "share of a question's rollouts whose evidence E(tau) is empty (empty_evidence_frac)",
+                "a_minus_b": "per question, the value at --a's seed minus at --b's; bootstrap 95% over questions "
+                             "(percentile), fixed seed, as repro_small.py",
+                "pearson": "ours: correlation of the two seeds' values over questions"}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--a", nargs="+", type=Path, required=True, help="result folders at one seed")
+    p.add_argument("--b", nargs="+", type=Path, required=True, help="the same questions' folders at another seed")
+    p.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    p.add_argument("--resamples", type=int, default=BOOTSTRAP, help="bootstrap resamples (default %(default)s)")
+    args = p.parse_args(argv)
+    try:
+        data = compare(args.a, args.b, resamples=args.resamples)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_results(args.out, data)
+    q = data["quantities"]
+    for name, _, _ in QUANTITIES:
+        d, r = q[name]["a_minus_b"], q[name]["pearson"]
+        print(f"{name}: seed {data['seeds']['a']} {q[name]['a']['mean']:.3f}, seed {data['seeds']['b']} "
+              f"{q[name]['b']['mean']:.3f}, difference {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] "
+              f"(r = {'n/a' if r is None else f'{r:.2f}'}, {data['questions']} questions)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""``benchmarks/repro_seed_pair.py``: two seeds' per-question N_eq paired by question, on copies of committed result
+folders (the copy at "seed 1" edited by hand so the expected differences are known), and its refusals (same seed,
+another setting, a question on one side only), each one line with nothing written."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from helpers.paths import REPO_ROOT, load_script
+
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "repro_small"
+FIRST, SECOND = RESULTS / "2wiki-paper-t6", RESULTS / "2wiki-paper-t6-q26-50"
+
+
+def _copy(src, dst, *, seed=None, edit=None):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("cache"))
+    if seed is not None:
+        settings = json.loads((dst / "settings.json").read_text())
+        settings["seed"] = seed
+        (dst / "settings.json").write_text(json.dumps(settings))
+    if edit is not None:
+        eq = json.loads((dst / "equivalence.json").read_text())
+        edit(eq)
+        (dst / "equivalence.json").write_text(json.dumps(eq))
+    return dst
+
+
+def test_identical_values_give_zero_difference_and_correlation_one(tmp_path):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    a = [_copy(FIRST, tmp_path / "a1", seed=1), _copy(SECOND, tmp_path / "a2", seed=1)]
+    data = sp.compare(a, [FIRST, SECOND], resamples=200)
+    assert data["seeds"] == {"a": 1, "b": 0} and data["questions"] == 50
+    for name, q in data["quantities"].items():
+        assert q["a_minus_b"]["mean"] == pytest.approx(0.0), name
+        assert q["a"]["mean"] == pytest.approx(q["b"]["mean"]), name
+    recorded = json.loads((FIRST / "equivalence.json").read_text())["per_question"]["menu"]
+    assert data["per_dataset"]["2wiki"]["questions"] == 50
+    # the menu's N_eq varies over these questions, so a side equal to the other correlates perfectly
+    assert len({r["n_eq"] for r in recorded}) > 1
+    assert data["quantities"]["n_eq_menu"]["pearson"] == pytest.approx(1.0)
+
+
+def test_a_changed_question_moves_the_paired_difference_by_its_share(tmp_path):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+
+    def edit(eq):  # the first question's menu group: 2 classes more, 0.25 more of its rollouts empty
+        eq["per_question"]["menu"][0]["n_eq"] += 2
+        eq["per_question"]["menu"][0]["empty_evidence_frac"] += 0.25
+
+    a = _copy(FIRST, tmp_path / "a", seed=3, edit=edit)
+    out = tmp_path / "pair.json"
+    assert sp.main(["--a", str(a), "--b", str(FIRST), "--out", str(out), "--resamples", "200"]) == 0
+    q = json.loads(out.read_text())["quantities"]
+    n = json.loads((FIRST / "equivalence.json").read_text())["rests_on"]["questions"]
+    assert q["n_eq_menu"]["a_minus_b"]["mean"] == pytest.approx(2 / n)
+    assert q["n_eq_menu_minus_free_query"]["a_minus_b"]["mean"] == pytest.approx(2 / n)
+    assert q["n_eq_free_query"]["a_minus_b"]["mean"] == pytest.approx(0.0)
+    assert q["empty_frac_menu"]["a_minus_b"]["mean"] == pytest.approx(0.25 / n)
+    assert q["n_eq_menu"]["a_minus_b"]["lo"] <= 2 / n <= q["n_eq_menu"]["a_minus_b"]["hi"]
+    assert q["n_eq_menu"]["pearson"] < 1.0
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("same-seed", "both played with seed 0"),
+    ("other-setting", "only the seed may differ"),
+    ("missing-question", "is on --b only"),
+])
+def test_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case, needle):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    if case == "same-seed":
+        a = _copy(FIRST, tmp_path / "a")
+    elif case == "other-setting":
+        a = _copy(FIRST, tmp_path / "a", seed=1)
+        settings = json.loads((a / "settings.json").read_text())
+        settings["group_size"] = 4
+        (a / "settings.json").write_text(json.dumps(settings))
+    else:
+        def drop(eq):
+            for arm in ("menu", "free-query"):
+                eq["per_question"][arm].pop()
+        a = _copy(FIRST, tmp_path / "a", seed=1, edit=drop)
+    out = tmp_path / "pair.json"
+    assert sp.main(["--a", str(a), "--b", str(FIRST), "--out", str(out), "--resamples", "200"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not out.exists()
