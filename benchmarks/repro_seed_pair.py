@@ -14,12 +14,12 @@ Quantities: N_eq per arm and menu minus free-query (the appendix "Retrieval-equi
 ``equivalence.json``), and per arm the share of a group's rollouts whose evidence is empty (``empty_evidence_frac``,
 the share behind ``repro_empty_class.py``'s check). Refused, one line each, before anything is written: sides whose
 settings differ in anything but the seed (within a side, the dataset and block of questions may differ, as for a
-pool); the same seed on both sides; a question on one side only or twice on one side.
+pool, and a question counts once); the same seed on both sides; a question on one side only.
 """
 from __future__ import annotations
 
 import argparse
-import math
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -39,7 +39,8 @@ QUANTITIES = (("n_eq_menu", "menu", "n_eq"), ("n_eq_free_query", "free-query", "
 
 
 def side_values(sources: Sequence[Source], flag: str) -> dict[tuple[Any, str], dict[str, float]]:
-    """``{(graph content hash, question id): {quantity: value}}`` over one side's folders (checked as a pool)."""
+    """``{(graph content hash, question id): {quantity: value}}`` over one side's folders (checked as a pool: one
+    setting, each question once)."""
     if not sources:
         raise ConfigError(f"{flag}: give at least one result folder")
     if len(sources) > 1:
@@ -50,16 +51,13 @@ def side_values(sources: Sequence[Source], flag: str) -> dict[tuple[Any, str], d
             raise ConfigError(f"{flag} {s.folder}: no equivalence.json there; run `repro_small.py equivalence` first")
         rows = {arm: s.equivalence["per_question"][arm] for arm in ARMS}
         for i, qid in enumerate(s.question_ids):
-            key = (s.settings.get("content_hash"), qid)
-            if key in values:
-                raise ConfigError(f"{flag} {s.folder}: question {qid} is on this side twice; a question counts once")
             if any(rows[arm][i]["question_id"] != qid for arm in ARMS):
                 raise ConfigError(f"{flag} {s.folder}: equivalence.json lists its arms' questions in different orders")
             v: dict[str, float] = {}
             for name, arm, field in QUANTITIES:
                 v[name] = (float(rows[arm][i][field]) if arm is not None
                            else float(rows["menu"][i][field]) - float(rows["free-query"][i][field]))
-            values[key] = v
+            values[(s.settings.get("content_hash"), qid)] = v  # a question in two folders: check_poolable refused it
     return values
 
 
@@ -74,16 +72,12 @@ def check_sides(a: Sequence[Source], b: Sequence[Source]) -> None:
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """The Pearson correlation of paired values; None for fewer than 2 pairs or a side that does not vary."""
-    n = len(xs)
-    if n < 2:
+    """The Pearson correlation of paired values (:func:`statistics.correlation`); None for fewer than 2 pairs or a
+    side that does not vary."""
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:
         return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
 
 
 def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
@@ -107,13 +101,15 @@ def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: 
                          "a_minus_b": paired_difference(xa, xb, resamples=resamples), "pearson": pearson(xa, xb)}
         return out
 
-    hashes = {s.settings.get("content_hash"): s.rests_on.get("dataset") for s in a}
+    by_dataset: dict[Any, list[tuple[Any, str]]] = {}
+    for s in a:  # grouped by dataset name (two graphs of one dataset are one group)
+        by_dataset.setdefault(s.rests_on.get("dataset"), []).extend((s.settings.get("content_hash"), q)
+                                                                    for q in s.question_ids)
     return {"kind": "seed_pair", "generated": utc_stamp(),
             "seeds": {"a": a[0].settings.get("seed"), "b": b[0].settings.get("seed")},
             "folders": {"a": [str(s.folder) for s in a], "b": [str(s.folder) for s in b]},
             "questions": len(keys), "quantities": summary(keys),
-            "per_dataset": {hashes[h]: {"questions": sum(1 for k in keys if k[0] == h),
-                                        "quantities": summary([k for k in keys if k[0] == h])} for h in hashes},
+            "per_dataset": {name: {"questions": len(ks), "quantities": summary(ks)} for name, ks in by_dataset.items()},
             "definitions": {
                 "n_eq": "the appendix's retrieval-equivalence classes of a question's N_g rollouts (equivalence.json)",
                 "empty_frac": "share of a question's rollouts whose evidence E(tau) is empty (empty_evidence_frac)",

@@ -85,3 +85,45 @@ def test_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case, nee
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_cli_prints_one_line_per_quantity_with_both_seeds(tmp_path, capsys):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    a = _copy(FIRST, tmp_path / "a", seed=1)
+    assert sp.main(["--a", str(a), "--b", str(FIRST), "--out", str(tmp_path / "p.json"), "--resamples", "200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(sp.QUANTITIES)
+    assert lines[0].startswith("n_eq_menu: seed 1 ") and ", seed 0 " in lines[0]
+    assert "difference +0.000 [+0.000, +0.000] (r = 1.00, 25 questions)" in lines[0]
+    # the free-query arm never retrieves nothing here: its empty share does not vary, so it has no correlation
+    assert lines[-1].startswith("empty_frac_free_query:") and "(r = n/a," in lines[-1]
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("resamples", "--resamples must be >= 100"),
+    ("twice", "a question counts once"),
+    ("no-equivalence", "no equivalence.json there"),
+    ("arm-order", "lists its arms' questions in different orders"),
+])
+def test_more_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case, needle):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    a = [_copy(FIRST, tmp_path / "a", seed=1)]
+    b = [FIRST]
+    resamples = "200"
+    if case == "resamples":
+        resamples = "50"
+    elif case == "twice":
+        b = [FIRST, _copy(FIRST, tmp_path / "b2")]
+    elif case == "no-equivalence":
+        (a[0] / "equivalence.json").unlink()
+    else:
+        def swap(eq):
+            rows = eq["per_question"]["free-query"]
+            rows[0], rows[1] = rows[1], rows[0]
+        a = [_copy(FIRST, tmp_path / "a2", seed=1, edit=swap)]
+    out = tmp_path / "pair.json"
+    args = ["--a", *map(str, a), "--b", *map(str, b), "--out", str(out), "--resamples", resamples]
+    assert sp.main(args) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not out.exists()
