@@ -6,6 +6,7 @@
     python benchmarks/repro_small.py learn-summary --out DIR --seeds 3,4   (learn's numbers over some seeds; writes nothing)
     python benchmarks/repro_small.py small-pool --runs RUN_DIR ... [--window 3] [--out FILE]   (ours: a fixed pool's reward)
     python benchmarks/repro_small.py pool --from DIR [DIR ...] --out POOL_DIR   (repro_pool.py)
+    python benchmarks/repro_small.py replay --from SRC --skip-questions K --n-questions N --out DST   (repro_replay.py)
     python benchmarks/repro_small.py page --out DIR
 
 ``equivalence``: N_g rollouts (``--group-size``, 8) per question of the same untrained policy (``--model``, SmolLM2-135M
@@ -24,6 +25,10 @@ steps above the others, with a bootstrap 95% interval over questions -> ``DIR/cr
 
 ``pool``: claims (a) and (b) over the questions of several result folders played under one setting (datasets, or
 blocks of one list), re-aggregated from their JSON and caches -> ``POOL_DIR/pooled.json`` (repro_pool.py).
+
+``replay``: questions K+1..K+N of an earlier result folder played again from its caches into a folder of their own
+(nothing sampled; every record checked equal to the source's), the other side of a pair at another seed
+(repro_replay.py).
 
 ``page``: ``DIR/index.html`` and ``DIR/plots/*.svg`` from the JSON files of DIR and of its sub-folders (one result
 set per folder: a dataset, a preset).
@@ -230,6 +235,8 @@ class Run:
     #: questions passed over before the ``n_questions`` played: a later block of the same list (a replication on
     #: questions a result did not see), 0 for the first N
     skip_questions: int = 0
+    #: read every question from the cache and refuse one that is not there (``replay``: nothing is sampled or scored)
+    cache_only: bool = False
 
 
 def _safe(name: str) -> str:
@@ -402,6 +409,9 @@ def play_arm(run: Run, arm: str, config: Any, view: Any, models: Models, items: 
     folder = run.out / "cache" / "rollouts" / arm
     done = {it.id: folder / f"{_safe(it.id)}.json.gz" for it in items}
     todo = [it for it in items if not done[it.id].is_file()]
+    if todo and run.cache_only:
+        raise HarnessError(f"{arm}: question {todo[0].id} has no cached group in {folder} and this run samples nothing "
+                           f"({len(todo)} such question(s)); a replay plays only what its source cached")
     r = config.rollout
     generator = models.generator(config) if todo else None
     for start in range(0, len(todo), run.batch_questions):
@@ -503,6 +513,9 @@ def credit_for(run: Run, config: Any, view: Any, models: Models, items: Sequence
     out = {}
     for n, item in enumerate(items):
         path = folder / f"{_safe(item.id)}.json.gz"
+        if not path.is_file() and run.cache_only:
+            raise HarnessError(f"credit: question {item.id} has no cached record in {folder} and this run scores "
+                               "nothing; a replay plays only what its source cached")
         if not path.is_file():
             t0, c0 = time.perf_counter(), time.process_time()
             steps = step_signals(view, models, config, [item], [groups[item.id]])[0]
@@ -1067,6 +1080,15 @@ def parser() -> argparse.ArgumentParser:
                    help="result folders written by equivalence (and credit) with the same settings but the dataset")
     p.add_argument("--out", type=Path, required=True, help="folder for pooled.json (not one of --from)")
     p.add_argument("--resamples", type=int, default=BOOTSTRAP, help=f"bootstrap resamples (default {BOOTSTRAP})")
+    p = sub.add_parser("replay", help="a block of a result folder's questions from its caches into a new folder "
+                                      "(repro_replay.py; nothing sampled, records checked equal)")
+    p.add_argument("--from", dest="source", required=True, type=Path, metavar="SRC",
+                   help="a result folder equivalence (and credit) wrote")
+    p.add_argument("--skip-questions", type=int, default=0, help="the block starts after the list's first K questions")
+    p.add_argument("--n-questions", type=int, required=True, help="the block's N questions (all held by SRC)")
+    p.add_argument("--out", type=Path, required=True, help="a new or empty folder for the block")
+    p.add_argument("--graph", type=Path, help="GRAPH_DIR when SRC's graph moved (its content hash must be the same)")
+    p.add_argument("--store", help="store spec (default: the graph's remembered store)")
     p = sub.add_parser("page")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return ap
@@ -1128,6 +1150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             cmd_pool(args.sources, args.out, resamples=args.resamples)
             print(args.out / POOLED)
+            return 0
+        if args.command == "replay":
+            from repro_replay import REPLAY, cmd_replay
+
+            cmd_replay(args.source, args.out, args.skip_questions, args.n_questions, log, graph=args.graph,
+                       store=args.store)
+            print(args.out / REPLAY)
             return 0
         if args.command == "small-pool":
             from repro_small_pool import small_pool
