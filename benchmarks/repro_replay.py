@@ -65,8 +65,9 @@ def window(source: Path, skip: int, n: int) -> tuple[dict[str, Any], list[str], 
         raise ConfigError(f"--from {source} holds questions {first + 1}-{first + len(ids)} of its list, not "
                           f"{skip + 1}-{skip + n}")
     chosen = ids[skip - first: skip - first + n]
+    wanted = set(chosen)
     credit_path = source / "credit.json"
-    credit_ids = [] if not credit_path.is_file() else [q for q in _read(credit_path)["question_ids"] if q in set(chosen)]
+    credit_ids = [] if not credit_path.is_file() else [q for q in _read(credit_path)["question_ids"] if q in wanted]
     return settings, chosen, credit_ids
 
 
@@ -106,8 +107,9 @@ def check_equal(source: Path, dest: Path, settings: dict[str, Any], ids: list[st
     """Refuse (one line) a replay in ``dest`` whose records or settings differ from SRC's for the window; returns
     what was checked, for ``replay.json``."""
     src_eq, dst_eq = _read(source / "equivalence.json"), _read(dest / "equivalence.json")
+    wanted = set(ids)
     for arm in ARMS:
-        want = [r for r in src_eq["per_question"][arm] if r["question_id"] in set(ids)]
+        want = [r for r in src_eq["per_question"][arm] if r["question_id"] in wanted]
         if dst_eq["per_question"][arm] != want:
             raise ConfigError(f"replay of {source}: the {arm} arm's per-question records differ from the source's; "
                               "it is not a replay of those questions (nothing written)")
@@ -133,8 +135,6 @@ def cmd_replay(source: Path, out: Path, skip: int, n: int, log: Callable[[str], 
     place only once checked) and return ``replay.json``'s record."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out} already holds files; a replay writes a fresh folder")
-    if out.resolve() == source.resolve():
-        raise ConfigError("--out is --from; a replay writes a fresh folder")
     settings, ids, credit_ids = window(source, skip, n)
     tmp = out.with_name(f".{out.name}.replay-tmp")
     shutil.rmtree(tmp, ignore_errors=True)

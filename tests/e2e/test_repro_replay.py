@@ -1,9 +1,11 @@
 """``repro_small.py replay`` (benchmarks/repro_replay.py) end to end, with the tiny random test model on the packaged
 2Wiki slice and the embedded FalkorDB: a block of a 4-question folder replayed from its caches gives a folder whose
 records, credit and settings equal what ``equivalence``/``credit`` wrote when they played that block, with no model
-loaded; it pools with the other block into the 4-question folder's numbers; a window the source does not hold, a
-cache file missing, a source whose recorded order is not its list's and an ``--out`` that holds files are refused in
-one line, with nothing written and the existing folder unchanged."""
+loaded; it pools with the other block into the 4-question folder's numbers; a moved graph of the same content is
+accepted with ``--graph``; a window the source does not hold, a cache file missing, a source whose recorded order is
+not its list's, recorded records or credit questions its cache does not give, a source recorded on other graph
+content and an ``--out`` that holds files are refused in one line, with nothing written and the existing folder
+unchanged."""
 from __future__ import annotations
 
 import json
@@ -81,12 +83,30 @@ def test_replayed_block_equals_the_played_block_and_bad_replays_are_refused(tmp_
     for arm in eq["per_question"]:
         eq["per_question"][arm] = eq["per_question"][arm][2:] + eq["per_question"][arm][:2]
     (reordered / "equivalence.json").write_text(json.dumps(eq))
+    edited = tmp_path / "edited"  # its recorded N_eq for question 3 is not what its cache gives
+    shutil.copytree(src, edited)
+    eq = _json(edited, "equivalence.json")
+    eq["per_question"]["menu"][2]["n_eq"] += 1
+    (edited / "equivalence.json").write_text(json.dumps(eq))
+    no_credit = tmp_path / "no-credit"  # its credit.json does not list question 4, so its credit record is not copied
+    shutil.copytree(src, no_credit)
+    cr = _json(no_credit, "credit.json")
+    cr["question_ids"].remove(src_ids[3])
+    (no_credit / "credit.json").write_text(json.dumps(cr))
+    other_graph = tmp_path / "other-graph"  # recorded on a graph of other content
+    shutil.copytree(src, other_graph)
+    st = _json(other_graph, "settings.json")
+    st["content_hash"] = "0" * 16
+    (other_graph / "settings.json").write_text(json.dumps(st))
     refused = tmp_path / "refused"
     cases = [([str(src), "3", "2"], "holds questions 1-4 of its list, not 4-5"),
              ([str(lost), "2", "2"], "is missing (1 cache file(s)"),
              ([str(reordered), "2", "2"], "has no cached group"),
              ([str(tmp_path / "nowhere"), "0", "1"], "no settings.json there"),
-             ([str(src), "0", "0"], "--n-questions >= 1")]
+             ([str(src), "0", "0"], "--n-questions >= 1"),
+             ([str(edited), "2", "2"], "the menu arm's per-question records differ from the source's"),
+             ([str(no_credit), "2", "2"], "credit: question"),
+             ([str(other_graph), "0", "2"], "settings differ beyond the window (content_hash:")]
     for (source, skip, n), message in cases:
         capsys.readouterr()
         argv = ["replay", "--from", source, "--skip-questions", skip, "--n-questions", n, "--out", str(refused)]
@@ -94,6 +114,13 @@ def test_replayed_block_equals_the_played_block_and_bad_replays_are_refused(tmp_
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and message in err, err
         assert not refused.exists() and not list(tmp_path.glob(".*replay-tmp"))
+    # the same graph content read from another path (--graph): accepted, the path the one allowed difference
+    moved = tmp_path / "graph-moved"
+    shutil.copytree(graph, moved)
+    elsewhere = tmp_path / "replay-moved"
+    assert rs.main(["replay", "--from", str(src), "--n-questions", "2", "--out", str(elsewhere), "--graph", str(moved)]) == 0
+    assert _json(elsewhere, "replay.json")["checked"][-1] == "settings equal the source's but skip_questions and graph"
+    assert _json(elsewhere, "equivalence.json")["per_question"] == _json(first, "equivalence.json")["per_question"]
     before = _tree(out)
     assert rs.main(["replay", "--from", str(src), "--n-questions", "2", "--out", str(out)]) == 2
     assert "already holds files" in capsys.readouterr().err and _tree(out) == before
