@@ -722,16 +722,68 @@ def _block(meta: dict[str, Any]) -> str:
     return str(meta["dataset"]) + ("" if first == 1 else f" q{first}-{first + n - 1}")
 
 
-def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]]) -> str:
+def _ranges(positions: Sequence[int]) -> str:
+    """1-based list positions as compact ranges: [1, 2, 3, 7] -> "q1-3, q7"."""
+    out, ps = [], sorted(set(positions))
+    start = prev = ps[0]
+    for p in ps[1:] + [None]:
+        if p is not None and p == prev + 1:
+            prev = p
+            continue
+        out.append(f"q{start}" if start == prev else f"q{start}-{prev}")
+        if p is not None:
+            start = prev = p
+    return ", ".join(out)
+
+
+@dataclass(frozen=True)
+class PooledClaimA:
+    """Claim (a) over every question one rollout setting and seed has (the summary's pooled row): ``diffs`` are the
+    per-question menu-minus-free-query N_eq differences (classes per group of N_g), ordered by dataset then list
+    position, each question once; ``label`` names the datasets' question ranges; ``conflict`` is a one-line reason
+    when one question has two different records (nothing is pooled then)."""
+
+    diffs: tuple[float, ...]
+    label: str
+    folders: int
+    conflict: str | None
+
+
+def pool_claim_a(entries: Sequence[tuple[str, int, str, float, str]]) -> PooledClaimA:
+    """Pool ``(dataset, list position, question id, N_eq difference, folder)`` rows of result sets that share a rollout
+    setting and a seed. A question held by two folders (a replayed window beside the run it came from) counts once
+    when both give the same difference; two different differences for one question are a conflict, reported, never
+    averaged or silently overwritten."""
+    seen: dict[tuple[str, str], tuple[int, float, str]] = {}
+    conflict = None
+    for dataset, position, qid, diff, folder in entries:
+        old = seen.get((dataset, qid))
+        if old is None:
+            seen[(dataset, qid)] = (position, diff, folder)
+        elif old[1] != diff and conflict is None:
+            conflict = (f"question {qid} of {dataset} has N_eq difference {old[1]:g} in {old[2]} and {diff:g} in "
+                        f"{folder}")
+    ordered = sorted(((d, p, diff, f) for (d, _), (p, diff, f) in seen.items()), key=lambda r: (r[0], r[1]))
+    by_dataset: dict[str, list[int]] = {}
+    for d, p, _, _ in ordered:
+        by_dataset.setdefault(d, []).append(p)
+    label = ", ".join(f"{d} {_ranges(ps)}" for d, ps in sorted(by_dataset.items()))
+    return PooledClaimA(tuple(r[2] for r in ordered), label, len({r[3] for r in ordered}), conflict)
+
+
+def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]], root: Path | None = None) -> str:
     """The page's first table: per result set, claim (a)'s N_eq difference and claim (b)'s SNC AUC and SNC-minus-other
     differences with their verdicts; then claim (a) again over the questions of every dataset run under one rollout
-    setting (preset, T, context, K_s, K_e), where two or more datasets (or blocks of one) were (their paired differences
-    pooled)."""
+    setting (preset, seed, T, context, K_s, K_e), where two or more folders hold them (their paired differences pooled,
+    each question once: :func:`pool_claim_a`). Seeds are never pooled together: two seeds of one question are not two
+    questions. Each row names its folder relative to ``root`` (its own name without one)."""
     from html import escape
 
     def cell(interval: dict[str, Any] | None, key: str, null: float, claim: str, n: int) -> str:
         if not interval:
             return "<td>not run</td>"
+        if interval.get(key) is None:  # run, but no question defines it (aliasing: no two requests differed)
+            return "<td>n/a (no question defines it)</td>"
         status, _ = verdict(interval, key, null=null, claim=claim, n=n)
         return (f"<td class='verdict {status.replace(' ', '-')}'>{_f(interval[key])} [{_f(interval['lo'])}, "
                 f"{_f(interval['hi'])}]: {escape(status)}</td>")
@@ -741,32 +793,43 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]])
         return (f"T = {meta['max_turns']}, {meta.get('context')}, K_s = {env.get('visible_cap')}, "
                 f"K_e = {env.get('lookup_cap')}")
 
-    rows, pooled = [], {}  # pooled: preset and rollout setting -> {dataset's block of questions: paired N_eq differences}
-    for _, eq, cr in sets:
+    def seeds(meta: dict[str, Any]) -> str:
+        return "seed " + (", ".join(map(str, meta.get("seeds") or [])) or "?")
+
+    rows, pooled = [], {}  # pooled: preset, seed and rollout setting -> [(dataset, position, id, N_eq difference, folder)]
+    for folder, eq, cr in sets:
         meta = (eq or cr)["rests_on"]
+        name = folder.name + "/" if root is None else ("." if folder == root else folder.relative_to(root).as_posix() + "/")
         n_eq = dict(eq["menu_minus_free_query"]["n_eq"], value=eq["menu_minus_free_query"]["n_eq"]["mean"]) if eq else None
         if eq:
-            pooled.setdefault(f"{meta['preset']} preset, {setting(meta)}", {})[_block(meta)] = [
-                m["n_eq"] - f["n_eq"] for m, f in zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])]
+            first = meta.get("first_question") or 1
+            pooled.setdefault(f"{meta['preset']} preset, {seeds(meta)}, {setting(meta)}", []).extend(
+                (meta["dataset"], first + i, m["question_id"], m["n_eq"] - f["n_eq"], name)
+                for i, (m, f) in enumerate(zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])))
         versus = (cr or {}).get("snc_versus", {})
         n_a, n_b = (eq or {}).get("rests_on", {}).get("questions", 0), (cr or {}).get("rests_on", {}).get("questions", 0)
         alias = (eq or {}).get("menu_minus_free_query", {}).get("aliasing")
         if alias and alias.get("mean") is not None:  # shown as free-query minus menu: the claimed side is above 0
             alias = {"value": -alias["mean"], "lo": -alias["hi"], "hi": -alias["lo"], "n": alias["n"]}
-        rows.append(f"<tr><td>{escape(_block(meta))} ({escape(meta['preset'])}, {escape(setting(meta))}, "
-                    f"{escape(meta['device'])})</td><td>{n_a or n_b}</td>"
+        elif alias:
+            alias = {"value": None, "n": 0}
+        rows.append(f"<tr><td>{escape(_block(meta))} ({escape(meta['preset'])}, {escape(seeds(meta))}, "
+                    f"{escape(setting(meta))}, {escape(meta['device'])}) <code>{escape(name)}</code></td><td>{n_a or n_b}</td>"
                     + cell(n_eq, "value", 0.0, "N_eq difference", n_a)
                     + cell(alias, "value", 0.0, "aliasing difference", (alias or {}).get("n", 0))
                     + cell((cr or {}).get("signals", {}).get("snc"), "auc", 0.5, "SNC AUC", n_b)
                     + cell(versus.get("snc_minus_outcome"), "diff", 0.0, "SNC minus outcome", n_b)
                     + cell(versus.get("snc_minus_igpo"), "diff", 0.0, "SNC minus IGPO", n_b) + "</tr>")
-    for key, by_set in pooled.items():  # one pooled row per rollout setting run on two or more datasets
-        if len(by_set) < 2:
+    for key, entries in pooled.items():  # one pooled row per rollout setting and seed held by two or more folders
+        pool = pool_claim_a(entries)
+        if pool.folders < 2:
             continue
-        diffs = [d for values in by_set.values() for d in values]
-        p = bootstrap_mean(diffs)
-        rows.append(f"<tr><td>{escape(', '.join(sorted(by_set)))} pooled ({escape(key)}; claim (a) only)</td>"
-                    f"<td>{len(diffs)}</td>" + cell(dict(p, value=p["mean"]), "value", 0.0, "N_eq difference", len(diffs))
+        head = f"<tr><td>{escape(pool.label)} pooled ({escape(key)}; claim (a) only)</td><td>{len(pool.diffs)}</td>"
+        if pool.conflict:
+            rows.append(head + f"<td>not pooled: {escape(pool.conflict)}</td><td></td><td></td><td></td><td></td></tr>")
+            continue
+        p = bootstrap_mean(pool.diffs)
+        rows.append(head + cell(dict(p, value=p["mean"]), "value", 0.0, "N_eq difference", len(pool.diffs))
                     + "<td></td><td></td><td></td><td></td></tr>")
     return ("<h2>Summary</h2><table><tr><th>result set</th><th>questions</th><th>(a) menu minus free-query N_eq</th>"
             "<th>(a, ours) aliasing, free-query minus menu</th>"
@@ -934,7 +997,7 @@ def cmd_page(root: Path) -> Path:
             "holds only when its whole interval is on the claimed side; a wide interval, or one from fewer than "
             f"{MIN_QUESTIONS} questions, reads \"not shown at n=...\". "
             "Source: <code>benchmarks/repro_small.py</code>; the JSON beside this page has every number.</p>"
-            + (summary_section(sets) if sets else "") + pooled + "".join(sections) + learning + "</body></html>")
+            + (summary_section(sets, root) if sets else "") + pooled + "".join(sections) + learning + "</body></html>")
     path = root / "index.html"
     path.write_text(page, encoding="utf-8")
     return path

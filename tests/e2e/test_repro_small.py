@@ -119,7 +119,7 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     # the summary table: this set's row with claim (a)'s and claim (b)'s numbers as equivalence/credit.json give them
     summary = html[html.index("<h2>Summary</h2>"): html.index("</table>", html.index("<h2>Summary</h2>"))]
     eq = json.loads((out / "equivalence.json").read_text())
-    assert f"<td>{N_Q}</td>" in summary and "2wiki (paper, T = 3, multi-turn, K_s = 3, K_e = 3" in summary
+    assert f"<td>{N_Q}</td>" in summary and "2wiki (paper, seed 0, T = 3, multi-turn, K_s = 3, K_e = 3" in summary
     assert f"{rs._f(eq['menu_minus_free_query']['n_eq']['mean'])} [" in summary and summary.count("<tr>") == 2
     assert {p.name for p in (out / "plots").glob("*.svg")} == {"main_n_eq.svg", "main_d_ret.svg", "main_auc.svg"}
 
@@ -139,10 +139,17 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     # the first run's questions are in list order, so the block's question is the list's second
     eq_ids = [q["question_id"] for q in json.loads((out / "equivalence.json").read_text())["per_question"]["menu"]]
     assert record["question_id"] == eq_ids[1]
+    # the block's claim (a) too: its question's record is the first run's second one
+    assert rs.main(["equivalence", *args[1:]]) == 0
+    [block_menu] = json.loads((block / "equivalence.json").read_text())["per_question"]["menu"]
+    assert block_menu == json.loads((out / "equivalence.json").read_text())["per_question"]["menu"][1]
     assert rs.main(["page", "--out", str(out)]) == 0
     html = (out / "index.html").read_text()
     assert "1 question (questions 2-2 of the list, a later block) of 2wiki" in html
-    assert "<td>2wiki q2-2 (paper, T = 3" in html and "<h2>2wiki q2-2, paper preset" in html  # its own row, section
+    assert "<td>2wiki q2-2 (paper, seed 0, T = 3" in html and "<h2>2wiki q2-2, paper preset" in html  # its own row, section
+    assert "<code>q2/</code>" in html
+    # the block's question is one the first run holds, with the same records: no pooled row counts it twice
+    assert " pooled (" not in html[html.index("<h2>Summary</h2>"): html.index("</table>", html.index("<h2>Summary</h2>"))]
     capsys.readouterr()
     assert rs.main(_args("credit", graph, block, store_spec, "--skip-questions", "-1")) == 2
     assert capsys.readouterr().err.strip() == "error: --skip-questions must be >= 0, got -1"
