@@ -983,7 +983,10 @@ def cmd_page(root: Path) -> Path:
     for folder, eq, cr in sets:
         stem = "main" if folder == root else "_".join(folder.relative_to(root).parts)
         meta = (eq or cr)["rests_on"]
-        head = f"<h2>{escape(_block(meta))}, {escape(meta['preset'])} preset ({escape(meta['device'])})</h2>"
+        where = "." if folder == root else folder.relative_to(root).as_posix() + "/"
+        seeds = ", ".join(map(str, meta.get("seeds") or [])) or "?"
+        head = (f"<h2>{escape(_block(meta))}, {escape(meta['preset'])} preset, seed {escape(seeds)} "
+                f"({escape(meta['device'])}) <code>{escape(where)}</code></h2>")
         parts = [head]
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
         parts.append(credit_section(cr, plots, stem) if cr else "<p>Claim (b): not run for this set.</p>")

@@ -147,7 +147,8 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     html = (out / "index.html").read_text()
     assert "1 question (questions 2-2 of the list, a later block) of 2wiki" in html
     assert "<td>2wiki q2-2 (paper, seed 0, T = 3" in html and "<h2>2wiki q2-2, paper preset" in html  # its own row, section
-    assert "<code>q2/</code>" in html
+    assert "<code>q2/</code></td>" in html and "<h2>2wiki q2-2, paper preset, seed 0 (CPU (" in html
+    assert "<code>q2/</code></h2>" in html  # the section names its folder too
     # the block's question is one the first run holds, with the same records: no pooled row counts it twice
     assert " pooled (" not in html[html.index("<h2>Summary</h2>"): html.index("</table>", html.index("<h2>Summary</h2>"))]
     capsys.readouterr()
