@@ -722,6 +722,11 @@ def _block(meta: dict[str, Any]) -> str:
     return str(meta["dataset"]) + ("" if first == 1 else f" q{first}-{first + n - 1}")
 
 
+def _seeds(meta: dict[str, Any]) -> str:
+    """A result set's sampling seeds as the page names them: "seed 0" ("seed ?" when none is recorded)."""
+    return "seed " + (", ".join(map(str, meta.get("seeds") or [])) or "?")
+
+
 def _ranges(positions: Sequence[int]) -> str:
     """1-based list positions as compact ranges: [1, 2, 3, 7] -> "q1-3, q7"."""
     out, ps = [], sorted(set(positions))
@@ -793,9 +798,6 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]],
         return (f"T = {meta['max_turns']}, {meta.get('context')}, K_s = {env.get('visible_cap')}, "
                 f"K_e = {env.get('lookup_cap')}")
 
-    def seeds(meta: dict[str, Any]) -> str:
-        return "seed " + (", ".join(map(str, meta.get("seeds") or [])) or "?")
-
     rows, pooled = [], {}  # pooled: preset, seed and rollout setting -> [(dataset, position, id, N_eq difference, folder)]
     for folder, eq, cr in sets:
         meta = (eq or cr)["rests_on"]
@@ -803,7 +805,7 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]],
         n_eq = dict(eq["menu_minus_free_query"]["n_eq"], value=eq["menu_minus_free_query"]["n_eq"]["mean"]) if eq else None
         if eq:
             first = meta.get("first_question") or 1
-            pooled.setdefault(f"{meta['preset']} preset, {seeds(meta)}, {setting(meta)}", []).extend(
+            pooled.setdefault(f"{meta['preset']} preset, {_seeds(meta)}, {setting(meta)}", []).extend(
                 (meta["dataset"], first + i, m["question_id"], m["n_eq"] - f["n_eq"], name)
                 for i, (m, f) in enumerate(zip(eq["per_question"]["menu"], eq["per_question"]["free-query"])))
         versus = (cr or {}).get("snc_versus", {})
@@ -813,7 +815,7 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]],
             alias = {"value": -alias["mean"], "lo": -alias["hi"], "hi": -alias["lo"], "n": alias["n"]}
         elif alias:
             alias = {"value": None, "n": 0}
-        rows.append(f"<tr><td>{escape(_block(meta))} ({escape(meta['preset'])}, {escape(seeds(meta))}, "
+        rows.append(f"<tr><td>{escape(_block(meta))} ({escape(meta['preset'])}, {escape(_seeds(meta))}, "
                     f"{escape(setting(meta))}, {escape(meta['device'])}) <code>{escape(name)}</code></td><td>{n_a or n_b}</td>"
                     + cell(n_eq, "value", 0.0, "N_eq difference", n_a)
                     + cell(alias, "value", 0.0, "aliasing difference", (alias or {}).get("n", 0))
@@ -984,8 +986,7 @@ def cmd_page(root: Path) -> Path:
         stem = "main" if folder == root else "_".join(folder.relative_to(root).parts)
         meta = (eq or cr)["rests_on"]
         where = "." if folder == root else folder.relative_to(root).as_posix() + "/"
-        seeds = ", ".join(map(str, meta.get("seeds") or [])) or "?"
-        head = (f"<h2>{escape(_block(meta))}, {escape(meta['preset'])} preset, seed {escape(seeds)} "
+        head = (f"<h2>{escape(_block(meta))}, {escape(meta['preset'])} preset, {escape(_seeds(meta))} "
                 f"({escape(meta['device'])}) <code>{escape(where)}</code></h2>")
         parts = [head]
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
