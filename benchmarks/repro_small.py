@@ -727,6 +727,11 @@ def _seeds(meta: dict[str, Any]) -> str:
     return "seed " + (", ".join(map(str, meta.get("seeds") or [])) or "?")
 
 
+def _where(folder: Path, root: Path) -> str:
+    """A result set's folder as the page names it: relative to the page's root, "." for the root itself."""
+    return "." if folder == root else folder.relative_to(root).as_posix() + "/"
+
+
 def _ranges(positions: Sequence[int]) -> str:
     """1-based list positions as compact ranges: [1, 2, 3, 7] -> "q1-3, q7"."""
     out, ps = [], sorted(set(positions))
@@ -776,12 +781,12 @@ def pool_claim_a(entries: Sequence[tuple[str, int, str, float, str]]) -> PooledC
     return PooledClaimA(tuple(r[2] for r in ordered), label, len({r[3] for r in ordered}), conflict)
 
 
-def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]], root: Path | None = None) -> str:
+def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]], root: Path) -> str:
     """The page's first table: per result set, claim (a)'s N_eq difference and claim (b)'s SNC AUC and SNC-minus-other
     differences with their verdicts; then claim (a) again over the questions of every dataset run under one rollout
     setting (preset, seed, T, context, K_s, K_e), where two or more folders hold them (their paired differences pooled,
     each question once: :func:`pool_claim_a`). Seeds are never pooled together: two seeds of one question are not two
-    questions. Each row names its folder relative to ``root`` (its own name without one)."""
+    questions. Each row names its folder relative to ``root``, the page's folder."""
     from html import escape
 
     def cell(interval: dict[str, Any] | None, key: str, null: float, claim: str, n: int) -> str:
@@ -801,7 +806,7 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]],
     rows, pooled = [], {}  # pooled: preset, seed and rollout setting -> [(dataset, position, id, N_eq difference, folder)]
     for folder, eq, cr in sets:
         meta = (eq or cr)["rests_on"]
-        name = folder.name + "/" if root is None else ("." if folder == root else folder.relative_to(root).as_posix() + "/")
+        name = _where(folder, root)
         n_eq = dict(eq["menu_minus_free_query"]["n_eq"], value=eq["menu_minus_free_query"]["n_eq"]["mean"]) if eq else None
         if eq:
             first = meta.get("first_question") or 1
@@ -985,9 +990,8 @@ def cmd_page(root: Path) -> Path:
     for folder, eq, cr in sets:
         stem = "main" if folder == root else "_".join(folder.relative_to(root).parts)
         meta = (eq or cr)["rests_on"]
-        where = "." if folder == root else folder.relative_to(root).as_posix() + "/"
         head = (f"<h2>{escape(_block(meta))}, {escape(meta['preset'])} preset, {escape(_seeds(meta))} "
-                f"({escape(meta['device'])}) <code>{escape(where)}</code></h2>")
+                f"({escape(meta['device'])}) <code>{escape(_where(folder, root))}</code></h2>")
         parts = [head]
         parts.append(equivalence_section(eq, plots, stem) if eq else "<p>Claim (a): not run for this set.</p>")
         parts.append(credit_section(cr, plots, stem) if cr else "<p>Claim (b): not run for this set.</p>")
