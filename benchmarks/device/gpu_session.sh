@@ -47,7 +47,8 @@ for part in $PARTS; do
           | grep -v "it/s\]" | tail -20
         # the device returns at most 8 files, 2 folders deep: the result folder (caches, plots) travels as one archive
         tar czf "$OUT/repro_small.tgz" -C "$OUT" repro_small && rm -rf "$OUT/repro_small" ;;
-    35) python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site35 "$DC"/whl35/*.whl 2>&1 \
+    35) [ -d "$DC/whl35" ] || { echo "part 35: no whl35 in $DC (pack_gpu_session.sh carries it with PACK_35=1)"; continue; }
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site35 "$DC"/whl35/*.whl 2>&1 \
           | grep -v WARNING
         timeout "${T35:-180}" python3 benchmarks/bench_build_gpu.py --graphs "$DC/graphs" --names 2wiki \
           --data "$DC/data" --extra-site /tmp/site35 --work /tmp/bbg --out "$OUT/build_gpu" 2>&1 | grep -v "it/s\]" \

