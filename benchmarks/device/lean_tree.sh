@@ -3,11 +3,12 @@
 # sends less and each carry folder can hold more, then put them back.
 #
 # Every device call sends the working tree (tracked and untracked-not-ignored files, counted in whole 4 KiB blocks)
-# beside its carried folder, 64 MiB in all. On 2026-12-06 the tree counted 39.5 MiB, 33 MiB of it benchmarks/results/
-# (4,044 tracked files, 2,705 of them repro_small's per-question caches), leaving a carry folder 23.5 MiB; without
-# benchmarks/results/ the tree is ~6.5 MiB and a folder ~56 MiB, so the same model, graphs and wheels need fewer than
-# half the unpack calls, each call's device seconds saved for the learning run. Nothing on the device reads
-# benchmarks/results/: gpu_session.sh writes its results to $OUT.
+# beside its carried folder, 64 MiB in all. Measured 2026-12-06 (carry.tree_bytes): the tree 43.4 MiB, 36.8 MiB of it
+# benchmarks/results/ (3,901 tracked files, most of them repro_small's per-question caches), so a carry folder held
+# 19.6 MiB; hidden, the tree is 6.55 MiB and a folder 56.4 MiB. A learning lease's payload (REPRO_GRAPHS=2wiki: the
+# SmolLM2 GGUF, MiniLM, the 2wiki and bench graphs, wheels; 237 MB) is then 5 unpack calls instead of 13, the device
+# seconds saved going to the learning run. Nothing on the device reads benchmarks/results/: gpu_session.sh writes its
+# results to $OUT.
 #
 #   bash benchmarks/device/lean_tree.sh hide     # before pack_gpu_session.sh (its folders are sized to the tree)
 #   bash benchmarks/device/lean_tree.sh status
