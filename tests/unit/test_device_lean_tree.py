@@ -106,3 +106,13 @@ def test_commit_made_while_hidden_loses_nothing_on_restore(repo) -> None:
     assert _git(repo, "diff", "--cached", "--name-only", "--diff-filter=A").split() == sorted(
         _git(repo, "ls-tree", "-r", "--name-only", head, "benchmarks/results").split())  # staged to be re-added
     assert (repo / "benchmarks/results/page.html").read_text() == "<p>page</p>"
+
+
+def test_hide_refused_when_lean_paths_hold_no_tracked_file(repo) -> None:
+    env = {**os.environ, "LEAN_PATHS": "benchmarks/nothing-here"}
+    done = subprocess.run(["bash", str(repo / "benchmarks/device/lean_tree.sh"), "hide"], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "lean_tree: benchmarks/nothing-here: no tracked files to hide"
+    assert "not hidden" in _lean(repo, "status").stdout  # no mark left behind
+    assert _git(repo, "status", "--porcelain") == ""
