@@ -23,7 +23,8 @@ paired menu-minus-free-query differences, and the share of rollouts with no evid
 folder. Reading: if the menu's difference reaches 0 or above with the empty rollouts apart, the shared empty class
 is large enough to account for the gap (if it stays below 0, it is not); if the matched difference is not below 0,
 the menu's retrieving rollouts are not where the gap comes from. Folders are checked as ``repro_small.py pool``
-checks them (one setting; a question counted once). Nothing is replayed.
+checks them (one setting; a question counted once) and read in its order (by dataset, then list position). Nothing
+is replayed.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import utc_stamp, write_results  # noqa: E402
-from repro_pool import Source, check_poolable, load_source  # noqa: E402
+from repro_pool import Source, check_poolable, in_question_order, load_source  # noqa: E402
 from repro_small import ARMS, BOOTSTRAP, _safe, bootstrap_mean, paired_difference, read_json_gz  # noqa: E402
 
 from harness_g.errors import ConfigError  # noqa: E402
@@ -123,7 +124,7 @@ def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, A
     """The check over ``folders`` (pooled, and per folder): ``{kind, generated, pooled, per_folder, definitions}``."""
     if resamples < 100:
         raise ConfigError(f"--resamples must be >= 100, got {resamples}")
-    sources = [load_source(f) for f in folders]
+    sources = in_question_order([load_source(f) for f in folders])  # the pool's order, whatever --from's
     if len(sources) > 1:
         check_poolable(sources)
     per = [(s, folder_values(s)) for s in sources]

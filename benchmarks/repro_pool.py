@@ -7,7 +7,9 @@ Ten or twenty questions of one set give wide intervals; the paper's claims are n
 claims over every question played under one setting are the sharper test. Nothing is replayed or re-scored: the
 numbers are re-aggregated from each folder's ``equivalence.json`` (its per-question N_eq, D_ret, aliasing) and its
 ``cache/credit/`` (every step's label and signals), with the same bootstrap as one folder (95%, questions resampled
-with replacement, fixed seed), over the questions of all folders together (not stratified by folder).
+with replacement, fixed seed), over the questions of all folders together (not stratified by folder), taken in one
+order whatever the order of ``--from``: by dataset name, then list position (:func:`in_question_order`; the page's
+pooled claim-(a) row resamples in the same order, so for the same questions it shows the same interval).
 
 Claim (a) pools the folders that have an ``equivalence.json``, claim (b) those that have a ``credit.json`` (a
 credit-only replication block counts for (b) alone); ``pooled.json`` lists each folder's questions per claim.
@@ -86,6 +88,17 @@ def load_source(folder: Path) -> Source:
                   credit_files=files)
 
 
+def in_question_order(sources: Sequence[Source]) -> list[Source]:
+    """``sources`` sorted by dataset name, then the list position of their first question (then folder path, for two
+    graphs of one dataset): the order every pooled bootstrap resamples in, and the order of
+    ``repro_small.pool_claim_a`` (the page's pooled row), so a pool does not depend on how ``--from`` lists its
+    folders. Within a folder questions keep their play order, which is list order. Pools written before this order
+    (their ``bootstrap`` block has no ``order``) resampled in ``--from`` order: the same means and verdict rule, an
+    interval whose ends can differ by a step or two of 1/n."""
+    return sorted(sources, key=lambda s: (str(s.rests_on.get("dataset")), s.rests_on.get("first_question") or 1,
+                                          str(s.folder)))
+
+
 def setting_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """``key: a -> b`` for every dotted setting both records hold with different values, except :data:`DATASET_KEYS`.
     A key only one side records is a setting a newer harness-g added at its earlier behaviour (as a resume reads it,
@@ -139,7 +152,8 @@ def check_credit(source: Source) -> list[list[dict[str, Any]]]:
 def pool(sources: Sequence[Source], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
     """The pooled claims over ``sources`` (checked by :func:`check_poolable`): claim (a) over the folders with an
     equivalence.json, claim (b) over those with a credit.json; ``{kind, rests_on, equivalence?, credit?,
-    definitions}``, intervals as ``repro_small.py``'s (``resamples`` draws)."""
+    definitions}``, intervals as ``repro_small.py``'s (``resamples`` draws), resampled in :func:`in_question_order`."""
+    sources = in_question_order(sources)
     first = sources[0].rests_on
     rests_on = {**{k: v for k, v in first.items() if k not in PER_FOLDER_KEYS},
                 "sources": [{"folder": str(s.folder), "dataset": s.rests_on.get("dataset"),
@@ -148,7 +162,9 @@ def pool(sources: Sequence[Source], *, resamples: int = BOOTSTRAP) -> dict[str, 
                              "credit_questions": len(s.credit_files) if s.credit else 0,
                              "content_hash": s.settings.get("content_hash")} for s in sources],
                 "bootstrap": {"resamples": resamples, "seed": BOOTSTRAP_SEED,
-                              "over": "questions of every folder together (not stratified by folder)"}}
+                              "over": "questions of every folder together (not stratified by folder)",
+                              "order": "by dataset name, then list position (the page's pooled row's order), "
+                                       "whatever the --from order"}}
     data: dict[str, Any] = {"kind": "pooled", "generated": utc_stamp(), "rests_on": rests_on}
     with_eq = [s for s in sources if s.equivalence]
     if with_eq:

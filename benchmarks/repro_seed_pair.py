@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import utc_stamp, write_results  # noqa: E402
-from repro_pool import Source, check_poolable, load_source, setting_differences  # noqa: E402
+from repro_pool import Source, check_poolable, in_question_order, load_source, setting_differences  # noqa: E402
 from repro_small import ARMS, BOOTSTRAP, bootstrap_mean, paired_difference  # noqa: E402
 
 from harness_g.errors import ConfigError  # noqa: E402
@@ -84,7 +84,8 @@ def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: 
     """The paired comparison: ``{kind, generated, seeds, questions, per_dataset, quantities, definitions}``."""
     if resamples < 100:
         raise ConfigError(f"--resamples must be >= 100, got {resamples}")
-    a, b = [load_source(f) for f in a_folders], [load_source(f) for f in b_folders]
+    # questions paired by id; resampled in the pool's order (in_question_order on --a), whatever the order given
+    a, b = in_question_order([load_source(f) for f in a_folders]), in_question_order([load_source(f) for f in b_folders])
     va, vb = side_values(a, "--a"), side_values(b, "--b")
     check_sides(a, b)
     only = next((k for k in va if k not in vb), None) or next((k for k in vb if k not in va), None)

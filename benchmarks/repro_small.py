@@ -763,7 +763,8 @@ def pool_claim_a(entries: Sequence[tuple[str, int, str, float, str]]) -> PooledC
     """Pool ``(dataset, list position, question id, N_eq difference, folder)`` rows of result sets that share a rollout
     setting and a seed. A question held by two folders (a replayed window beside the run it came from) counts once
     when both give the same difference; two different differences for one question are a conflict, reported, never
-    averaged or silently overwritten."""
+    averaged or silently overwritten. The differences are ordered as ``repro_pool.in_question_order`` orders a pool
+    (dataset name, then list position), so this row and ``pool`` over the same questions resample alike."""
     seen: dict[tuple[str, str], tuple[int, float, str]] = {}
     conflict = None
     for dataset, position, qid, diff, folder in entries:

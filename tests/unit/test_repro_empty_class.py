@@ -1,6 +1,7 @@
 """``benchmarks/repro_empty_class.py``: the empty-class recount of N_eq, on hand-made evidence sets and on a committed
 result folder (its cached rollouts must give the N_eq its equivalence.json recorded; a folder whose record disagrees
-is refused in one line and nothing is written)."""
+is refused in one line and nothing is written); several folders are read in the pool's order, whatever the order
+given."""
 from __future__ import annotations
 
 import json
@@ -94,6 +95,12 @@ def test_several_folders_pool_as_repro_pool_does_and_bad_input_is_refused_in_one
     assert data["pooled"]["menu_minus_free_query"]["n_eq"]["mean"] == pytest.approx(
         pooled["menu_minus_free_query"]["n_eq"]["mean"])
     assert [f["questions"] for f in data["per_folder"]] == [25, 25]
+    # the folders given the other way round are read in the pool's order (dataset, then list position): the same check
+    back = tmp_path / "back.json"
+    assert ec.main(["--from", str(FOLDER), str(root / "2wiki-paper-t6"), "--out", str(back), "--resamples", "200"]) == 0
+    data_back = json.loads(back.read_text())
+    assert data_back["pooled"] == data["pooled"]
+    assert [f["first_question"] for f in data_back["per_folder"]] == [1, 26]
     capsys.readouterr()
 
     no_eq = tmp_path / "credit-only"
