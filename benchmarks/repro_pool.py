@@ -29,7 +29,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import utc_stamp, write_results  # noqa: E402
 from repro_small import (ARMS, BASELINES, BOOTSTRAP, BOOTSTRAP_SEED, SETTINGS, SIGNALS, _safe, auc,  # noqa: E402
-                         credit_aucs, equivalence_means, read_json_gz, signal_value)
+                         credit_aucs, equivalence_means, pool_order, read_json_gz, signal_value)
 
 from harness_g.config_diff import flatten  # noqa: E402
 from harness_g.errors import ConfigError  # noqa: E402
@@ -89,14 +89,15 @@ def load_source(folder: Path) -> Source:
 
 
 def in_question_order(sources: Sequence[Source]) -> list[Source]:
-    """``sources`` sorted by dataset name, then the list position of their first question (then folder path, for two
-    graphs of one dataset): the order every pooled bootstrap resamples in, and the order of
-    ``repro_small.pool_claim_a`` (the page's pooled row), so a pool does not depend on how ``--from`` lists its
-    folders. Within a folder questions keep their play order, which is list order. Pools written before this order
-    (their ``bootstrap`` block has no ``order``) resampled in ``--from`` order: the same means and verdict rule, an
-    interval whose ends can differ by a step or two of 1/n."""
-    return sorted(sources, key=lambda s: (str(s.rests_on.get("dataset")), s.rests_on.get("first_question") or 1,
-                                          str(s.folder)))
+    """``sources`` sorted by ``repro_small.pool_order`` of their first question (dataset name, then list position;
+    then folder path, for two graphs of one dataset), the order the page's pooled row uses too, so a pool does not
+    depend on how ``--from`` lists its folders. Within a folder questions keep their play order, which is list
+    order. Pools written before this order (their ``bootstrap`` block has no ``order``) resampled in ``--from`` order:
+    the same means and verdict rule, an interval whose ends can differ by a step or two of 1/n."""
+    def key(s: Source) -> tuple[str, int, str]:
+        return (*pool_order(s.rests_on.get("dataset"), s.rests_on.get("first_question") or 1), str(s.folder))
+
+    return sorted(sources, key=key)
 
 
 def setting_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:

@@ -746,6 +746,13 @@ def _ranges(positions: Sequence[int]) -> str:
     return ", ".join(out)
 
 
+def pool_order(dataset: Any, position: int) -> tuple[str, int]:
+    """The order every pooled bootstrap resamples questions in: dataset name, then list position (1-based). The page's
+    pooled row (:func:`pool_claim_a`) sorts questions by it and ``repro_pool.in_question_order`` sorts folders by it
+    (their first question's), so the two resample the same questions alike."""
+    return str(dataset), position
+
+
 @dataclass(frozen=True)
 class PooledClaimA:
     """Claim (a) over every question one rollout setting and seed has (the summary's pooled row): ``diffs`` are the
@@ -763,8 +770,7 @@ def pool_claim_a(entries: Sequence[tuple[str, int, str, float, str]]) -> PooledC
     """Pool ``(dataset, list position, question id, N_eq difference, folder)`` rows of result sets that share a rollout
     setting and a seed. A question held by two folders (a replayed window beside the run it came from) counts once
     when both give the same difference; two different differences for one question are a conflict, reported, never
-    averaged or silently overwritten. The differences are ordered as ``repro_pool.in_question_order`` orders a pool
-    (dataset name, then list position), so this row and ``pool`` over the same questions resample alike."""
+    averaged or silently overwritten. The differences are in :func:`pool_order`, as a pool's questions."""
     seen: dict[tuple[str, str], tuple[int, float, str]] = {}
     conflict = None
     for dataset, position, qid, diff, folder in entries:
@@ -774,7 +780,7 @@ def pool_claim_a(entries: Sequence[tuple[str, int, str, float, str]]) -> PooledC
         elif old[1] != diff and conflict is None:
             conflict = (f"question {qid} of {dataset} has N_eq difference {old[1]:g} in {old[2]} and {diff:g} in "
                         f"{folder}")
-    ordered = sorted(((d, p, diff, f) for (d, _), (p, diff, f) in seen.items()), key=lambda r: (r[0], r[1]))
+    ordered = sorted(((d, p, diff, f) for (d, _), (p, diff, f) in seen.items()), key=lambda r: pool_order(r[0], r[1]))
     by_dataset: dict[str, list[int]] = {}
     for d, p, _, _ in ordered:
         by_dataset.setdefault(d, []).append(p)
