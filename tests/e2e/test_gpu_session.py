@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -20,19 +21,34 @@ import pytest
 from graph_fixtures import _copy_artifact
 from helpers.paths import REPO_ROOT
 
-SCRIPT = REPO_ROOT / "benchmarks" / "device" / "gpu_session.sh"
+SCRIPT = Path("benchmarks/device/gpu_session.sh")
 TINY = ("--arms free-query --free-action-tokens 6 --set model.name=tiny-random --set rollout.group_size=2 "
         "--set rollout.questions_per_step=1 --set optim.mini_batch_questions=1 --set rollout.max_turns=2 "
         "--set log.eval_train_questions=0")
 
 
-def _session(tmp_path: Path, dc: Path, name: str, steps: int, round_steps: int) -> tuple[subprocess.CompletedProcess, Path]:
+def _source_copy(dest: Path) -> Path:
+    """What a device call receives of the checkout (tracked and untracked-not-ignored files), less the committed
+    results: the script installs ``.`` with an in-tree build (``build/``), which must not race another test's wheel
+    build of the checkout."""
+    listing = ["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    files = subprocess.run(listing, check=True, capture_output=True, text=True).stdout.split("\0")
+    for name in files:
+        if name and not name.startswith("benchmarks/results/") and (REPO_ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / name, dest / name)
+    return dest
+
+
+def _session(tmp_path: Path, dc: Path, name: str, steps: int,
+             round_steps: int) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path / f"out-{name}"
     env = {**os.environ, "DC": str(dc), "OUT": str(out), "SITE": str(tmp_path / "site"),
-           "LEARN_WORK": str(tmp_path / f"work-{name}"), "PARTS": "learn", "LSTEPS": str(steps), "LROUND": str(round_steps),
-           "LEVAL": "2", "LEXTRA": TINY, "CALL_S": "900",
+           "LEARN_WORK": str(tmp_path / f"work-{name}"), "PARTS": "learn", "LSTEPS": str(steps),
+           "LROUND": str(round_steps), "LEVAL": "2", "LEXTRA": TINY, "CALL_S": "900",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(["bash", str(SCRIPT)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    repo = tmp_path / "repo"
+    done = subprocess.run(["bash", str(repo / SCRIPT)], cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     return done, out
 
 
@@ -56,6 +72,7 @@ def _learning_json(out: Path, scratch: Path) -> dict:
 
 @pytest.mark.slow
 def test_a_second_lease_resumes_the_learning_state_the_first_returned(slice_graph, tmp_path):
+    _source_copy(tmp_path / "repo")
     dc = tmp_path / "dc"
     (dc / "whl").mkdir(parents=True)  # the wheels the device lacks: none needed here
     (dc / "site").mkdir()
