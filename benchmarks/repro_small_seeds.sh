@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Issue 31 items 1-2 at the paper's rollout settings (T = 6): re-make the three-seed comparison from the per-window
+# folders already run (benchmarks/results/repro_small/SET-paper-t6-seedS-qA-B, each with equivalence.json and
+# credit.json). No model runs: every step reads the folders' caches.
+#   - pooled-paper-t6-seed2-all: the pool over every window seed 2 ran, with its empty-class check and seed 2 against
+#     seeds 0 and 1 question by question (seed_pair_vs_seed0.json, seed_pair_vs_seed1.json);
+#   - pooled-paper-t6-seed0-same2-all, pooled-paper-t6-seed1-same2-all: seeds 0 and 1 over the same windows, each with
+#     its empty-class check;
+#   - the page (index.html), unless PAGE=0.
+# Every seed-2 window must have its seed-0 and seed-1 folders: a missing one is refused in one line before anything is
+# written. About 3 minutes on 2 cores for the 150 questions committed.
+# Usage: bash benchmarks/repro_small_seeds.sh [RESULTS_DIR]   (default benchmarks/results/repro_small; PYTHON, PAGE)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+RESULTS=$(cd "${1:-$HERE/results/repro_small}" && pwd)
+PY=${PYTHON:-python}
+cd "$RESULTS"
+
+# the seed-2 windows, in question order (the pools resample in question order whatever order they are given)
+windows=$(for d in *-paper-t6-seed2-q*-*/; do [ -f "$d/credit.json" ] && d=${d%/} && echo "${d##*-seed2-}"; done \
+  | sort -u -t- -k1.2n)
+[ -n "$windows" ] || { echo "repro_small_seeds: no seed-2 window with credit.json in $RESULTS" >&2; exit 2; }
+S2=(); S0=(); S1=()
+for w in $windows; do
+  for set in 2wiki hotpotqa musique; do
+    [ -f "$set-paper-t6-seed2-$w/credit.json" ] || continue
+    for s in 0 1; do
+      [ -f "$set-paper-t6-seed$s-$w/credit.json" ] || {
+        echo "repro_small_seeds: $set-paper-t6-seed2-$w has no seed-$s counterpart ($set-paper-t6-seed$s-$w/credit.json); nothing written" >&2
+        exit 2; }
+    done
+    S2+=("$set-paper-t6-seed2-$w"); S0+=("$set-paper-t6-seed0-$w"); S1+=("$set-paper-t6-seed1-$w")
+  done
+done
+echo "seed 2 (and seeds 0, 1 on the same questions): ${#S2[@]} windows: ${S2[*]}"
+
+$PY "$HERE/repro_small.py" pool --from "${S2[@]}" --out pooled-paper-t6-seed2-all
+$PY "$HERE/repro_small.py" pool --from "${S0[@]}" --out pooled-paper-t6-seed0-same2-all
+$PY "$HERE/repro_small.py" pool --from "${S1[@]}" --out pooled-paper-t6-seed1-same2-all
+$PY "$HERE/repro_empty_class.py" --from "${S2[@]}" --out pooled-paper-t6-seed2-all/empty_class.json
+$PY "$HERE/repro_empty_class.py" --from "${S0[@]}" --out pooled-paper-t6-seed0-same2-all/empty_class.json
+$PY "$HERE/repro_empty_class.py" --from "${S1[@]}" --out pooled-paper-t6-seed1-same2-all/empty_class.json
+$PY "$HERE/repro_seed_pair.py" --a "${S2[@]}" --b "${S0[@]}" --out pooled-paper-t6-seed2-all/seed_pair_vs_seed0.json
+$PY "$HERE/repro_seed_pair.py" --a "${S2[@]}" --b "${S1[@]}" --out pooled-paper-t6-seed2-all/seed_pair_vs_seed1.json
+[ "${PAGE:-1}" = 0 ] || $PY "$HERE/repro_small.py" page --out "$RESULTS"
