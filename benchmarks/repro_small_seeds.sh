@@ -14,6 +14,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 RESULTS=$(cd "${1:-$HERE/results/repro_small}" && pwd)
 PY=${PYTHON:-python}
+case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac  # a relative path, from here
 cd "$RESULTS"
 
 # the seed-2 windows, in question order (the pools resample in question order whatever order they are given)

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from helpers.paths import REPO_ROOT
 
@@ -19,8 +20,11 @@ WINDOWS = [f"{s}-paper-t6-seed{seed}-q1-5" for s in ("2wiki", "hotpotqa") for se
 
 
 def _run(results):
-    env = {**os.environ, "PYTHON": sys.executable, "PAGE": "0"}
-    return subprocess.run(["bash", str(SCRIPT), str(results)], env=env, capture_output=True, text=True, timeout=900)
+    # PYTHON relative to the caller's directory, as `PYTHON=.venv/bin/python bash benchmarks/...` gives it
+    python = Path(sys.executable)
+    env = {**os.environ, "PYTHON": f"{python.parent.name}/{python.name}", "PAGE": "0"}
+    return subprocess.run(["bash", str(SCRIPT), str(results)], cwd=python.parent.parent, env=env, capture_output=True,
+                          text=True, timeout=900)
 
 
 def test_three_seed_pools_and_pairs_rest_on_the_same_questions(tmp_path):
