@@ -18,8 +18,10 @@ case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac  #
 cd "$RESULTS"
 
 # the seed-2 windows, in question order (the pools resample in question order whatever order they are given)
-windows=$(for d in *-paper-t6-seed2-q*-*/; do [ -f "$d/credit.json" ] && d=${d%/} && echo "${d##*-seed2-}"; done \
-  | sort -u -t- -k1.2n)
+# (a folder without credit.json, a block still running, is left out)
+windows=$(for d in *-paper-t6-seed2-q*-*/; do
+  if [ -f "$d/credit.json" ]; then d=${d%/}; echo "${d##*-seed2-}"; fi
+done | sort -u -t- -k1.2n)
 [ -n "$windows" ] || { echo "repro_small_seeds: no seed-2 window with credit.json in $RESULTS" >&2; exit 2; }
 S2=(); S0=(); S1=()
 for w in $windows; do
@@ -27,7 +29,8 @@ for w in $windows; do
     [ -f "$set-paper-t6-seed2-$w/credit.json" ] || continue
     for s in 0 1; do
       [ -f "$set-paper-t6-seed$s-$w/credit.json" ] || {
-        echo "repro_small_seeds: $set-paper-t6-seed2-$w has no seed-$s counterpart ($set-paper-t6-seed$s-$w/credit.json); nothing written" >&2
+        echo "repro_small_seeds: $set-paper-t6-seed2-$w has no seed-$s counterpart" \
+          "($set-paper-t6-seed$s-$w/credit.json); nothing written" >&2
         exit 2; }
     done
     S2+=("$set-paper-t6-seed2-$w"); S0+=("$set-paper-t6-seed0-$w"); S1+=("$set-paper-t6-seed1-$w")

@@ -1,8 +1,8 @@
 """``benchmarks/repro_small_seeds.sh``: the three-seed comparison re-made from committed per-window folders (issue 31
-items 1-2 at T = 6). Run on copies of two committed windows of each seed (2Wiki and HotpotQA q1-5, 10 questions): the
-seed-2 pool, seeds 0 and 1 on the same questions, empty-class checks and both seed pairs are written and rest on those
-10 questions; a seed-2 window without its seed-1 folder is refused in one line and nothing is written. Real committed
-caches, no model."""
+items 1-2 at T = 6). Run on copies of two committed windows of each seed (2Wiki and HotpotQA q1-5, 10 questions)
+beside a seed-2 folder still running (no credit.json, left out): the seed-2 pool, seeds 0 and 1 on the same
+questions, empty-class checks and both seed pairs are written and rest on those 10 questions; a seed-2 window without
+its seed-1 folder is refused in one line and nothing is written. Real committed caches, no model."""
 from __future__ import annotations
 
 import json
@@ -30,6 +30,9 @@ def _run(results):
 def test_three_seed_pools_and_pairs_rest_on_the_same_questions(tmp_path):
     for name in WINDOWS:
         shutil.copytree(COMMITTED / name, tmp_path / name)
+    running = tmp_path / "musique-paper-t6-seed2-q96-100"  # a block still running: no credit.json yet, left out
+    running.mkdir()
+    shutil.copy(COMMITTED / WINDOWS[0] / "settings.json", running / "settings.json")
     done = _run(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 windows: 2wiki-paper-t6-seed2-q1-5 hotpotqa-paper-t6-seed2-q1-5" in done.stdout
