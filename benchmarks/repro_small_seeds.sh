@@ -17,26 +17,21 @@ PY=${PYTHON:-python}
 case $PY in */*) PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY") ;; esac  # a relative path, from here
 cd "$RESULTS"
 
-# the seed-2 windows, in question order (the pools resample in question order whatever order they are given)
-# (a folder without credit.json, a block still running, is left out)
-windows=$(for d in *-paper-t6-seed2-q*-*/; do
-  if [ -f "$d/credit.json" ]; then d=${d%/}; echo "${d##*-seed2-}"; fi
-done | sort -u -t- -k1.2n)
-[ -n "$windows" ] || { echo "repro_small_seeds: no seed-2 window with credit.json in $RESULTS" >&2; exit 2; }
+# every seed-2 folder, with its seed-0 and seed-1 folders (the pools resample in question order whatever order they
+# are given); a folder without credit.json, a block still running, is left out
 S2=(); S0=(); S1=()
-for w in $windows; do
-  for set in 2wiki hotpotqa musique; do
-    [ -f "$set-paper-t6-seed2-$w/credit.json" ] || continue
-    for s in 0 1; do
-      [ -f "$set-paper-t6-seed$s-$w/credit.json" ] || {
-        echo "repro_small_seeds: $set-paper-t6-seed2-$w has no seed-$s counterpart" \
-          "($set-paper-t6-seed$s-$w/credit.json); nothing written" >&2
-        exit 2; }
-    done
-    S2+=("$set-paper-t6-seed2-$w"); S0+=("$set-paper-t6-seed0-$w"); S1+=("$set-paper-t6-seed1-$w")
+for d in *-paper-t6-seed2-q*-*/; do
+  d=${d%/}
+  [ -f "$d/credit.json" ] || continue
+  for s in 0 1; do
+    [ -f "${d/-seed2-/-seed$s-}/credit.json" ] || {
+      echo "repro_small_seeds: $d has no seed-$s counterpart (${d/-seed2-/-seed$s-}/credit.json); nothing written" >&2
+      exit 2; }
   done
+  S2+=("$d"); S0+=("${d/-seed2-/-seed0-}"); S1+=("${d/-seed2-/-seed1-}")
 done
-echo "seed 2 (and seeds 0, 1 on the same questions): ${#S2[@]} windows: ${S2[*]}"
+[ ${#S2[@]} -gt 0 ] || { echo "repro_small_seeds: no seed-2 folder with credit.json in $RESULTS" >&2; exit 2; }
+echo "seed 2 (and seeds 0, 1 on the same questions): ${#S2[@]} folders: ${S2[*]}"
 
 $PY "$HERE/repro_small.py" pool --from "${S2[@]}" --out pooled-paper-t6-seed2-all
 $PY "$HERE/repro_small.py" pool --from "${S0[@]}" --out pooled-paper-t6-seed0-same2-all

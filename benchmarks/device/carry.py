@@ -74,12 +74,17 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def tree_bytes(repo: Path) -> int:
-    """Bytes of what every call sends anyway, as the device counts them (whole blocks): tracked files and untracked
-    files git does not ignore."""
+def tree_files(repo: Path) -> list[str]:
+    """What every call sends anyway, as paths relative to ``repo``: tracked files and untracked files git does not
+    ignore (files only; a deleted tracked file is not sent)."""
     out = subprocess.run(["git", "-C", str(repo), "ls-files", "-co", "--exclude-standard", "-z"], check=True,
                          capture_output=True).stdout
-    return sum(on_disk((repo / p).stat().st_size) for p in out.decode().split("\0") if p and (repo / p).is_file())
+    return [p for p in out.decode().split("\0") if p and (repo / p).is_file()]
+
+
+def tree_bytes(repo: Path) -> int:
+    """Bytes of :func:`tree_files`, as the device counts them (whole blocks)."""
+    return sum(on_disk((repo / p).stat().st_size) for p in tree_files(repo))
 
 
 def sources(specs: list[str]) -> list[tuple[str, Path]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from graph_fixtures import _copy_artifact
-from helpers.paths import REPO_ROOT
+from helpers.paths import REPO_ROOT, load_script
 
 SCRIPT = Path("benchmarks/device/gpu_session.sh")
 TINY = ("--arms free-query --free-action-tokens 6 --set model.name=tiny-random --set rollout.group_size=2 "
@@ -28,13 +28,11 @@ TINY = ("--arms free-query --free-action-tokens 6 --set model.name=tiny-random -
 
 
 def _source_copy(dest: Path) -> Path:
-    """What a device call receives of the checkout (tracked and untracked-not-ignored files), less the committed
-    results: the script installs ``.`` with an in-tree build (``build/``), which must not race another test's wheel
-    build of the checkout."""
-    listing = ["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    files = subprocess.run(listing, check=True, capture_output=True, text=True).stdout.split("\0")
-    for name in files:
-        if name and not name.startswith("benchmarks/results/") and (REPO_ROOT / name).is_file():
+    """What a device call receives of the checkout (``carry.tree_files``), less the committed results: the script
+    installs ``.`` with an in-tree build (``build/``), which must not race another test's wheel build of the
+    checkout."""
+    for name in load_script("benchmarks/device/carry.py").tree_files(REPO_ROOT):
+        if not name.startswith("benchmarks/results/"):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO_ROOT / name, dest / name)
     return dest

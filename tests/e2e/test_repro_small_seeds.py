@@ -35,7 +35,7 @@ def test_three_seed_pools_and_pairs_rest_on_the_same_questions(tmp_path):
     shutil.copy(COMMITTED / WINDOWS[0] / "settings.json", running / "settings.json")
     done = _run(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "2 windows: 2wiki-paper-t6-seed2-q1-5 hotpotqa-paper-t6-seed2-q1-5" in done.stdout
+    assert "2 folders: 2wiki-paper-t6-seed2-q1-5 hotpotqa-paper-t6-seed2-q1-5" in done.stdout
     for seed, pool in ((2, "pooled-paper-t6-seed2-all"), (0, "pooled-paper-t6-seed0-same2-all"),
                        (1, "pooled-paper-t6-seed1-same2-all")):
         pooled = json.loads((tmp_path / pool / "pooled.json").read_text())
