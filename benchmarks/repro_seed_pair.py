@@ -1,6 +1,7 @@
-"""Does a result of issue 31 item 1 depend on the sampling seed? The same questions at two seeds, paired by question.
+"""Does a result of issue 31 item 1 depend on the sampling seed (or the preset)? The same questions at two seeds, or
+under two presets, paired by question.
 
-    python benchmarks/repro_seed_pair.py --a DIR [DIR ...] --b DIR [DIR ...] --out FILE.json
+    python benchmarks/repro_seed_pair.py --a DIR [DIR ...] --b DIR [DIR ...] --out FILE.json [--vary preset]
 
 ``--a`` and ``--b`` are result folders ``repro_small.py equivalence`` wrote (each side read as one sample, as
 ``repro_small.py pool`` reads several folders), played under the same settings but the seed (``--seed``: it draws
@@ -15,6 +16,12 @@ Quantities: N_eq per arm and menu minus free-query (the appendix "Retrieval-equi
 the share behind ``repro_empty_class.py``'s check). Refused, one line each, before anything is written: sides whose
 settings differ in anything but the seed (within a side, the dataset and block of questions may differ, as for a
 pool, and a question counts once); the same seed on both sides; a question on one side only.
+
+``--vary preset`` pairs the same questions at the same seed under two presets instead (``paper`` against
+``extended``): each side is played on the graph its preset builds, so the graphs (and their content hashes) differ and
+questions are paired by dataset format and question id. The sides may differ only in the preset and in the values it
+sets: every other differing setting is refused, as is a menu setting that is not its side's preset value (an
+override), and the same preset on both sides (kind ``preset_pair``; the key ``presets`` holds the two).
 """
 from __future__ import annotations
 
@@ -29,6 +36,8 @@ from common import utc_stamp, write_results  # noqa: E402
 from repro_pool import Source, check_poolable, in_question_order, load_source, setting_differences  # noqa: E402
 from repro_small import ARMS, BOOTSTRAP, bootstrap_mean, paired_difference  # noqa: E402
 
+from harness_g.agent.env.config import ENV_PRESETS  # noqa: E402
+from harness_g.config_diff import flatten  # noqa: E402
 from harness_g.errors import ConfigError  # noqa: E402
 
 #: (name, arm or None for menu minus free-query, per_question key)
@@ -36,11 +45,19 @@ QUANTITIES = (("n_eq_menu", "menu", "n_eq"), ("n_eq_free_query", "free-query", "
               ("n_eq_menu_minus_free_query", None, "n_eq"),
               ("empty_frac_menu", "menu", "empty_evidence_frac"),
               ("empty_frac_free_query", "free-query", "empty_evidence_frac"))
+#: what may differ between the two sides: the sampling seed (default) or the preset (and the menu settings it sets)
+VARIES = ("seed", "preset")
 
 
-def side_values(sources: Sequence[Source], flag: str) -> dict[tuple[Any, str], dict[str, float]]:
-    """``{(graph content hash, question id): {quantity: value}}`` over one side's folders (checked as a pool: one
-    setting, each question once)."""
+def question_key(source: Source, qid: str, vary: str = "seed") -> tuple[Any, str]:
+    """How a question is paired across the sides: by (graph content hash, id) when only the seed differs (one graph);
+    by (dataset format, id) when the preset differs (each side has its own preset's graph)."""
+    return (source.settings.get("content_hash") if vary == "seed" else source.settings.get("format"), qid)
+
+
+def side_values(sources: Sequence[Source], flag: str, vary: str = "seed") -> dict[tuple[Any, str], dict[str, float]]:
+    """``{question key: {quantity: value}}`` over one side's folders (checked as a pool: one setting, each question
+    once); the key is :func:`question_key`."""
     if not sources:
         raise ConfigError(f"{flag}: give at least one result folder")
     if len(sources) > 1:
@@ -57,18 +74,41 @@ def side_values(sources: Sequence[Source], flag: str) -> dict[tuple[Any, str], d
             for name, arm, field in QUANTITIES:
                 v[name] = (float(rows[arm][i][field]) if arm is not None
                            else float(rows["menu"][i][field]) - float(rows["free-query"][i][field]))
-            values[(s.settings.get("content_hash"), qid)] = v  # a question in two folders: check_poolable refused it
+            key = question_key(s, qid, vary)
+            if key in values:  # the same question on two graphs of one dataset (check_poolable keys by graph)
+                raise ConfigError(f"{flag} {s.folder}: question {qid} is also in another folder of this side; a "
+                                  "question counts once")
+            values[key] = v
     return values
 
 
-def check_sides(a: Sequence[Source], b: Sequence[Source]) -> None:
-    """Refuse sides played under other settings than each other in anything but the seed, or with the same seed."""
-    diffs = [d for d in setting_differences(a[0].settings, b[0].settings) if not d.startswith("seed:")]
+def preset_explains(key: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether the differing setting ``key`` (dotted) is the preset itself or a menu setting each side holds at its
+    own preset's value (:data:`ENV_PRESETS`); ``a``/``b`` are the sides' flattened settings."""
+    name = key.rsplit(".", 1)[-1]
+    if name == "preset":
+        return True
+    if ".env." not in f".{key}":
+        return False
+    pa, pb = ENV_PRESETS.get(a.get("preset"), {}), ENV_PRESETS.get(b.get("preset"), {})
+    return name in pa and name in pb and a[key] == pa[name] and b[key] == pb[name]
+
+
+def check_sides(a: Sequence[Source], b: Sequence[Source], vary: str = "seed") -> None:
+    """Refuse sides played under other settings than each other in anything but ``vary`` (for ``preset``: what the
+    preset sets, :func:`preset_explains`), or with the same value of it."""
+    sa, sb = a[0].settings, b[0].settings
+    if vary == "seed":
+        diffs = [d for d in setting_differences(sa, sb) if not d.startswith("seed:")]
+    else:
+        fa, fb = flatten(sa), flatten(sb)
+        diffs = [d for d in setting_differences(sa, sb) if not preset_explains(d.split(":", 1)[0], fa, fb)]
     if diffs:
+        extra = "" if vary == "seed" else " (and the menu settings it sets)"
         raise ConfigError(f"--b {b[0].folder}: played with other settings than --a {a[0].folder} ({diffs[0]}); only the "
-                          "seed may differ between the sides")
-    if a[0].settings.get("seed") == b[0].settings.get("seed"):
-        raise ConfigError(f"--a and --b were both played with seed {a[0].settings.get('seed')}; give two seeds")
+                          f"{vary}{extra} may differ between the sides")
+    if sa.get(vary) == sb.get(vary):
+        raise ConfigError(f"--a and --b were both played with {vary} {sa.get(vary)}; give two {vary}s")
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
@@ -80,14 +120,18 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
         return None
 
 
-def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, Any]:
-    """The paired comparison: ``{kind, generated, seeds, questions, per_dataset, quantities, definitions}``."""
+def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: int = BOOTSTRAP,
+            vary: str = "seed") -> dict[str, Any]:
+    """The paired comparison: ``{kind, generated, seeds | presets, questions, per_dataset, quantities,
+    definitions}`` (``kind`` ``seed_pair`` or ``preset_pair``, after ``vary``)."""
     if resamples < 100:
         raise ConfigError(f"--resamples must be >= 100, got {resamples}")
+    if vary not in VARIES:
+        raise ConfigError(f"--vary must be one of {', '.join(VARIES)}, got {vary!r}")
     # questions paired by id; resampled in the pool's order (in_question_order on --a), whatever the order given
     a, b = in_question_order([load_source(f) for f in a_folders]), in_question_order([load_source(f) for f in b_folders])
-    va, vb = side_values(a, "--a"), side_values(b, "--b")
-    check_sides(a, b)
+    va, vb = side_values(a, "--a", vary), side_values(b, "--b", vary)
+    check_sides(a, b, vary)
     only = next((k for k in va if k not in vb), None) or next((k for k in vb if k not in va), None)
     if only is not None:
         side = "--a" if only in va else "--b"
@@ -104,30 +148,32 @@ def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: 
 
     by_dataset: dict[Any, list[tuple[Any, str]]] = {}
     for s in a:  # grouped by dataset name (two graphs of one dataset are one group)
-        by_dataset.setdefault(s.rests_on.get("dataset"), []).extend((s.settings.get("content_hash"), q)
-                                                                    for q in s.question_ids)
-    return {"kind": "seed_pair", "generated": utc_stamp(),
-            "seeds": {"a": a[0].settings.get("seed"), "b": b[0].settings.get("seed")},
+        by_dataset.setdefault(s.rests_on.get("dataset"), []).extend(question_key(s, q, vary) for q in s.question_ids)
+    return {"kind": f"{vary}_pair", "generated": utc_stamp(),
+            f"{vary}s": {"a": a[0].settings.get(vary), "b": b[0].settings.get(vary)},
             "folders": {"a": [str(s.folder) for s in a], "b": [str(s.folder) for s in b]},
             "questions": len(keys), "quantities": summary(keys),
             "per_dataset": {name: {"questions": len(ks), "quantities": summary(ks)} for name, ks in by_dataset.items()},
             "definitions": {
                 "n_eq": "the appendix's retrieval-equivalence classes of a question's N_g rollouts (equivalence.json)",
                 "empty_frac": "share of a question's rollouts whose evidence E(tau) is empty (empty_evidence_frac)",
-                "a_minus_b": "per question, the value at --a's seed minus at --b's; bootstrap 95% over questions "
-                             "(percentile), fixed seed, as repro_small.py",
-                "pearson": "ours: correlation of the two seeds' values over questions"}}
+                "a_minus_b": f"per question, the value at --a's {vary} minus at --b's; bootstrap 95% over "
+                             "questions (percentile), fixed seed, as repro_small.py",
+                "pearson": f"ours: correlation of the two {vary}s' values over questions"}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--a", nargs="+", type=Path, required=True, help="result folders at one seed")
-    p.add_argument("--b", nargs="+", type=Path, required=True, help="the same questions' folders at another seed")
+    p.add_argument("--a", nargs="+", type=Path, required=True, help="result folders at one seed (or preset)")
+    p.add_argument("--b", nargs="+", type=Path, required=True,
+                   help="the same questions' folders at another seed (or preset)")
+    p.add_argument("--vary", choices=VARIES, default="seed",
+                   help="what differs between the sides: the sampling seed (default) or the preset")
     p.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     p.add_argument("--resamples", type=int, default=BOOTSTRAP, help="bootstrap resamples (default %(default)s)")
     args = p.parse_args(argv)
     try:
-        data = compare(args.a, args.b, resamples=args.resamples)
+        data = compare(args.a, args.b, resamples=args.resamples, vary=args.vary)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -136,7 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     q = data["quantities"]
     for name, _, _ in QUANTITIES:
         d, r = q[name]["a_minus_b"], q[name]["pearson"]
-        print(f"{name}: seed {data['seeds']['a']} {q[name]['a']['mean']:.3f}, seed {data['seeds']['b']} "
+        labels = data[f"{args.vary}s"]
+        print(f"{name}: {args.vary} {labels['a']} {q[name]['a']['mean']:.3f}, {args.vary} {labels['b']} "
               f"{q[name]['b']['mean']:.3f}, difference {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] "
               f"(r = {'n/a' if r is None else f'{r:.2f}'}, {data['questions']} questions)")
     return 0

@@ -127,3 +127,70 @@ def test_more_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
     assert not out.exists()
+
+
+# -- --vary preset: the extended preset against the paper's on the same questions at the same seed (committed folders)
+EXTENDED = [RESULTS / f"2wiki-extended-t6-seed0-q{w}" for w in ("1-5", "6-10", "11-15")]
+PAPER = [RESULTS / f"2wiki-paper-t6-seed0-q{w}" for w in ("1-5", "6-10", "11-15")]
+
+
+def _menu_n_eq(folders):
+    rows = [r for f in folders for r in json.loads((f / "equivalence.json").read_text())["per_question"]["menu"]]
+    return sum(r["n_eq"] for r in rows) / len(rows)
+
+
+def test_vary_preset_pairs_the_two_graphs_questions_by_id():
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    data = sp.compare(EXTENDED, PAPER, resamples=200, vary="preset")
+    assert data["kind"] == "preset_pair" and data["presets"] == {"a": "extended", "b": "paper"}
+    assert data["questions"] == 15 and data["per_dataset"]["2wiki"]["questions"] == 15
+    q = data["quantities"]["n_eq_menu"]
+    assert q["a"]["mean"] == pytest.approx(_menu_n_eq(EXTENDED))
+    assert q["b"]["mean"] == pytest.approx(_menu_n_eq(PAPER))
+    assert q["a_minus_b"]["mean"] == pytest.approx(_menu_n_eq(EXTENDED) - _menu_n_eq(PAPER))
+    # the default (--vary seed) refuses the same pair: the preset is a setting, not the seed
+    with pytest.raises(sp.ConfigError, match="only the seed may differ"):
+        sp.compare(EXTENDED, PAPER, resamples=200)
+
+
+def _with_settings(src, dst, edit):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("cache"))
+    settings = json.loads((dst / "settings.json").read_text())
+    edit(settings)
+    (dst / "settings.json").write_text(json.dumps(settings))
+    return dst
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("same-preset", "both played with preset paper"),
+    ("other-seed", "only the preset (and the menu settings it sets) may differ"),
+    ("override", "answer_with_max: 3 -> 1"),
+])
+def test_vary_preset_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case, needle):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    a, b = EXTENDED[0], PAPER[0]
+    if case == "same-preset":
+        a = _with_settings(PAPER[0], tmp_path / "a", lambda s: s.update(content_hash="another graph"))
+    elif case == "other-seed":
+        a = _with_settings(EXTENDED[0], tmp_path / "a", lambda s: s.update(seed=1))
+    else:  # the extended side's menu with answer_with_max 3: an override, not what its preset sets
+        def override(s):
+            s["arms"]["menu"]["env"]["answer_with_max"] = 3
+        a = _with_settings(EXTENDED[0], tmp_path / "a", override)
+    out = tmp_path / "pair.json"
+    args = ["--a", str(a), "--b", str(b), "--out", str(out), "--resamples", "200", "--vary", "preset"]
+    assert sp.main(args) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_vary_preset_cli_labels_its_lines_by_preset(tmp_path, capsys):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    out = tmp_path / "p.json"
+    assert sp.main(["--a", str(EXTENDED[0]), "--b", str(PAPER[0]), "--out", str(out), "--resamples", "200",
+                    "--vary", "preset"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(sp.QUANTITIES)
+    assert lines[0].startswith("n_eq_menu: preset extended ") and ", preset paper " in lines[0]
+    assert json.loads(out.read_text())["kind"] == "preset_pair"
