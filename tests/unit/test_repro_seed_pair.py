@@ -26,6 +26,14 @@ def _copy(src, dst, *, seed=None, edit=None):
     return dst
 
 
+def _assert_refused(sp, args, out, capsys, needle):
+    """``args`` exit 2 with one stderr line containing ``needle``, and ``out`` is not written."""
+    assert sp.main(args) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not out.exists()
+
+
 def test_identical_values_give_zero_difference_and_correlation_one(tmp_path):
     sp = load_script("benchmarks/repro_seed_pair.py")
     a = [_copy(FIRST, tmp_path / "a1", seed=1), _copy(SECOND, tmp_path / "a2", seed=1)]
@@ -81,10 +89,8 @@ def test_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case, nee
                 eq["per_question"][arm].pop()
         a = _copy(FIRST, tmp_path / "a", seed=1, edit=drop)
     out = tmp_path / "pair.json"
-    assert sp.main(["--a", str(a), "--b", str(FIRST), "--out", str(out), "--resamples", "200"]) == 2
-    err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1
-    assert not out.exists()
+    _assert_refused(sp, ["--a", str(a), "--b", str(FIRST), "--out", str(out), "--resamples", "200"], out, capsys,
+                    needle)
 
 
 def test_cli_prints_one_line_per_quantity_with_both_seeds(tmp_path, capsys):
@@ -123,10 +129,7 @@ def test_more_refusals_name_the_problem_and_write_nothing(tmp_path, capsys, case
         a = [_copy(FIRST, tmp_path / "a2", seed=1, edit=swap)]
     out = tmp_path / "pair.json"
     args = ["--a", *map(str, a), "--b", *map(str, b), "--out", str(out), "--resamples", resamples]
-    assert sp.main(args) == 2
-    err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1
-    assert not out.exists()
+    _assert_refused(sp, args, out, capsys, needle)
 
 
 # -- --vary preset: the extended preset against the paper's on the same questions at the same seed (committed folders)
@@ -179,10 +182,7 @@ def test_vary_preset_refusals_name_the_problem_and_write_nothing(tmp_path, capsy
         a = _with_settings(EXTENDED[0], tmp_path / "a", override)
     out = tmp_path / "pair.json"
     args = ["--a", str(a), "--b", str(b), "--out", str(out), "--resamples", "200", "--vary", "preset"]
-    assert sp.main(args) == 2
-    err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1
-    assert not out.exists()
+    _assert_refused(sp, args, out, capsys, needle)
 
 
 def test_vary_preset_cli_labels_its_lines_by_preset(tmp_path, capsys):
