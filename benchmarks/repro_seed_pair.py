@@ -88,7 +88,7 @@ def preset_explains(key: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
     name = key.rsplit(".", 1)[-1]
     if name == "preset":
         return True
-    if ".env." not in f".{key}":
+    if "env" not in key.split(".")[:-1]:  # not a menu (EnvConfig) setting
         return False
     pa, pb = ENV_PRESETS.get(a.get("preset"), {}), ENV_PRESETS.get(b.get("preset"), {})
     return name in pa and name in pb and a[key] == pa[name] and b[key] == pb[name]

@@ -194,3 +194,14 @@ def test_vary_preset_cli_labels_its_lines_by_preset(tmp_path, capsys):
     assert len(lines) == len(sp.QUANTITIES)
     assert lines[0].startswith("n_eq_menu: preset extended ") and ", preset paper " in lines[0]
     assert json.loads(out.read_text())["kind"] == "preset_pair"
+
+
+def test_vary_preset_refuses_a_question_twice_within_a_side_and_an_unknown_vary(tmp_path):
+    """Under --vary preset questions pair by dataset and id, so the same question on two graphs of one side (which
+    pooling, keyed by graph, lets through) is refused here; ``compare`` refuses a ``vary`` it does not know."""
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    twin = _with_settings(PAPER[0], tmp_path / "twin", lambda s: s.update(content_hash="another graph"))
+    with pytest.raises(sp.ConfigError, match="is also in another folder of this side; a question counts once"):
+        sp.compare([EXTENDED[0]], [PAPER[0], twin], resamples=200, vary="preset")
+    with pytest.raises(sp.ConfigError, match="--vary must be one of seed, preset, got 'graph'"):
+        sp.compare([EXTENDED[0]], [PAPER[0]], resamples=200, vary="graph")
