@@ -22,10 +22,15 @@ pool, and a question counts once); the same seed on both sides; a question on on
 questions are paired by dataset format and question id. The sides may differ only in the preset and in the values it
 sets: every other differing setting is refused, as is a menu setting that is not its side's preset value (an
 override), and the same preset on both sides (kind ``preset_pair``; the key ``presets`` holds the two).
+
+Each file records what the comparison held fixed (``rests_on``), and ``repro_small.py page`` shows every comparison
+under its results folder (:func:`pair_sections`): a diagnostic of ours, read "differs" only where the paired interval
+excludes 0, never a verdict on a claim of the paper.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -120,6 +125,15 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
         return None
 
 
+def rests_on(settings: dict[str, Any], vary: str) -> dict[str, Any]:
+    """What a comparison holds fixed, from one side's ``settings.json``: model, device, N_g, T, temperature and the
+    seed (under ``--vary preset``) or the preset (under ``--vary seed``)."""
+    menu = (settings.get("arms") or {}).get("menu") or {}
+    fixed = "preset" if vary == "seed" else "seed"
+    return {"model": settings.get("model"), "device": settings.get("device"), "group_size": settings.get("group_size"),
+            "max_turns": menu.get("max_turns"), "temperature": menu.get("temperature"), fixed: settings.get(fixed)}
+
+
 def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: int = BOOTSTRAP,
             vary: str = "seed") -> dict[str, Any]:
     """The paired comparison: ``{kind, generated, seeds | presets, questions, per_dataset, quantities,
@@ -152,6 +166,7 @@ def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: 
     return {"kind": f"{vary}_pair", "generated": utc_stamp(),
             f"{vary}s": {"a": a[0].settings.get(vary), "b": b[0].settings.get(vary)},
             "folders": {"a": [str(s.folder) for s in a], "b": [str(s.folder) for s in b]},
+            "rests_on": rests_on(a[0].settings, vary),
             "questions": len(keys), "quantities": summary(keys),
             "per_dataset": {name: {"questions": len(ks), "quantities": summary(ks)} for name, ks in by_dataset.items()},
             "definitions": {
@@ -160,6 +175,87 @@ def compare(a_folders: Sequence[Path], b_folders: Sequence[Path], *, resamples: 
                 "a_minus_b": f"per question, the value at --a's {vary} minus at --b's; bootstrap 95% over "
                              "questions (percentile), fixed seed, as repro_small.py",
                 "pearson": f"ours: correlation of the two {vary}s' values over questions"}}
+
+
+#: the page's row label of each quantity (QUANTITIES' names)
+LABELS = {"n_eq_menu": "N_eq, menu", "n_eq_free_query": "N_eq, free-query",
+          "n_eq_menu_minus_free_query": "N_eq, menu minus free-query",
+          "empty_frac_menu": "menu rollouts that retrieve nothing (share)",
+          "empty_frac_free_query": "free-query rollouts that retrieve nothing (share)"}
+KINDS = ("seed_pair", "preset_pair")
+
+
+def pair_files(root: Path) -> list[Path]:
+    """Every comparison this script wrote under ``root`` (a ``*pair*.json`` whose ``kind`` is one of :data:`KINDS`;
+    other JSON is not ours and is passed over), caches excepted, in path order. A ``*pair*.json`` that is not JSON is
+    refused (ConfigError), so a damaged result is not left off the page unseen."""
+    found = []
+    for path in sorted(root.rglob("*pair*.json")):
+        if "cache" in path.relative_to(root).parts:
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+        if isinstance(data, dict) and data.get("kind") in KINDS:
+            found.append(path)
+    return found
+
+
+def pair_section(data: dict[str, Any], where: Path) -> str:
+    """The page's table for one comparison (HTML): per quantity the two sides' means, the paired difference a minus b
+    with its interval and the correlation r. Ours, a check of how a result depends on the seed or the preset rather
+    than a claim of the paper, so its reading is "differs" (the interval excludes 0) or "not shown to differ"."""
+    from html import escape
+
+    vary = "preset" if data["kind"] == "preset_pair" else "seed"
+    sides = data[f"{vary}s"]
+    a, b = f"{vary} {sides['a']}", f"{vary} {sides['b']}"
+    sets = ", ".join(f"{name} {d['questions']}" for name, d in data["per_dataset"].items())
+    rows = []
+    for name, q in data["quantities"].items():
+        d, r = q["a_minus_b"], q["pearson"]
+        if d.get("mean") is None:
+            reading = "n/a"
+        else:
+            reading = "differs" if d["lo"] > 0 or d["hi"] < 0 else "not shown to differ"
+        rows.append(f"<tr><td>{escape(LABELS.get(name, name))}</td><td>{_num(q['a'])}</td><td>{_num(q['b'])}</td>"
+                    f"<td>{_num(d, signed=True)} [{_num(d, 'lo', signed=True)}, {_num(d, 'hi', signed=True)}]</td>"
+                    f"<td>{'n/a' if r is None else f'{r:.2f}'}</td><td class='verdict'>{escape(reading)}</td></tr>")
+    folders = f"{', '.join(data['folders']['a'])} against {', '.join(data['folders']['b'])}"
+    r = data.get("rests_on") or {}
+    fixed = "preset" if vary == "seed" else "seed"
+    held = (f"{r.get('model')}, {r.get('device')}, {fixed} {r.get(fixed)}, N_g = {r.get('group_size')} rollouts per "
+            f"question and arm, T = {r.get('max_turns')}, temperature {r.get('temperature')}; " if r
+            else f"what it held fixed is not recorded ({data['folders']['a'][0]} has no settings.json here); ")
+    basis = (f"Ours, not a claim of the paper: the same {data['questions']} questions ({sets}) under the two {vary}s, "
+             f"{held}"
+             "each question paired with itself; a minus b per question, bootstrap 95% over questions; r the "
+             f"correlation of the two sides over questions. It reads differs only when the interval excludes 0. "
+             f"Folders: {folders}.")
+    return (f"<h2>Paired by question: {escape(a)} against {escape(b)} <code>{escape(str(where))}</code></h2>"
+            f"<p class='basis'>{escape(basis)}</p>"
+            f"<table><tr><th>quantity</th><th>{escape(a)}</th><th>{escape(b)}</th><th>a minus b [95%]</th>"
+            f"<th>r</th><th>reading</th></tr>{''.join(rows)}</table>")
+
+
+def _num(x: dict[str, Any], key: str = "mean", signed: bool = False) -> str:
+    v = x.get(key)
+    return "n/a" if v is None else (f"{v:+.3f}" if signed else f"{v:.3f}")
+
+
+def pair_sections(root: Path) -> str:
+    """One page section per comparison under ``root`` (:func:`pair_files`); "" when there is none."""
+    sections = []
+    for path in pair_files(root):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if "rests_on" not in data:  # written before rests_on was recorded: read it from the first --a folder
+            vary = "preset" if data["kind"] == "preset_pair" else "seed"
+            settings = root / data["folders"]["a"][0] / "settings.json"
+            if settings.is_file():
+                data["rests_on"] = rests_on(json.loads(settings.read_text(encoding="utf-8")), vary)
+        sections.append(pair_section(data, path.relative_to(root)))
+    return "".join(sections)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -985,11 +985,12 @@ def cmd_page(root: Path) -> Path:
     if not root.is_dir():
         raise ConfigError(f"--out {root}: no such folder (run `equivalence` / `credit` first)")
     from repro_pool import pooled_sections
+    from repro_seed_pair import pair_sections
 
     sets = result_sets(root)
-    pooled = pooled_sections(root)
+    pooled = pooled_sections(root) + pair_sections(root)
     if not sets and not pooled and not learning_results(root):
-        raise ConfigError(f"--out {root}: no equivalence.json, credit.json, pooled.json or learning.json there or in "
+        raise ConfigError(f"--out {root}: no equivalence.json, credit.json, pooled.json, *pair*.json or learning.json there or in "
                           "its sub-folders")
     plots = root / "plots"
     plots.mkdir(exist_ok=True)

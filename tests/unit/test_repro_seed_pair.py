@@ -205,3 +205,58 @@ def test_vary_preset_refuses_a_question_twice_within_a_side_and_an_unknown_vary(
         sp.compare([EXTENDED[0]], [PAPER[0], twin], resamples=200, vary="preset")
     with pytest.raises(sp.ConfigError, match="--vary must be one of seed, preset, got 'graph'"):
         sp.compare([EXTENDED[0]], [PAPER[0]], resamples=200, vary="graph")
+
+
+def test_a_comparison_records_what_it_holds_fixed():
+    """``rests_on`` names model, device, N_g, T and temperature, and the setting held fixed (seed under --vary preset,
+    preset under --vary seed), all read from the sides' settings."""
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    settings = json.loads((EXTENDED[0] / "settings.json").read_text())
+    r = sp.compare(EXTENDED, PAPER, resamples=200, vary="preset")["rests_on"]
+    assert r == {"model": settings["model"], "device": settings["device"], "group_size": settings["group_size"],
+                 "max_turns": settings["arms"]["menu"]["max_turns"],
+                 "temperature": settings["arms"]["menu"]["temperature"], "seed": settings["seed"]}
+    assert r["max_turns"] == 6 and r["seed"] == 0
+
+
+def test_the_page_shows_each_comparison_with_its_numbers_reading_and_basis(tmp_path):
+    """``pair_sections`` renders a committed preset pair (written before ``rests_on`` was recorded, so its basis is
+    read from its first --a folder's settings) with the JSON's numbers, and reads a difference as "differs" only
+    where its interval excludes 0; the page (``repro_small.py page``) includes it."""
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    src = RESULTS / "pooled-extended-t6-seed0-2wiki-q1-40" / "preset_pair_vs_paper.json"
+    data = json.loads(src.read_text())
+    assert "rests_on" not in data
+    root = tmp_path / "results"
+    (root / "pair").mkdir(parents=True)
+    shutil.copy(src, root / "pair" / src.name)
+    assert "what it held fixed is not recorded (2wiki-extended-t6-seed0-q1-5 has no settings.json here)" in \
+        sp.pair_sections(root)
+    first = root / data["folders"]["a"][0]  # the folder's settings.json is all the page reads of it
+    first.mkdir()
+    shutil.copy(EXTENDED[0] / "settings.json", first / "settings.json")
+    html = sp.pair_sections(root)
+    q = data["quantities"]
+    empty, free = q["empty_frac_menu"]["a_minus_b"], q["n_eq_free_query"]["a_minus_b"]
+    assert empty["lo"] > 0 and free["lo"] < 0 < free["hi"]  # the recorded result the readings below depend on
+    row = html.split("menu rollouts that retrieve nothing (share)</td>")[1].split("</tr>")[0]
+    assert f"{empty['mean']:+.3f} [{empty['lo']:+.3f}, {empty['hi']:+.3f}]" in row and ">differs<" in row
+    row = html.split("N_eq, free-query</td>")[1].split("</tr>")[0]
+    assert ">not shown to differ<" in row
+    assert "preset extended against preset paper" in html and "pair/preset_pair_vs_paper.json" in html
+    assert "smollm2, cpu, seed 0, N_g = 8 rollouts per question and arm, T = 6" in html
+    assert f"the same {data['questions']} questions (2wiki 40)" in html
+    page = load_script("benchmarks/repro_small.py").cmd_page(root).read_text()
+    assert "Paired by question: preset extended against preset paper" in page
+
+
+def test_the_page_passes_over_other_json_and_refuses_a_damaged_comparison(tmp_path):
+    sp = load_script("benchmarks/repro_seed_pair.py")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "seed_pair.json").write_text("{broken")  # caches are not read
+    (tmp_path / "pairs.json").write_text(json.dumps([1, 2]))  # not ours
+    (tmp_path / "other_pair.json").write_text(json.dumps({"kind": "pooled"}))  # not ours
+    assert sp.pair_files(tmp_path) == [] and sp.pair_sections(tmp_path) == ""
+    (tmp_path / "seed_pair.json").write_text("{broken")
+    with pytest.raises(sp.ConfigError, match="seed_pair.json: not valid JSON"):
+        sp.pair_files(tmp_path)
