@@ -125,11 +125,16 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
         return None
 
 
+def held_fixed(vary: str) -> str:
+    """The setting a comparison keeps equal beside the one it varies: the preset when the seed varies, and back."""
+    return "preset" if vary == "seed" else "seed"
+
+
 def rests_on(settings: dict[str, Any], vary: str) -> dict[str, Any]:
     """What a comparison holds fixed, from one side's ``settings.json``: model, device, N_g, T, temperature and the
     seed (under ``--vary preset``) or the preset (under ``--vary seed``)."""
     menu = (settings.get("arms") or {}).get("menu") or {}
-    fixed = "preset" if vary == "seed" else "seed"
+    fixed = held_fixed(vary)
     return {"model": settings.get("model"), "device": settings.get("device"), "group_size": settings.get("group_size"),
             "max_turns": menu.get("max_turns"), "temperature": menu.get("temperature"), fixed: settings.get(fixed)}
 
@@ -185,10 +190,10 @@ LABELS = {"n_eq_menu": "N_eq, menu", "n_eq_free_query": "N_eq, free-query",
 KINDS = ("seed_pair", "preset_pair")
 
 
-def pair_files(root: Path) -> list[Path]:
-    """Every comparison this script wrote under ``root`` (a ``*pair*.json`` whose ``kind`` is one of :data:`KINDS`;
-    other JSON is not ours and is passed over), caches excepted, in path order. A ``*pair*.json`` that is not JSON is
-    refused (ConfigError), so a damaged result is not left off the page unseen."""
+def pair_files(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every comparison this script wrote under ``root``, read: ``(path, data)`` for each ``*pair*.json`` whose
+    ``kind`` is one of :data:`KINDS` (other JSON is not ours and is passed over), caches excepted, in path order. A
+    ``*pair*.json`` that is not JSON is refused (ConfigError), so a damaged result is not left off the page unseen."""
     found = []
     for path in sorted(root.rglob("*pair*.json")):
         if "cache" in path.relative_to(root).parts:
@@ -198,8 +203,13 @@ def pair_files(root: Path) -> list[Path]:
         except ValueError as exc:
             raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
         if isinstance(data, dict) and data.get("kind") in KINDS:
-            found.append(path)
+            found.append((path, data))
     return found
+
+
+def varied(data: dict[str, Any]) -> str:
+    """What a comparison file varies, from its ``kind``: ``preset`` or ``seed``."""
+    return data["kind"].removesuffix("_pair")
 
 
 def pair_section(data: dict[str, Any], where: Path) -> str:
@@ -208,23 +218,24 @@ def pair_section(data: dict[str, Any], where: Path) -> str:
     than a claim of the paper, so its reading is "differs" (the interval excludes 0) or "not shown to differ"."""
     from html import escape
 
-    vary = "preset" if data["kind"] == "preset_pair" else "seed"
+    vary = varied(data)
     sides = data[f"{vary}s"]
     a, b = f"{vary} {sides['a']}", f"{vary} {sides['b']}"
     sets = ", ".join(f"{name} {d['questions']}" for name, d in data["per_dataset"].items())
     rows = []
     for name, q in data["quantities"].items():
-        d, r = q["a_minus_b"], q["pearson"]
+        d, corr = q["a_minus_b"], q["pearson"]
         if d.get("mean") is None:
             reading = "n/a"
         else:
             reading = "differs" if d["lo"] > 0 or d["hi"] < 0 else "not shown to differ"
         rows.append(f"<tr><td>{escape(LABELS.get(name, name))}</td><td>{_num(q['a'])}</td><td>{_num(q['b'])}</td>"
                     f"<td>{_num(d, signed=True)} [{_num(d, 'lo', signed=True)}, {_num(d, 'hi', signed=True)}]</td>"
-                    f"<td>{'n/a' if r is None else f'{r:.2f}'}</td><td class='verdict'>{escape(reading)}</td></tr>")
+                    f"<td>{'n/a' if corr is None else f'{corr:.2f}'}</td><td class='verdict'>{escape(reading)}</td>"
+                    "</tr>")
     folders = f"{', '.join(data['folders']['a'])} against {', '.join(data['folders']['b'])}"
     r = data.get("rests_on") or {}
-    fixed = "preset" if vary == "seed" else "seed"
+    fixed = held_fixed(vary)
     held = (f"{r.get('model')}, {r.get('device')}, {fixed} {r.get(fixed)}, N_g = {r.get('group_size')} rollouts per "
             f"question and arm, T = {r.get('max_turns')}, temperature {r.get('temperature')}; " if r
             else f"what it held fixed is not recorded ({data['folders']['a'][0]} has no settings.json here); ")
@@ -247,13 +258,11 @@ def _num(x: dict[str, Any], key: str = "mean", signed: bool = False) -> str:
 def pair_sections(root: Path) -> str:
     """One page section per comparison under ``root`` (:func:`pair_files`); "" when there is none."""
     sections = []
-    for path in pair_files(root):
-        data = json.loads(path.read_text(encoding="utf-8"))
+    for path, data in pair_files(root):
         if "rests_on" not in data:  # written before rests_on was recorded: read it from the first --a folder
-            vary = "preset" if data["kind"] == "preset_pair" else "seed"
             settings = root / data["folders"]["a"][0] / "settings.json"
             if settings.is_file():
-                data["rests_on"] = rests_on(json.loads(settings.read_text(encoding="utf-8")), vary)
+                data["rests_on"] = rests_on(json.loads(settings.read_text(encoding="utf-8")), varied(data))
         sections.append(pair_section(data, path.relative_to(root)))
     return "".join(sections)
 

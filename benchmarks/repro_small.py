@@ -990,8 +990,8 @@ def cmd_page(root: Path) -> Path:
     sets = result_sets(root)
     pooled = pooled_sections(root) + pair_sections(root)
     if not sets and not pooled and not learning_results(root):
-        raise ConfigError(f"--out {root}: no equivalence.json, credit.json, pooled.json, *pair*.json or learning.json there or in "
-                          "its sub-folders")
+        raise ConfigError(f"--out {root}: no equivalence.json, credit.json, pooled.json, *pair*.json or learning.json "
+                          "there or in its sub-folders")
     plots = root / "plots"
     plots.mkdir(exist_ok=True)
     sections = []

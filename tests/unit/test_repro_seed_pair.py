@@ -260,3 +260,13 @@ def test_the_page_passes_over_other_json_and_refuses_a_damaged_comparison(tmp_pa
     (tmp_path / "seed_pair.json").write_text("{broken")
     with pytest.raises(sp.ConfigError, match="seed_pair.json: not valid JSON"):
         sp.pair_files(tmp_path)
+
+
+def test_page_cli_refuses_a_damaged_comparison_in_one_line(tmp_path, capsys):
+    """What the user sees: ``repro_small.py page`` exits 2 with one stderr line naming the damaged file, and writes
+    no page."""
+    (tmp_path / "seed_pair.json").write_text("{broken")
+    assert load_script("benchmarks/repro_small.py").main(["page", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "seed_pair.json: not valid JSON" in err and err.count("\n") == 1
+    assert not (tmp_path / "index.html").exists()
