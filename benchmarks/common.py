@@ -234,6 +234,20 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def fmt_num(value: float | None, spec: str = ".3g", none: str = "n/a") -> str:
+    """One number as ``format(value, spec)`` (``".3g"``, ``".3f"``, ``"+.2f"``: the reproduction pages' styles);
+    ``none`` when it is None (no question defines it)."""
+    return none if value is None else format(value, spec)
+
+
+def fmt_interval(x: dict[str, Any] | None, spec: str = ".3g", key: str = "mean", none: str = "n/a") -> str:
+    """``value [lo, hi]`` of a bootstrap-interval dict (``{key, "lo", "hi"}``, as every repro_* JSON writes them), all
+    three in one ``spec``; ``none`` when there is no dict or it has no ``key`` value."""
+    if x is None or x.get(key) is None:
+        return none
+    return f"{fmt_num(x[key], spec, none)} [{fmt_num(x.get('lo'), spec, none)}, {fmt_num(x.get('hi'), spec, none)}]"
+
+
 def text_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """Fixed-width plain-text table (first column left-aligned, others right-aligned)."""
     cells = [[str(h) for h in headers]] + [[c if isinstance(c, str) else fmt(c) for c in r] for r in rows]

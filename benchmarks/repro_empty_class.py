@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import utc_stamp, write_results  # noqa: E402
+from common import fmt_interval, utc_stamp, write_results  # noqa: E402
 from repro_pool import Source, check_poolable, in_question_order, load_source  # noqa: E402
 from repro_small import ARMS, BOOTSTRAP, _safe, bootstrap_mean, paired_difference, read_json_gz  # noqa: E402
 
@@ -145,13 +145,6 @@ def check(folders: Sequence[Path], *, resamples: int = BOOTSTRAP) -> dict[str, A
                 "interval": "bootstrap 95% over questions (percentile), fixed seed, as repro_small.py"}}
 
 
-def _iv(x: dict[str, Any]) -> str:
-    """``mean [lo, hi]`` of a bootstrap interval, signed, 2 decimals; "n/a" when it has no value (no question)."""
-    if x.get("mean") is None:
-        return "n/a"
-    return f"{x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]"
-
-
 def paragraph(data: dict[str, Any]) -> str:
     """The page's sentence for a check filed beside a pool (HTML): the arms' empty shares and the N_eq difference
     both ways. A diagnostic, not a claim, so it gets no verdict."""
@@ -165,12 +158,13 @@ def paragraph(data: dict[str, Any]) -> str:
         f"Ours, a check of claim (a)'s difference from the cached rollouts ({pooled['questions']} questions, "
         f"benchmarks/repro_empty_class.py): {menu:.1%} of the menu's rollouts and {free:.1%} of the free-query arm's "
         f"retrieved nothing and share one class. Counting each of them as a class of its own (the most they could "
-        f"add), menu minus free-query N_eq is {_iv(d['n_eq_empty_apart'])}, against {_iv(d['n_eq'])} as defined. "
+        f"add), menu minus free-query N_eq is {fmt_interval(d['n_eq_empty_apart'], '+.2f')}, against "
+        f"{fmt_interval(d['n_eq'], '+.2f')} as defined. "
         "Where the first lies above 0, the shared empty class is large enough to account for the difference; what "
         "those rollouts would have retrieved is not known. "
         f"Matched: over the {m['questions']} questions where some menu rollout retrieved (k = "
         f"{'n/a' if k is None else f'{k:.1f}'} of them on average), their classes minus the mean classes of k "
-        f"free-query rollouts: {_iv(m['menu_minus_free'])}.") + "</p>")
+        f"free-query rollouts: {fmt_interval(m['menu_minus_free'], '+.2f')}.") + "</p>")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -188,8 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_results(args.out, data)
     d, m = data["pooled"]["menu_minus_free_query"], data["pooled"]["matched"]["menu_minus_free"]
-    print(f"{data['pooled']['questions']} questions: menu minus free-query N_eq {_iv(d['n_eq'])}; with empty rollouts "
-          f"apart {_iv(d['n_eq_empty_apart'])}; matched ({m['n']} questions) {_iv(m)}")
+    print(f"{data['pooled']['questions']} questions: menu minus free-query N_eq {fmt_interval(d['n_eq'], '+.2f')}; "
+          f"with empty rollouts apart {fmt_interval(d['n_eq_empty_apart'], '+.2f')}; "
+          f"matched ({m['n']} questions) {fmt_interval(m, '+.2f')}")
     return 0
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import fmt_interval, fmt_num  # noqa: E402
 from repro_small import MIN_QUESTIONS, bootstrap_mean, graph_identity, verdict  # noqa: E402
 
 from harness_g.errors import ConfigError, HarnessError  # noqa: E402
@@ -422,7 +423,7 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
         g = a["gain"] or {}
         rows.append(f"<tr><td>{escape(a['label'])}</td><td>{', '.join(map(str, a['steps'].values()))}</td>"
                     + "".join(f"<td>{_seed_mean(before, m)} &rarr; {_seed_mean(after, m)}</td>"
-                              f"<td>{_f(g[m]['mean'])} [{_f(g[m]['lo'])}, {_f(g[m]['hi'])}]</td>" for m in METRICS)
+                              f"<td>{fmt_interval(g[m], '.3f')}</td>" for m in METRICS)
                     + f"<td>{a['train_seconds']:.0f}</td></tr>")
     verdicts = []
     for name, comp in data["comparisons"].items():
@@ -431,9 +432,8 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
             continue
         st, sent = verdict(comp["f1"], "mean", null=0.0, claim=f"held-out F1 gain of {a} minus {b}", n=n)
         verdicts.append(f"<li><b>{escape(ARM_LABELS[a])} gains more held-out F1 than {escape(ARM_LABELS[b])} "
-                        f"(difference {_f(comp['f1']['mean'])} [{_f(comp['f1']['lo'])}, {_f(comp['f1']['hi'])}]): "
-                        f"{escape(st)}.</b> {escape(sent)} Evidence recall: {_f(comp['evidence_recall']['mean'])} "
-                        f"[{_f(comp['evidence_recall']['lo'])}, {_f(comp['evidence_recall']['hi'])}].</li>")
+                        f"(difference {fmt_interval(comp['f1'], '.3f')}): "
+                        f"{escape(st)}.</b> {escape(sent)} Evidence recall: {fmt_interval(comp['evidence_recall'], '.3f')}.</li>")
     charts = []
     for key, title in (("reward_f1", "Training rollout reward F1 (seed mean)"),
                        ("zero_adv_frac", "Zero-advantage group fraction (seed mean)")):
@@ -470,7 +470,7 @@ def warm_start_line(data: dict[str, Any]) -> str:
 def _seed_mean(evals: list[dict[str, Any] | None], metric: str) -> str:
     """The mean of ``metric`` over the seeds' evaluations that have it, formatted; "n/a" when none has."""
     vs = [e[metric] for e in evals if e and e.get(metric) is not None]
-    return _f(sum(vs) / len(vs)) if vs else "n/a"
+    return fmt_num(sum(vs) / len(vs), ".3f") if vs else "n/a"
 
 
 def _series(points: dict[str, list[tuple[int, float]]]) -> tuple[list[int], dict[str, list[float | None]]]:
@@ -494,7 +494,3 @@ def _heldout_curves(data: dict[str, Any]) -> tuple[list[int], dict[str, list[flo
     """Held-out greedy F1 per arm at every evaluated step, seed mean."""
     return _series({arm: [(int(step), e["f1"]) for evals in a["heldout"].values() for step, e in evals.items()]
                     for arm, a in data["arms"].items()})
-
-
-def _f(v: Any) -> str:
-    return "n/a" if v is None else f"{v:.3f}"

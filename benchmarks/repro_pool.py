@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import utc_stamp, write_results  # noqa: E402
+from common import fmt_interval, utc_stamp, write_results  # noqa: E402
 from repro_small import (ARMS, BASELINES, BOOTSTRAP, BOOTSTRAP_SEED, SETTINGS, SIGNALS, _safe, auc,  # noqa: E402
                          credit_aucs, equivalence_means, pool_order, read_json_gz, signal_value)
 
@@ -231,7 +231,7 @@ def pooled_sections(root: Path) -> str:
 def _pooled_section(data: dict[str, Any], where: Path) -> str:
     from html import escape
 
-    from repro_small import _f, verdict
+    from repro_small import verdict
 
     r = data["rests_on"]
     env = r.get("env") or {}
@@ -248,8 +248,8 @@ def _pooled_section(data: dict[str, Any], where: Path) -> str:
 
     def row(label: str, interval: dict[str, Any], key: str, null: float, n: int, claim: str) -> None:
         status, _ = verdict(interval, key, null=null, claim=claim, n=n)
-        rows.append(f"<tr><td>{escape(label)}</td><td>{n}</td><td>{_f(interval.get(key))} [{_f(interval.get('lo'))}, "
-                    f"{_f(interval.get('hi'))}]</td><td class='verdict {status.replace(' ', '-')}'>{escape(status)}</td></tr>")
+        rows.append(f"<tr><td>{escape(label)}</td><td>{n}</td><td>{fmt_interval(interval, key=key)}</td>"
+                    f"<td class='verdict {status.replace(' ', '-')}'>{escape(status)}</td></tr>")
 
     notes = []
     eq = data.get("equivalence")

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import utc_stamp, write_results  # noqa: E402
+from common import fmt_interval, fmt_num, utc_stamp, write_results  # noqa: E402
 from repro_pool import Source, check_poolable, in_question_order, load_source, setting_differences  # noqa: E402
 from repro_small import ARMS, BOOTSTRAP, bootstrap_mean, paired_difference  # noqa: E402
 
@@ -229,8 +229,8 @@ def pair_section(data: dict[str, Any], where: Path) -> str:
             reading = "n/a"
         else:
             reading = "differs" if d["lo"] > 0 or d["hi"] < 0 else "not shown to differ"
-        rows.append(f"<tr><td>{escape(LABELS.get(name, name))}</td><td>{_num(q['a'])}</td><td>{_num(q['b'])}</td>"
-                    f"<td>{_num(d, signed=True)} [{_num(d, 'lo', signed=True)}, {_num(d, 'hi', signed=True)}]</td>"
+        rows.append(f"<tr><td>{escape(LABELS.get(name, name))}</td><td>{fmt_num(q['a'].get('mean'), '.3f')}</td>"
+                    f"<td>{fmt_num(q['b'].get('mean'), '.3f')}</td><td>{fmt_interval(d, '+.3f')}</td>"
                     f"<td>{'n/a' if corr is None else f'{corr:.2f}'}</td><td class='verdict'>{escape(reading)}</td>"
                     "</tr>")
     folders = f"{', '.join(data['folders']['a'])} against {', '.join(data['folders']['b'])}"
@@ -248,11 +248,6 @@ def pair_section(data: dict[str, Any], where: Path) -> str:
             f"<p class='basis'>{escape(basis)}</p>"
             f"<table><tr><th>quantity</th><th>{escape(a)}</th><th>{escape(b)}</th><th>a minus b [95%]</th>"
             f"<th>r</th><th>reading</th></tr>{''.join(rows)}</table>")
-
-
-def _num(x: dict[str, Any], key: str = "mean", signed: bool = False) -> str:
-    v = x.get(key)
-    return "n/a" if v is None else (f"{v:+.3f}" if signed else f"{v:.3f}")
 
 
 def pair_sections(root: Path) -> str:

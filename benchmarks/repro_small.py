@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, utc_stamp, write_results  # noqa: E402
+from common import RESULTS, fmt_interval, fmt_num, utc_stamp, write_results  # noqa: E402
 
 from harness_g.config_diff import differences  # noqa: E402
 from harness_g.errors import ConfigError, HarnessError  # noqa: E402
@@ -701,10 +701,6 @@ def _load(path: Path) -> dict[str, Any]:
         raise HarnessError(f"{path}: not JSON ({exc})") from None
 
 
-def _f(v: Any) -> str:
-    return "n/a" if v is None else f"{v:.3g}"
-
-
 def _basis(r: dict[str, Any], extra: str = "") -> str:
     env = r.get("env") or {}
     changed = f"; changed from the defaults: {', '.join(r['overrides'])}" if r.get("overrides") else ""
@@ -802,8 +798,7 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]],
         if interval.get(key) is None:  # run, but no question defines it (aliasing: no two requests differed)
             return "<td>n/a (no question defines it)</td>"
         status, _ = verdict(interval, key, null=null, claim=claim, n=n)
-        return (f"<td class='verdict {status.replace(' ', '-')}'>{_f(interval[key])} [{_f(interval['lo'])}, "
-                f"{_f(interval['hi'])}]: {escape(status)}</td>")
+        return f"<td class='verdict {status.replace(' ', '-')}'>{fmt_interval(interval, key=key)}: {escape(status)}</td>"
 
     def setting(meta: dict[str, Any]) -> str:
         env = meta.get("env") or {}
@@ -861,10 +856,10 @@ def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
     rows = []
     for arm in ARMS:
         a = eq["arms"][arm]
-        rows.append(f"<tr><td>{arm}</td>" + "".join(f"<td>{_f(a[k]['mean'])} [{_f(a[k]['lo'])}, {_f(a[k]['hi'])}]</td>"
+        rows.append(f"<tr><td>{arm}</td>" + "".join(f"<td>{fmt_interval(a[k])}</td>"
                                                     for k in ("n_eq", "d_ret", "d_query"))
-                    + f"<td>{_f(a['describe']['reward_f1']['mean'])}</td><td>{_f(a['describe']['lookups']['mean'])}</td>"
-                    f"<td>{_f(a['describe']['invalid_frac']['mean'])}</td><td>{a['settings']['seconds']}</td></tr>")
+                    + f"<td>{fmt_num(a['describe']['reward_f1']['mean'])}</td><td>{fmt_num(a['describe']['lookups']['mean'])}</td>"
+                    f"<td>{fmt_num(a['describe']['invalid_frac']['mean'])}</td><td>{a['settings']['seconds']}</td></tr>")
     n = r["questions"]
     status, sentence = verdict({**eq["menu_minus_free_query"]["n_eq"], "value": eq["menu_minus_free_query"]["n_eq"]["mean"]},
                                "value", null=0.0, claim="menu N_eq minus free-query N_eq", n=n)
@@ -881,9 +876,8 @@ def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
             f"the untrained policy (step 0), so this is the starting point of the paper's training-time curves.</p>"
             f"<table><tr><th>arm</th><th>mean N_eq</th><th>D_ret</th><th>D_query</th><th>reward F1</th>"
             f"<th>LOOKUPs / rollout</th><th>invalid turns</th><th>rollout s</th></tr>{''.join(rows)}</table>"
-            f"<p>Menu minus free-query (paired over questions): N_eq {_f(d['n_eq']['mean'])} "
-            f"[{_f(d['n_eq']['lo'])}, {_f(d['n_eq']['hi'])}], D_ret {_f(d['d_ret']['mean'])} "
-            f"[{_f(d['d_ret']['lo'])}, {_f(d['d_ret']['hi'])}].</p>"
+            f"<p>Menu minus free-query (paired over questions): N_eq {fmt_interval(d['n_eq'])}, "
+            f"D_ret {fmt_interval(d['d_ret'])}.</p>"
             f"<p class='verdict {status.replace(' ', '-')}'><b>{escape(status)}.</b> {escape(sentence)}</p>"
             + aliasing_paragraph(eq) + f"<div class='charts'>{chart}{chart2}</div>")
 
@@ -893,14 +887,13 @@ def aliasing_paragraph(eq: dict[str, Any]) -> str:
     an equivalence.json written before it existed."""
     if "aliasing" not in eq.get("menu_minus_free_query", {}):
         return ""
-    cells = "; ".join(f"{arm} {_f(eq['arms'][arm]['aliasing']['mean'])} [{_f(eq['arms'][arm]['aliasing']['lo'])}, "
-                      f"{_f(eq['arms'][arm]['aliasing']['hi'])}] over {eq['arms'][arm]['aliasing']['n']} questions"
+    cells = "; ".join(f"{arm} {fmt_interval(eq['arms'][arm]['aliasing'])} over {eq['arms'][arm]['aliasing']['n']} questions"
                       for arm in ARMS)
     d = eq["menu_minus_free_query"]["aliasing"]
     return ("<p class='basis'>Aliasing (harness-g's diagnostic, not one of the paper's): of the pairs of a group's "
             "rollouts whose requests differ (search strings; LOOKUP targets on the menu), the fraction that reached "
             f"one retrieval-equivalence class. It does not depend on how often a policy retrieves. {cells}; menu minus "
-            f"free-query {_f(d['mean'])} [{_f(d['lo'])}, {_f(d['hi'])}] (paired, {d['n']} questions).</p>")
+            f"free-query {fmt_interval(d)} (paired, {d['n']} questions).</p>")
 
 
 def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
@@ -909,7 +902,7 @@ def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
     from harness_g.agent.eval.report.plots import interval_chart
 
     r = cr["rests_on"]
-    rows = "".join(f"<tr><td>{escape(cr['labels'][k])}</td><td>{_f(v['auc'])}</td><td>[{_f(v['lo'])}, {_f(v['hi'])}]</td>"
+    rows = "".join(f"<tr><td>{escape(cr['labels'][k])}</td><td>{fmt_num(v['auc'])}</td><td>[{fmt_num(v['lo'])}, {fmt_num(v['hi'])}]</td>"
                    f"<td>{v['n_steps']}</td><td>{v['n_positive']}</td></tr>" for k, v in cr["signals"].items())
     n = r["questions"]
     steps_note = f", {r['steps']} steps of which {r['positive_steps']} surfaced gold"
@@ -920,7 +913,7 @@ def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
     for other in ("outcome", "igpo"):
         v = cr["snc_versus"][f"snc_minus_{other}"]
         st, sent = verdict(v, "diff", null=0.0, claim=f"SNC AUC minus {other} AUC", n=n)
-        verdicts.append(f"<li><b>SNC above {escape(other)} (AUC difference {_f(v['diff'])}): {escape(st)}.</b> "
+        verdicts.append(f"<li><b>SNC above {escape(other)} (AUC difference {fmt_num(v['diff'])}): {escape(st)}.</b> "
                         f"{escape(sent)}</li>")
     z = cr.get("zero_gain") or {}
     if z:
@@ -929,7 +922,7 @@ def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
                         "answerer's gold-answer likelihood barely moved.</li>")
     w = cr.get("within_lookups")
     if w:
-        cells = "; ".join(f"{escape(k)} {_f(v['auc'])} [{_f(v['lo'])}, {_f(v['hi'])}]" for k, v in w["signals"].items())
+        cells = "; ".join(f"{escape(k)} {fmt_interval(v, key='auc')}" for k, v in w["signals"].items())
         d = w["snc_versus"].get("snc_minus_outcome") or {}
         st, sent = verdict(d, "diff", null=0.0, claim="SNC minus outcome AUC among LOOKUPs", n=n)
         snc_w = w["signals"]["snc"]

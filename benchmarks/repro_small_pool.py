@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import fmt_interval  # noqa: E402
 from repro_learning import _jsonl as _read_jsonl  # noqa: E402
 from repro_small import BOOTSTRAP, BOOTSTRAP_SEED, _percentile  # noqa: E402
 
@@ -277,7 +278,7 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
     rows = []
     for name, rec in data["runs"].items():
         curve = " ".join(f"{v:.2f}" for v in rec["reward_f1_by_step"].values())
-        change, rest = (_interval(rec.get(k)) for k in ("change", "change_not_offered"))
+        change, rest = (fmt_interval(rec.get(k), "+.3f", none="-") for k in ("change", "change_not_offered"))
         zero = [v for v in rec["zero_adv_frac_by_step"].values() if v is not None]
         rows.append(f"<tr><td>{escape(name)}</td><td>{rec.get('seed')}</td><td>{rec['reached']} of {rec['steps']}</td>"
                     f"<td>{curve}</td><td>{change}</td><td>{escape(rec['verdict'])}</td><td>{rest}</td>"
@@ -285,7 +286,7 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
                     f"<td>{evals(rec, 'heldout', 'evidence_recall')}</td>"
                     f"<td>{num(sum(zero) / len(zero)) if zero else '-'}</td></tr>")
     basis = _basis([r["rests_on"] for r in recs], [r["steps"] for r in recs])
-    extra = "".join(f"<p>{label} on the change, seed {escape(seed)}: {_interval(d)}</p>"
+    extra = "".join(f"<p>{label} on the change, seed {escape(seed)}: {fmt_interval(d, '+.3f', none='-')}</p>"
                     for key, label in (("snc_minus_outcome_by_seed", "SNC minus outcome-only"),
                                        ("menu_outcome_minus_free_query_by_seed",
                                         "menu outcome-only minus the free-query arm"))
@@ -307,10 +308,6 @@ def _pool_table(data: dict[str, Any], path: Path) -> str:
             "<th>held-out F1</th>"
             "<th>held-out evidence recall</th><th>zero-advantage fraction of groups (mean)</th></tr>"
             + "".join(rows) + "</table>" + extra)
-
-
-def _interval(x: dict[str, Any] | None) -> str:
-    return "-" if x is None else f"{x['mean']:+.3f} [{x['lo']:+.3f}, {x['hi']:+.3f}]"
 
 
 def _basis(rests: list[dict[str, Any]], steps: list[int]) -> str:

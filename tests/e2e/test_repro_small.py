@@ -120,7 +120,7 @@ def test_equivalence_credit_and_page_on_the_2wiki_slice(tmp_path, store_spec, ca
     summary = html[html.index("<h2>Summary</h2>"): html.index("</table>", html.index("<h2>Summary</h2>"))]
     eq = json.loads((out / "equivalence.json").read_text())
     assert f"<td>{N_Q}</td>" in summary and "2wiki (paper, seed 0, T = 3, multi-turn, K_s = 3, K_e = 3" in summary
-    assert f"{rs._f(eq['menu_minus_free_query']['n_eq']['mean'])} [" in summary and summary.count("<tr>") == 2
+    assert f"{rs.fmt_num(eq['menu_minus_free_query']['n_eq']['mean'])} [" in summary and summary.count("<tr>") == 2
     assert {p.name for p in (out / "plots").glob("*.svg")} == {"main_n_eq.svg", "main_d_ret.svg", "main_auc.svg"}
 
     # --skip-questions K: the N questions after the first K, into another folder (a replication block): the second

@@ -62,7 +62,7 @@ def test_summary_pools_each_seed_apart_and_names_seed_and_folder(tmp_path: Path)
     label, n, cell = rows[key0]
     assert (label, n) == ("2wiki q1-3, hotpotqa q1", 4)
     expected = rs.bootstrap_mean([-1.0, -3.0, 0.0, -4.0])
-    assert cell.startswith(f"{rs._f(expected['mean'])} [{rs._f(expected['lo'])}, {rs._f(expected['hi'])}]")
+    assert cell.startswith(rs.fmt_interval(expected))
     # every per-set row says its seed and its folder
     assert "2wiki (paper, seed 1, T = 6, multi-turn, K_s = 6, K_e = 8, CPU (2-core)) <code>w-s1/</code>" in page
     assert "2wiki q2-2 (paper, seed 0, T = 6" in page and "<code>w-s0-replay-q2/</code>" in page
@@ -72,7 +72,7 @@ def test_summary_pools_each_seed_apart_and_names_seed_and_folder(tmp_path: Path)
     rows = {label.split(" pooled (")[1]: (label.split(" pooled (")[0], n, cell)
             for label, n, cell in _pooled_rows(rs.summary_section(sets, root))}
     label, n, cell = rows[key0.replace("seed 0", "seed 1")]
-    assert (label, n) == ("2wiki q1-3", 3) and cell.startswith(rs._f(rs.bootstrap_mean([2.0, 1.0, -1.0])["mean"]))
+    assert (label, n) == ("2wiki q1-3", 3) and cell.startswith(rs.fmt_num(rs.bootstrap_mean([2.0, 1.0, -1.0])["mean"]))
 
 
 def test_summary_says_a_conflict_instead_of_a_number(tmp_path: Path):

@@ -74,4 +74,4 @@ def test_the_page_row_shows_the_pools_interval(tmp_path: Path):
     page = rs.summary_section(sets, tmp_path)
     row = next(line for line in page.split("<tr>") if " pooled (" in line)
     assert row.startswith("<td>2wiki q1-8, musique q1-4 pooled (") and "<td>12</td>" in row
-    assert f">{rs._f(d['mean'])} [{rs._f(d['lo'])}, {rs._f(d['hi'])}]:" in row
+    assert f">{rs.fmt_interval(d)}:" in row
