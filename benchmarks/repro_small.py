@@ -981,8 +981,8 @@ def cmd_page(root: Path) -> Path:
     from repro_seed_pair import pair_sections
 
     sets = result_sets(root)
-    pooled = pooled_sections(root) + pair_sections(root)
-    if not sets and not pooled and not learning_results(root):
+    combined = pooled_sections(root) + pair_sections(root)  # pools of several folders, then pairs of pools
+    if not sets and not combined and not learning_results(root):
         raise ConfigError(f"--out {root}: no equivalence.json, credit.json, pooled.json, *pair*.json or learning.json "
                           "there or in its sub-folders")
     plots = root / "plots"
@@ -1006,7 +1006,7 @@ def cmd_page(root: Path) -> Path:
             "holds only when its whole interval is on the claimed side; a wide interval, or one from fewer than "
             f"{MIN_QUESTIONS} questions, reads \"not shown at n=...\". "
             "Source: <code>benchmarks/repro_small.py</code>; the JSON beside this page has every number.</p>"
-            + (summary_section(sets, root) if sets else "") + pooled + "".join(sections) + learning + "</body></html>")
+            + (summary_section(sets, root) if sets else "") + combined + "".join(sections) + learning + "</body></html>")
     path = root / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
