@@ -433,7 +433,8 @@ def learning_section(data: dict[str, Any], plots: Path, stem: str = "learning") 
         st, sent = verdict(comp["f1"], "mean", null=0.0, claim=f"held-out F1 gain of {a} minus {b}", n=n)
         verdicts.append(f"<li><b>{escape(ARM_LABELS[a])} gains more held-out F1 than {escape(ARM_LABELS[b])} "
                         f"(difference {fmt_interval(comp['f1'], '.3f')}): "
-                        f"{escape(st)}.</b> {escape(sent)} Evidence recall: {fmt_interval(comp['evidence_recall'], '.3f')}.</li>")
+                        f"{escape(st)}.</b> {escape(sent)} "
+                        f"Evidence recall: {fmt_interval(comp['evidence_recall'], '.3f')}.</li>")
     charts = []
     for key, title in (("reward_f1", "Training rollout reward F1 (seed mean)"),
                        ("zero_adv_frac", "Zero-advantage group fraction (seed mean)")):

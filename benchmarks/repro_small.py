@@ -798,7 +798,8 @@ def summary_section(sets: Sequence[tuple[Path, dict[str, Any], dict[str, Any]]],
         if interval.get(key) is None:  # run, but no question defines it (aliasing: no two requests differed)
             return "<td>n/a (no question defines it)</td>"
         status, _ = verdict(interval, key, null=null, claim=claim, n=n)
-        return f"<td class='verdict {status.replace(' ', '-')}'>{fmt_interval(interval, key=key)}: {escape(status)}</td>"
+        return (f"<td class='verdict {status.replace(' ', '-')}'>{fmt_interval(interval, key=key)}: "
+                f"{escape(status)}</td>")
 
     def setting(meta: dict[str, Any]) -> str:
         env = meta.get("env") or {}
@@ -858,8 +859,9 @@ def equivalence_section(eq: dict[str, Any], plots: Path, stem: str) -> str:
         a = eq["arms"][arm]
         rows.append(f"<tr><td>{arm}</td>" + "".join(f"<td>{fmt_interval(a[k])}</td>"
                                                     for k in ("n_eq", "d_ret", "d_query"))
-                    + f"<td>{fmt_num(a['describe']['reward_f1']['mean'])}</td><td>{fmt_num(a['describe']['lookups']['mean'])}</td>"
-                    f"<td>{fmt_num(a['describe']['invalid_frac']['mean'])}</td><td>{a['settings']['seconds']}</td></tr>")
+                    + "".join(f"<td>{fmt_num(a['describe'][k]['mean'])}</td>"
+                              for k in ("reward_f1", "lookups", "invalid_frac"))
+                    + f"<td>{a['settings']['seconds']}</td></tr>")
     n = r["questions"]
     status, sentence = verdict({**eq["menu_minus_free_query"]["n_eq"], "value": eq["menu_minus_free_query"]["n_eq"]["mean"]},
                                "value", null=0.0, claim="menu N_eq minus free-query N_eq", n=n)
@@ -887,7 +889,8 @@ def aliasing_paragraph(eq: dict[str, Any]) -> str:
     an equivalence.json written before it existed."""
     if "aliasing" not in eq.get("menu_minus_free_query", {}):
         return ""
-    cells = "; ".join(f"{arm} {fmt_interval(eq['arms'][arm]['aliasing'])} over {eq['arms'][arm]['aliasing']['n']} questions"
+    cells = "; ".join(f"{arm} {fmt_interval(eq['arms'][arm]['aliasing'])} over {eq['arms'][arm]['aliasing']['n']} "
+                      "questions"
                       for arm in ARMS)
     d = eq["menu_minus_free_query"]["aliasing"]
     return ("<p class='basis'>Aliasing (harness-g's diagnostic, not one of the paper's): of the pairs of a group's "
@@ -902,7 +905,8 @@ def credit_section(cr: dict[str, Any], plots: Path, stem: str) -> str:
     from harness_g.agent.eval.report.plots import interval_chart
 
     r = cr["rests_on"]
-    rows = "".join(f"<tr><td>{escape(cr['labels'][k])}</td><td>{fmt_num(v['auc'])}</td><td>[{fmt_num(v['lo'])}, {fmt_num(v['hi'])}]</td>"
+    rows = "".join(f"<tr><td>{escape(cr['labels'][k])}</td><td>{fmt_num(v['auc'])}</td>"
+                   f"<td>[{fmt_num(v['lo'])}, {fmt_num(v['hi'])}]</td>"
                    f"<td>{v['n_steps']}</td><td>{v['n_positive']}</td></tr>" for k, v in cr["signals"].items())
     n = r["questions"]
     steps_note = f", {r['steps']} steps of which {r['positive_steps']} surfaced gold"
